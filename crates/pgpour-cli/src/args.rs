@@ -1,0 +1,210 @@
+//! Command-line syntax (clap). Nothing here is validated beyond its shape:
+//! `config.rs` turns these into the engine's options.
+
+use clap::{Args, Parser, Subcommand};
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "pgpour",
+    version,
+    about = "Load big delimited files into PostgreSQL as fast as the server can take them, without losing a row.",
+    long_about = "Load big delimited files (CSV, PostgreSQL text/TSV, gzip/zstd, stdin, many files) into \
+PostgreSQL through parallel COPY, loading exactly the rows PostgreSQL's own COPY would.\n\n\
+Examples:\n  \
+pgpour load votes.csv --table votes --columns username,link,score\n  \
+pgpour load 'parts/part-*.tsv.gz' --table extract --null '' --workers 4\n  \
+zcat big.csv.gz | pgpour load - --table t --header\n  \
+pgpour gen votes --rows 7500000 -o votes.csv\n  \
+pgpour demo"
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Load files (or stdin) into an existing table.
+    #[command(long_about = LOAD_ABOUT)]
+    Load(Box<LoadArgs>),
+    /// Write a deterministic benchmark dataset (votes, extract, kv).
+    #[command(
+        long_about = "Write a deterministic benchmark dataset: the same name, row count and seed \
+always give the same bytes.\n\n  votes    username,link,score (csv), like the Reddit votes of the \
+bulk-insert write-ups\n  extract  29 tab-separated columns of ints, numerics, text and bit; empty \
+means NULL (load with --null '')\n  kv       id,value (csv), value = id as text\n\nExamples:\n  \
+pgpour gen votes --rows 7500000 -o votes.csv\n  pgpour gen kv --rows 10 \n  pgpour gen extract --ddl"
+    )]
+    Gen(GenArgs),
+    /// Run a real load end to end on a throwaway local PostgreSQL (or --db).
+    #[command(
+        long_about = "Run a real load end to end: start a throwaway PostgreSQL cluster in a temporary \
+directory (unless --db is given), generate the votes dataset, load it with one plain COPY stream (what \
+psql's \\copy does) and with pgpour, check both row counts and print the timings. Everything is \
+removed at the end.\n\nExamples:\n  pgpour demo\n  pgpour demo --rows 2000000\n  pgpour demo --db \
+postgres://me@localhost/scratch"
+    )]
+    Demo(DemoArgs),
+}
+
+const LOAD_ABOUT: &str = "Load files (or stdin) into an existing table through parallel COPY.
+
+Inputs are read in the order given; a quoted glob ('parts/*.csv') is expanded by pgpour in sorted \
+order; '-' reads stdin. gzip and zstd inputs are recognised by their first bytes and decompressed \
+as a stream. A UTF-8 byte order mark at the start of a file is not data.
+
+Rows reach the table exactly as `COPY table FROM STDIN` with the same options would load them. \
+The input is cut into chunks of whole records (never inside a quoted field); each worker loads one \
+chunk per transaction over its own connection. Memory stays bounded whatever the input size: about \
+(2 x workers + 3) x chunk size, i.e. about 28 MiB with 2 workers and the default 4 MiB chunks.
+
+Connection: --db takes a postgres:// URL or a 'key=value' conninfo string; what it leaves out comes \
+from PGHOST, PGPORT, PGUSER, PGDATABASE, PGPASSWORD (or ~/.pgpass, PGPASSFILE), PGSSLMODE, \
+PGSSLROOTCERT, PGAPPNAME, as with psql. Without any, pgpour connects over the local unix socket.
+
+Exit codes: 0 loaded everything, 2 error (the summary says what was committed), 130 interrupted.
+
+Examples:
+  pgpour load votes.csv --table votes --columns username,link,score
+  pgpour load 'parts/part-*.tsv.gz' --table extract --format text --null '' --workers 4
+  zcat big.csv.gz | pgpour load - --table t --header
+  pgpour load data.csv --table public.t --db postgres://user@host:5432/db --json";
+
+#[derive(Debug, Args)]
+pub struct ConnectionArgs {
+    /// Connection string: postgres://user@host:port/db or 'host=... dbname=...'.
+    /// Unset parts come from the PG* environment variables.
+    #[arg(long, short = 'd', value_name = "URL|CONNINFO")]
+    pub db: Option<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct LoadArgs {
+    /// Files to load, in order; globs are expanded; '-' is stdin.
+    #[arg(required = true, value_name = "FILE")]
+    pub inputs: Vec<String>,
+
+    /// Target table, as in SQL: votes, public.votes, '"MixedCase"'.
+    #[arg(long, short = 't', value_name = "TABLE")]
+    pub table: String,
+
+    /// Table columns that the file's fields go to, in file order
+    /// (e.g. username,link,score). Other columns get their defaults.
+    /// Default: all columns of the table, in table order.
+    #[arg(long, short = 'c', value_name = "COLS")]
+    pub columns: Option<String>,
+
+    #[command(flatten)]
+    pub connection: ConnectionArgs,
+
+    #[command(flatten)]
+    pub format: FormatArgs,
+
+    /// Parallel connections. Default: one per CPU core of this machine,
+    /// between 2 and 8 (the summary says what was used).
+    #[arg(long, short = 'j', value_name = "N")]
+    pub workers: Option<usize>,
+
+    /// Empty the table first, in the same transaction as the first chunk.
+    #[arg(long)]
+    pub truncate: bool,
+
+    /// Target size of a chunk (one transaction): bytes, or with KiB/MiB/GiB.
+    #[arg(long, value_name = "SIZE", default_value = "4MiB")]
+    pub chunk_size: String,
+
+    /// Print the summary as one JSON object on stdout.
+    #[arg(long)]
+    pub json: bool,
+
+    /// No progress bar and no summary (errors are still printed).
+    #[arg(long, short = 'q')]
+    pub quiet: bool,
+}
+
+/// COPY's format options, with COPY's names and meanings.
+#[derive(Debug, Args)]
+pub struct FormatArgs {
+    /// csv or text. Default from the file name (.csv -> csv; .tsv, .txt,
+    /// .tab -> text), else csv (stdin too).
+    #[arg(long, short = 'f', value_name = "FORMAT")]
+    pub format: Option<String>,
+
+    /// Field delimiter (one character; '\t' means tab). Default: ',' for
+    /// csv, tab for text.
+    #[arg(long, value_name = "CHAR")]
+    pub delimiter: Option<String>,
+
+    /// The string that means NULL. Default: empty unquoted string for csv,
+    /// \N for text.
+    #[arg(long, value_name = "STRING")]
+    pub null: Option<String>,
+
+    /// csv quote character. Default: '"'.
+    #[arg(long, value_name = "CHAR")]
+    pub quote: Option<String>,
+
+    /// csv escape character inside quotes. Default: the quote character.
+    #[arg(long, value_name = "CHAR")]
+    pub escape: Option<String>,
+
+    /// The first line of each file is a header: skip it. '--header match'
+    /// also checks its names against --columns (or the table's columns).
+    #[arg(long, value_name = "match", num_args = 0..=1, default_missing_value = "true")]
+    pub header: Option<String>,
+
+    /// Encoding of the input (e.g. LATIN1); the server converts it to the
+    /// database's. Default: UTF8.
+    #[arg(long, value_name = "NAME")]
+    pub encoding: Option<String>,
+
+    /// csv: read these columns' matching NULL strings as NULL even when quoted.
+    #[arg(long, value_name = "COLS")]
+    pub force_null: Option<String>,
+
+    /// csv: never read these columns' values as NULL.
+    #[arg(long, value_name = "COLS")]
+    pub force_not_null: Option<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct GenArgs {
+    /// votes, extract or kv.
+    pub dataset: String,
+
+    /// Number of rows.
+    #[arg(long, short = 'n', default_value_t = 1_000_000)]
+    pub rows: u64,
+
+    /// Output file (default: stdout).
+    #[arg(long, short = 'o', value_name = "FILE")]
+    pub output: Option<std::path::PathBuf>,
+
+    /// Seed of the generator: same seed, same bytes.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+
+    /// Print the dataset's CREATE TABLE statement instead of rows.
+    #[arg(long)]
+    pub ddl: bool,
+
+    /// Table name for --ddl (default: the dataset's name).
+    #[arg(long, value_name = "TABLE")]
+    pub table: Option<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct DemoArgs {
+    /// Rows of the votes dataset to load.
+    #[arg(long, short = 'n', default_value_t = 1_000_000)]
+    pub rows: u64,
+
+    /// Use this server instead of a throwaway one; the demo works in a
+    /// schema of its own (pgpour_demo) and drops it at the end.
+    #[command(flatten)]
+    pub connection: ConnectionArgs,
+
+    /// Parallel connections for the pgpour load (default as for `load`).
+    #[arg(long, short = 'j', value_name = "N")]
+    pub workers: Option<usize>,
+}

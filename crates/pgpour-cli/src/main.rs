@@ -1,0 +1,123 @@
+//! The `pgpour` command. Parses arguments, runs the engine, prints; the only
+//! part of pgpour that prints.
+
+mod args;
+mod config;
+mod demo;
+mod display;
+
+use std::io::{BufWriter, Write};
+use std::process::ExitCode;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+use anyhow::{Context, Result};
+use clap::Parser;
+use pgpour::gen::Dataset;
+use pgpour::Progress;
+
+use args::{Cli, Command, GenArgs};
+use config::LoadConfig;
+
+/// Exit codes (also in `pgpour load --help`).
+const EXIT_ERROR: u8 = 2;
+const EXIT_INTERRUPTED: u8 = 130;
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Load(args) => LoadConfig::from_args(*args).and_then(run_load),
+        Command::Gen(args) => run_gen(args).map(|()| ExitCode::SUCCESS),
+        Command::Demo(args) => demo::run(args).map(|()| ExitCode::SUCCESS),
+    };
+    result.unwrap_or_else(|e| {
+        eprintln!("pgpour: error: {e:#}");
+        ExitCode::from(EXIT_ERROR)
+    })
+}
+
+/// Ctrl-C asks the load to stop at a chunk boundary; a second one exits now.
+fn install_interrupt_handler() -> Arc<AtomicBool> {
+    let cancel = Arc::new(AtomicBool::new(false));
+    let flag = cancel.clone();
+    let _ = ctrlc::set_handler(move || {
+        if flag.swap(true, Ordering::SeqCst) {
+            std::process::exit(i32::from(EXIT_INTERRUPTED));
+        }
+        eprintln!(
+            "\npgpour: interrupted, finishing the chunks in flight (Ctrl-C again to quit now)"
+        );
+    });
+    cancel
+}
+
+fn run_load(config: LoadConfig) -> Result<ExitCode> {
+    let cancel = install_interrupt_handler();
+    let progress = Progress::default();
+    let done = AtomicBool::new(false);
+    let show_bar = display::wants_progress_bar(config.quiet, config.json);
+    let outcome = std::thread::scope(|scope| {
+        if show_bar {
+            scope.spawn(|| display::run_progress_bar(&progress, &done));
+        }
+        let outcome = pgpour::load(&config.connect, &config.load, &progress, &cancel);
+        done.store(true, Ordering::Relaxed);
+        outcome
+    });
+    let workers_note = match config.load.workers {
+        Some(_) => " (--workers)",
+        None => " (default: one per core, 2 to 8)",
+    };
+    match outcome {
+        Ok(summary) => {
+            if config.json {
+                println!("{}", serde_json::to_string(&summary)?);
+            } else if !config.quiet {
+                println!("{}", display::summary_text(&summary, workers_note));
+            }
+            if summary.interrupted {
+                eprintln!(
+                    "pgpour: interrupted: whole chunks were committed, the rest was not loaded"
+                );
+                return Ok(ExitCode::from(EXIT_INTERRUPTED));
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        Err(failure) => {
+            let summary = &failure.summary;
+            if config.json {
+                let mut value = serde_json::to_value(summary)?;
+                value["error"] = serde_json::Value::String(failure.error.to_string());
+                value["sqlstate"] = failure.error.sqlstate().into();
+                println!("{value}");
+            }
+            eprintln!("pgpour: error: {}", failure.error);
+            eprintln!(
+                "pgpour: {} rows were committed before the error (whole chunks); the rest was not loaded",
+                summary.rows_loaded
+            );
+            Ok(ExitCode::from(EXIT_ERROR))
+        }
+    }
+}
+
+fn run_gen(args: GenArgs) -> Result<()> {
+    let dataset: Dataset = args.dataset.parse().map_err(anyhow::Error::msg)?;
+    if args.ddl {
+        let table = pgpour::TableName::parse(args.table.as_deref().unwrap_or(dataset.name()))?;
+        println!("{};", dataset.ddl(&table.quoted()));
+        return Ok(());
+    }
+    let out: Box<dyn Write> = match &args.output {
+        Some(path) => Box::new(
+            std::fs::File::create(path).with_context(|| format!("creating {}", path.display()))?,
+        ),
+        None => Box::new(std::io::stdout().lock()),
+    };
+    let mut out = BufWriter::with_capacity(1 << 20, out);
+    match dataset.write(args.rows, args.seed, &mut out) {
+        // `pgpour gen ... | head` closes the pipe early: not an error.
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+        other => other.context("writing the dataset"),
+    }
+}

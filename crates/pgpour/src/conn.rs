@@ -1,0 +1,380 @@
+//! Connection options by libpq's conventions.
+//!
+//! A `postgres://` URL or `key=value` conninfo string, with anything it leaves
+//! out taken from libpq's environment (PGHOST, PGPORT, PGUSER, PGDATABASE,
+//! PGPASSWORD, PGPASSFILE, PGSSLMODE, PGSSLROOTCERT, PGAPPNAME,
+//! PGCONNECT_TIMEOUT), then `~/.pgpass`, then libpq's defaults. The
+//! environment is passed in, not read here, so the engine has no hidden
+//! inputs. The password is never part of any text this module produces.
+
+use std::path::{Path, PathBuf};
+use std::str::FromStr;
+use std::time::Duration;
+
+use postgres::config::{Host, SslMode as DriverSslMode};
+use postgres::{Client, Config};
+
+use crate::error::{Error, Result};
+
+/// libpq's sslmode values.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SslMode {
+    Disable,
+    Allow,
+    Prefer,
+    Require,
+    VerifyCa,
+    VerifyFull,
+}
+
+impl FromStr for SslMode {
+    type Err = Error;
+    fn from_str(s: &str) -> Result<Self> {
+        Ok(match s {
+            "disable" => SslMode::Disable,
+            "allow" => SslMode::Allow,
+            "prefer" => SslMode::Prefer,
+            "require" => SslMode::Require,
+            "verify-ca" => SslMode::VerifyCa,
+            "verify-full" => SslMode::VerifyFull,
+            other => return Err(Error::Config(format!("invalid sslmode {other:?}"))),
+        })
+    }
+}
+
+/// Everything needed to open connections to the target database.
+#[derive(Clone)]
+pub struct ConnectOptions {
+    config: Config,
+    ssl: SslMode,
+    root_cert: Option<PathBuf>,
+}
+
+/// Unix socket directories tried when no host is given: Debian's, then upstream's.
+const DEFAULT_SOCKET_DIRS: &[&str] = &["/var/run/postgresql", "/tmp"];
+
+impl ConnectOptions {
+    /// Resolves `db` (URL or conninfo, may be empty) against libpq's
+    /// environment, read through `env`.
+    pub fn resolve(db: Option<&str>, env: &dyn Fn(&str) -> Option<String>) -> Result<Self> {
+        // The driver knows neither verify-* sslmodes nor sslrootcert: take them out first.
+        let (db, sslmode) = take_param(db.unwrap_or(""), "sslmode");
+        let (db, root_cert) = take_param(&db, "sslrootcert");
+        let mut config = Config::from_str(&db)
+            .map_err(|e| Error::Config(format!("invalid --db connection string: {e}")))?;
+
+        if config.get_hosts().is_empty() {
+            match env("PGHOST").filter(|h| !h.is_empty()) {
+                Some(hosts) => hosts.split(',').for_each(|h| add_host(&mut config, h)),
+                None => DEFAULT_SOCKET_DIRS
+                    .iter()
+                    .for_each(|d| add_host(&mut config, d)),
+            }
+        }
+        if config.get_ports().is_empty() {
+            let port = match env("PGPORT") {
+                Some(p) => p
+                    .parse()
+                    .map_err(|_| Error::Config(format!("invalid PGPORT {p:?}")))?,
+                None => 5432,
+            };
+            config.port(port);
+        }
+        if config.get_user().is_none() {
+            let user = env("PGUSER")
+                .or_else(|| env("USER"))
+                .or_else(|| env("LOGNAME"))
+                .ok_or_else(|| {
+                    Error::Config("no user name: set PGUSER or give one in --db".into())
+                })?;
+            config.user(&user);
+        }
+        if config.get_dbname().is_none() {
+            let dbname =
+                env("PGDATABASE").unwrap_or_else(|| config.get_user().unwrap_or("").to_string());
+            config.dbname(&dbname);
+        }
+        if config.get_application_name().is_none() {
+            config.application_name(&env("PGAPPNAME").unwrap_or_else(|| "pgpour".into()));
+        }
+        if config.get_connect_timeout().is_none() {
+            if let Some(secs) = env("PGCONNECT_TIMEOUT").and_then(|s| s.parse().ok()) {
+                config.connect_timeout(Duration::from_secs(secs));
+            }
+        }
+        if config.get_password().is_none() {
+            let password = env("PGPASSWORD").or_else(|| {
+                let file = env("PGPASSFILE")
+                    .map(PathBuf::from)
+                    .or_else(|| env("HOME").map(|h| Path::new(&h).join(".pgpass")))?;
+                pgpass_lookup(&file, &config)
+            });
+            if let Some(password) = password {
+                config.password(password);
+            }
+        }
+
+        let ssl = match sslmode.or_else(|| env("PGSSLMODE")) {
+            Some(mode) => mode.parse()?,
+            None => SslMode::Prefer,
+        };
+        config.ssl_mode(match ssl {
+            SslMode::Disable => DriverSslMode::Disable,
+            SslMode::Allow | SslMode::Prefer => DriverSslMode::Prefer,
+            SslMode::Require | SslMode::VerifyCa | SslMode::VerifyFull => DriverSslMode::Require,
+        });
+        let root_cert = root_cert
+            .or_else(|| env("PGSSLROOTCERT"))
+            .map(PathBuf::from)
+            .or_else(|| {
+                let default = Path::new(&env("HOME")?).join(".postgresql/root.crt");
+                default.exists().then_some(default)
+            });
+        Ok(ConnectOptions {
+            config,
+            ssl,
+            root_cert,
+        })
+    }
+
+    /// Where we connect, for messages: never includes the password.
+    pub fn describe(&self) -> String {
+        let hosts: Vec<String> = self
+            .config
+            .get_hosts()
+            .iter()
+            .map(|h| match h {
+                Host::Tcp(name) => name.clone(),
+                Host::Unix(path) => path.display().to_string(),
+            })
+            .collect();
+        format!(
+            "host={} port={} dbname={} user={}",
+            hosts.join(","),
+            self.config.get_ports().first().copied().unwrap_or(5432),
+            self.config.get_dbname().unwrap_or(""),
+            self.config.get_user().unwrap_or("")
+        )
+    }
+
+    /// True when every host is a unix socket or a loopback address, i.e. the
+    /// server shares this machine's cores.
+    pub fn is_local(&self) -> bool {
+        self.config.get_hosts().iter().all(|h| match h {
+            Host::Unix(_) => true,
+            Host::Tcp(name) => matches!(name.as_str(), "localhost" | "127.0.0.1" | "::1"),
+        })
+    }
+
+    pub fn connect(&self) -> Result<Client> {
+        let connect_error = |source| Error::Connect {
+            target: self.describe(),
+            source,
+        };
+        let mut client = if self.ssl == SslMode::Disable {
+            self.config
+                .connect(postgres::NoTls)
+                .map_err(connect_error)?
+        } else {
+            let tls = self.tls_connector()?;
+            self.config.connect(tls).map_err(connect_error)?
+        };
+        // Literals pgpour writes into SQL assume standard strings.
+        client
+            .batch_execute("SET standard_conforming_strings = on")
+            .map_err(Error::db("setting up the session"))?;
+        Ok(client)
+    }
+
+    fn tls_connector(&self) -> Result<postgres_native_tls::MakeTlsConnector> {
+        let mut builder = native_tls::TlsConnector::builder();
+        match self.ssl {
+            // libpq encrypts without checking the certificate in these modes.
+            SslMode::Allow | SslMode::Prefer | SslMode::Require => {
+                builder.danger_accept_invalid_certs(true);
+                builder.danger_accept_invalid_hostnames(true);
+            }
+            SslMode::VerifyCa => {
+                builder.danger_accept_invalid_hostnames(true);
+            }
+            SslMode::VerifyFull | SslMode::Disable => {}
+        }
+        if let Some(path) = &self.root_cert {
+            let pem = std::fs::read(path).map_err(|source| Error::Input {
+                path: path.clone(),
+                source,
+            })?;
+            let cert = native_tls::Certificate::from_pem(&pem)
+                .map_err(|e| Error::Config(format!("sslrootcert {}: {e}", path.display())))?;
+            builder.add_root_certificate(cert);
+        }
+        let connector = builder
+            .build()
+            .map_err(|e| Error::Config(format!("cannot set up TLS: {e}")))?;
+        Ok(postgres_native_tls::MakeTlsConnector::new(connector))
+    }
+}
+
+fn add_host(config: &mut Config, host: &str) {
+    if host.starts_with('/') {
+        config.host_path(host);
+    } else {
+        config.host(host);
+    }
+}
+
+/// Removes `key` from a URL query string or a conninfo string, returning the
+/// rest and the value.
+fn take_param(db: &str, key: &str) -> (String, Option<String>) {
+    let prefix = format!("{key}=");
+    if db.starts_with("postgres://") || db.starts_with("postgresql://") {
+        let Some((base, query)) = db.split_once('?') else {
+            return (db.to_string(), None);
+        };
+        let mut value = None;
+        let kept: Vec<&str> = query
+            .split('&')
+            .filter(|kv| match kv.strip_prefix(&prefix) {
+                Some(v) => {
+                    value = Some(v.to_string());
+                    false
+                }
+                None => true,
+            })
+            .collect();
+        let rest = if kept.is_empty() {
+            base.to_string()
+        } else {
+            format!("{base}?{}", kept.join("&"))
+        };
+        (rest, value)
+    } else {
+        let mut value = None;
+        let kept: Vec<&str> = db
+            .split_whitespace()
+            .filter(|kv| match kv.strip_prefix(&prefix) {
+                Some(v) => {
+                    value = Some(v.trim_matches('\'').to_string());
+                    false
+                }
+                None => true,
+            })
+            .collect();
+        (kept.join(" "), value)
+    }
+}
+
+/// Looks the connection up in a pgpass file, like libpq: first matching
+/// line wins, `*` matches anything, a socket connection matches `localhost`,
+/// and a file readable by group or others is ignored.
+fn pgpass_lookup(file: &Path, config: &Config) -> Option<String> {
+    use std::os::unix::fs::PermissionsExt;
+    let meta = std::fs::metadata(file).ok()?;
+    if meta.permissions().mode() & 0o077 != 0 {
+        return None;
+    }
+    let text = std::fs::read_to_string(file).ok()?;
+    let host = match config.get_hosts().first()? {
+        Host::Tcp(name) => name.clone(),
+        Host::Unix(_) => "localhost".to_string(),
+    };
+    let port = config
+        .get_ports()
+        .first()
+        .copied()
+        .unwrap_or(5432)
+        .to_string();
+    let wanted = [
+        host.as_str(),
+        port.as_str(),
+        config.get_dbname().unwrap_or(""),
+        config.get_user().unwrap_or(""),
+    ];
+    text.lines()
+        .filter(|line| !line.starts_with('#'))
+        .map(split_pgpass_line)
+        .filter(|fields| fields.len() == 5)
+        .find(|fields| {
+            wanted
+                .iter()
+                .zip(fields)
+                .all(|(want, have)| have == "*" || have == want)
+        })
+        .map(|mut fields| fields.remove(4))
+}
+
+/// Splits on unescaped colons, undoing `\:` and `\\`.
+fn split_pgpass_line(line: &str) -> Vec<String> {
+    let mut fields = vec![String::new()];
+    let mut chars = line.chars();
+    while let Some(c) = chars.next() {
+        match c {
+            '\\' => fields.last_mut().unwrap().extend(chars.next()),
+            ':' => fields.push(String::new()),
+            c => fields.last_mut().unwrap().push(c),
+        }
+    }
+    fields
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashMap;
+
+    fn resolve(db: &str, vars: &[(&str, &str)]) -> ConnectOptions {
+        let vars: HashMap<String, String> = vars
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        ConnectOptions::resolve(Some(db), &|k| vars.get(k).cloned()).unwrap()
+    }
+
+    #[test]
+    fn environment_fills_what_the_url_leaves_out() {
+        let o = resolve(
+            "postgres://alice@db.example:6543",
+            &[("PGDATABASE", "sales"), ("PGPORT", "1")],
+        );
+        assert_eq!(
+            o.describe(),
+            "host=db.example port=6543 dbname=sales user=alice"
+        );
+        assert!(!o.is_local());
+        let o = resolve("", &[("PGHOST", "/run/pg"), ("PGUSER", "bob")]);
+        assert_eq!(o.describe(), "host=/run/pg port=5432 dbname=bob user=bob");
+    }
+
+    #[test]
+    fn verify_modes_and_root_cert_are_understood() {
+        let o = resolve("host=h user=u sslmode=verify-full sslrootcert=/ca.pem", &[]);
+        assert_eq!(o.ssl, SslMode::VerifyFull);
+        assert_eq!(o.root_cert, Some(PathBuf::from("/ca.pem")));
+        let o = resolve("postgres://u@h/d?sslmode=verify-ca&application_name=x", &[]);
+        assert_eq!(o.ssl, SslMode::VerifyCa);
+    }
+
+    #[test]
+    fn password_never_described() {
+        let o = resolve("postgres://u:s3cret@h/d", &[]);
+        assert!(!o.describe().contains("s3cret"));
+    }
+
+    #[test]
+    fn pgpass_first_match_with_wildcards_and_escapes() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("pgpass");
+        std::fs::write(
+            &file,
+            "# c\nother:*:*:*:no\nh:5432:*:u:pa\\:ss\nh:*:*:*:late\n",
+        )
+        .unwrap();
+        std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o600)).unwrap();
+        let config = Config::from_str("host=h user=u dbname=d port=5432").unwrap();
+        assert_eq!(pgpass_lookup(&file, &config).as_deref(), Some("pa:ss"));
+        std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o644)).unwrap();
+        assert_eq!(pgpass_lookup(&file, &config), None);
+    }
+
+    use std::os::unix::fs::PermissionsExt;
+}

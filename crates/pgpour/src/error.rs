@@ -1,0 +1,127 @@
+//! Errors of the engine: what went wrong, where in the input, and the
+//! server's SQLSTATE when the server said it.
+
+use std::fmt;
+use std::path::PathBuf;
+
+/// A place in the input: file, 1-based physical line, optional column name.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct Position {
+    pub file: String,
+    pub line: u64,
+    pub column: Option<String>,
+}
+
+impl fmt::Display for Position {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}:{}", self.file, self.line)?;
+        if let Some(column) = &self.column {
+            write!(f, ", column {column}")?;
+        }
+        Ok(())
+    }
+}
+
+/// What the server reported, kept whole so callers can act on the SQLSTATE.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct ServerError {
+    pub sqlstate: String,
+    pub message: String,
+    pub detail: Option<String>,
+    pub context: Option<String>,
+}
+
+impl fmt::Display for ServerError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} (SQLSTATE {})", self.message, self.sqlstate)?;
+        if let Some(detail) = &self.detail {
+            write!(f, "; {detail}")?;
+        }
+        Ok(())
+    }
+}
+
+impl ServerError {
+    pub fn from_db(e: &postgres::Error) -> Option<Self> {
+        let db = e.as_db_error()?;
+        Some(ServerError {
+            sqlstate: db.code().code().to_string(),
+            message: db.message().to_string(),
+            detail: db.detail().map(str::to_string),
+            context: db.where_().map(str::to_string),
+        })
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// The options given cannot work together, found before any data moved.
+    #[error("{0}")]
+    Config(String),
+
+    #[error("cannot connect to {target}: {source}")]
+    Connect {
+        /// host, port, database and user; never the password
+        target: String,
+        #[source]
+        source: postgres::Error,
+    },
+
+    /// The target table or its columns are not what the options say.
+    #[error("{0}")]
+    Target(String),
+
+    #[error("cannot read {}: {source}", path.display())]
+    Input {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+
+    /// The input does not match the format, found by pgpour itself.
+    #[error("{position}: {message}")]
+    Data { position: Position, message: String },
+
+    /// The server refused the data of one COPY.
+    #[error("{}: {server}", position.as_ref().map_or_else(|| "server".to_string(), |p| p.to_string()))]
+    Copy {
+        position: Option<Position>,
+        server: Box<ServerError>,
+    },
+
+    /// The connection failed below the protocol (socket closed mid-COPY).
+    #[error("{context}: {source}")]
+    Stream {
+        context: String,
+        #[source]
+        source: std::io::Error,
+    },
+
+    /// Any other failure talking to the server.
+    #[error("{context}: {source}")]
+    Db {
+        context: String,
+        #[source]
+        source: postgres::Error,
+    },
+}
+
+impl Error {
+    pub fn db(context: impl Into<String>) -> impl FnOnce(postgres::Error) -> Error {
+        let context = context.into();
+        move |source| Error::Db { context, source }
+    }
+
+    /// The SQLSTATE the server sent, if this error came from the server.
+    pub fn sqlstate(&self) -> Option<String> {
+        match self {
+            Error::Copy { server, .. } => Some(server.sqlstate.clone()),
+            Error::Db { source, .. } | Error::Connect { source, .. } => {
+                source.code().map(|c| c.code().to_string())
+            }
+            _ => None,
+        }
+    }
+}
+
+pub type Result<T, E = Error> = std::result::Result<T, E>;

@@ -1,0 +1,295 @@
+//! Deterministic benchmark datasets: the same name, row count and seed always
+//! give the same bytes, so results are comparable across machines and runs.
+//!
+//! * votes: `username,link,score` csv, like the Reddit votes of the
+//!   "Disecting the Postgres Bulk Insert" write-up (7.5M rows there).
+//! * extract: 29-column tab-separated text of ints, numerics, text and bit,
+//!   nullable columns sometimes empty (loaded with NULL ''), like the extract
+//!   table of the "Praca domowa SysAdmina" write-up.
+//! * kv: `id,value` csv with value = id as text, 1..=N, like the
+//!   "Bulk load performance in PostgreSQL" write-up (10M rows there).
+
+use std::io::{self, Write};
+use std::str::FromStr;
+
+use crate::format::{Format, FormatOptions};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Dataset {
+    Votes,
+    Extract,
+    Kv,
+}
+
+impl FromStr for Dataset {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "votes" => Ok(Dataset::Votes),
+            "extract" => Ok(Dataset::Extract),
+            "kv" => Ok(Dataset::Kv),
+            other => Err(format!("unknown dataset {other:?} (votes, extract, kv)")),
+        }
+    }
+}
+
+impl Dataset {
+    pub const ALL: [Dataset; 3] = [Dataset::Votes, Dataset::Extract, Dataset::Kv];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Dataset::Votes => "votes",
+            Dataset::Extract => "extract",
+            Dataset::Kv => "kv",
+        }
+    }
+
+    /// File extension that makes pgpour pick the right format.
+    pub fn extension(self) -> &'static str {
+        match self {
+            Dataset::Votes | Dataset::Kv => "csv",
+            Dataset::Extract => "tsv",
+        }
+    }
+
+    /// The format options that load the generated file as intended.
+    pub fn format(self) -> FormatOptions {
+        match self {
+            Dataset::Votes | Dataset::Kv => FormatOptions::new(Format::Csv),
+            Dataset::Extract => {
+                let mut f = FormatOptions::new(Format::Text);
+                f.null = Some(String::new());
+                f
+            }
+        }
+    }
+
+    /// The file's columns in order (the table may have more, e.g. a serial key).
+    pub fn columns(self) -> Vec<String> {
+        let names: &[&str] = match self {
+            Dataset::Votes => &["username", "link", "score"],
+            Dataset::Kv => &["id", "value"],
+            Dataset::Extract => &EXTRACT_COLUMNS.map(|(name, _)| name),
+        };
+        names.iter().map(|s| s.to_string()).collect()
+    }
+
+    /// `CREATE TABLE` for the dataset's benchmark table, named `table`
+    /// (already quoted).
+    pub fn ddl(self, table: &str) -> String {
+        match self {
+            Dataset::Votes => format!(
+                "CREATE TABLE {table} (voteid serial PRIMARY KEY, username text NOT NULL, \
+                 link text NOT NULL, score int NOT NULL)"
+            ),
+            Dataset::Kv => format!("CREATE TABLE {table} (id bigint PRIMARY KEY, value text)"),
+            Dataset::Extract => {
+                let cols: Vec<String> = EXTRACT_COLUMNS
+                    .iter()
+                    .map(|(name, ty)| format!("{name} {ty}"))
+                    .collect();
+                format!("CREATE TABLE {table} ({})", cols.join(", "))
+            }
+        }
+    }
+
+    /// Writes `rows` rows generated from `seed`.
+    pub fn write(self, rows: u64, seed: u64, out: &mut impl Write) -> io::Result<()> {
+        let mut rng = SplitMix64(seed ^ (self as u64 + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15));
+        let mut line = Vec::with_capacity(512);
+        let mut user = Vec::new();
+        let mut user_rows_left = 0;
+        for i in 0..rows {
+            line.clear();
+            match self {
+                Dataset::Votes => {
+                    // Votes come grouped by user, as in the original dump.
+                    if user_rows_left == 0 {
+                        user_rows_left = 1 + rng.below(40);
+                        random_username(&mut rng, &mut user);
+                    }
+                    user_rows_left -= 1;
+                    line.extend_from_slice(&user);
+                    line.extend_from_slice(b",t3_");
+                    push_base36(&mut line, 36u64.pow(4) + rng.below(36u64.pow(6)));
+                    let score: i64 = if rng.below(10) < 8 { 1 } else { -1 };
+                    write!(line, ",{score}")?;
+                }
+                Dataset::Kv => write!(line, "{0},{0}", i + 1)?,
+                Dataset::Extract => extract_row(&mut rng, &mut line)?,
+            }
+            line.push(b'\n');
+            out.write_all(&line)?;
+        }
+        out.flush()
+    }
+}
+
+const EXTRACT_COLUMNS: [(&str, &str); 29] = [
+    ("observed_date_min_as_xxxxdate", "int4 NOT NULL"),
+    ("observed_date_max_as_xxxxdate", "int4 NOT NULL"),
+    ("full_weeks_before_departure", "int NOT NULL"),
+    ("carrier_id", "int NOT NULL"),
+    ("searched_cabin_class", "text NOT NULL"),
+    ("booking_site_id", "int NOT NULL"),
+    ("booking_site_type_id", "int4 NOT NULL"),
+    ("is_trip_one_way", "bit NOT NULL"),
+    ("trip_origin_airport_id", "int NOT NULL"),
+    ("trip_destination_airport_id", "int NOT NULL"),
+    ("trip_min_stay", "int4 NULL"),
+    ("trip_price_min", "numeric(20, 2) NOT NULL"),
+    ("trip_price_max", "numeric(20, 2) NOT NULL"),
+    ("trip_price_avg", "numeric(38, 6) NOT NULL"),
+    ("aggregation_count", "int NOT NULL"),
+    ("out_flight_departure_date_as_xxxxdate", "int4 NOT NULL"),
+    ("out_flight_departure_time_as_xxxxtime", "int NOT NULL"),
+    ("out_flight_time_in_minutes", "int4 NULL"),
+    ("out_sector_count", "int4 NOT NULL"),
+    ("out_flight_sector_1_flight_code_id", "int NOT NULL"),
+    ("out_flight_sector_2_flight_code_id", "int NULL"),
+    ("out_flight_sector_3_flight_code_id", "int NULL"),
+    ("home_flight_departure_date_as_xxxxdate", "int4 NULL"),
+    ("home_flight_departure_time_as_xxxxtime", "int NULL"),
+    ("home_flight_time_in_minutes", "int4 NULL"),
+    ("home_sector_count", "int4 NOT NULL"),
+    ("home_flight_sector_1_flight_code_id", "int NULL"),
+    ("home_flight_sector_2_flight_code_id", "int NULL"),
+    ("home_flight_sector_3_flight_code_id", "int NULL"),
+];
+
+fn extract_row(rng: &mut SplitMix64, line: &mut Vec<u8>) -> io::Result<()> {
+    const CABINS: [&str; 4] = ["economy", "premium economy", "business", "first"];
+    let date = 20_180_101 + rng.below(1200);
+    let one_way = rng.below(4) == 0;
+    let min = 20 + rng.below(2000);
+    let max = min + rng.below(3000);
+    let cents = |r: &mut SplitMix64| r.below(100);
+    write!(
+        line,
+        "{date}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t",
+        date + rng.below(7),
+        rng.below(52),
+        1 + rng.below(900),
+        CABINS[rng.below(4) as usize],
+        1 + rng.below(5000),
+        1 + rng.below(6),
+        u8::from(one_way),
+        1 + rng.below(9000),
+        1 + rng.below(9000),
+    )?;
+    // trip_min_stay: empty (NULL) for one-way trips.
+    if !one_way {
+        write!(line, "{}", rng.below(30))?;
+    }
+    write!(
+        line,
+        "\t{min}.{:02}\t{max}.{:02}\t{}.{:06}\t{}\t{}\t{}\t",
+        cents(rng),
+        cents(rng),
+        (min + max) / 2,
+        rng.below(1_000_000),
+        1 + rng.below(500),
+        date + 7 + rng.below(300),
+        rng.below(2400),
+    )?;
+    let sectors = 1 + rng.below(3);
+    write!(
+        line,
+        "{}\t{sectors}\t{}",
+        30 + rng.below(1200),
+        1 + rng.below(99_999)
+    )?;
+    for s in 2..=3 {
+        line.push(b'\t');
+        if sectors >= s {
+            write!(line, "{}", 1 + rng.below(99_999))?;
+        }
+    }
+    if one_way {
+        // Home flight columns: NULL, sector count 0, NULL sectors.
+        line.extend_from_slice(b"\t\t\t\t0\t\t\t");
+    } else {
+        let home_sectors = 1 + rng.below(3);
+        write!(
+            line,
+            "\t{}\t{}\t{}\t{home_sectors}",
+            date + 14 + rng.below(300),
+            rng.below(2400),
+            30 + rng.below(1200)
+        )?;
+        for s in 1..=3 {
+            line.push(b'\t');
+            if home_sectors >= s {
+                write!(line, "{}", 1 + rng.below(99_999))?;
+            }
+        }
+    }
+    Ok(())
+}
+
+fn random_username(rng: &mut SplitMix64, out: &mut Vec<u8>) {
+    const ALPHABET: &[u8] = b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-";
+    out.clear();
+    let len = 3 + rng.below(16);
+    for _ in 0..len {
+        out.push(ALPHABET[rng.below(ALPHABET.len() as u64) as usize]);
+    }
+}
+
+fn push_base36(out: &mut Vec<u8>, mut n: u64) {
+    const DIGITS: &[u8] = b"0123456789abcdefghijklmnopqrstuvwxyz";
+    let start = out.len();
+    loop {
+        out.push(DIGITS[(n % 36) as usize]);
+        n /= 36;
+        if n == 0 {
+            break;
+        }
+    }
+    out[start..].reverse();
+}
+
+/// SplitMix64 (Steele, Lea and Flood, 2014): tiny, fast, and its output is
+/// fixed by its definition, unlike library generators that may change.
+struct SplitMix64(u64);
+
+impl SplitMix64 {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    /// Uniform enough in `0..n` for test data (n is far below 2^64).
+    fn below(&mut self, n: u64) -> u64 {
+        ((u128::from(self.next()) * u128::from(n)) >> 64) as u64
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn same_seed_same_bytes() {
+        for dataset in Dataset::ALL {
+            let mut a = Vec::new();
+            let mut b = Vec::new();
+            dataset.write(500, 7, &mut a).unwrap();
+            dataset.write(500, 7, &mut b).unwrap();
+            assert_eq!(a, b);
+            assert_eq!(a.iter().filter(|&&c| c == b'\n').count(), 500);
+        }
+    }
+
+    #[test]
+    fn extract_rows_have_29_fields() {
+        let mut out = Vec::new();
+        Dataset::Extract.write(200, 1, &mut out).unwrap();
+        for line in out.split(|&c| c == b'\n').filter(|l| !l.is_empty()) {
+            assert_eq!(line.split(|&c| c == b'\t').count(), 29);
+        }
+    }
+}

@@ -1,0 +1,171 @@
+//! Input sources: files or stdin, decompressed as a stream when the first
+//! bytes say gzip or zstd (the file name is not trusted for that).
+
+use std::fs::File;
+use std::io::{self, Cursor, Read};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use crate::error::{Error, Result};
+
+/// One input of a load.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum InputSpec {
+    Stdin,
+    File(PathBuf),
+}
+
+impl InputSpec {
+    /// `-` means stdin, like most Unix tools.
+    pub fn from_arg(arg: &str) -> Self {
+        if arg == "-" {
+            InputSpec::Stdin
+        } else {
+            InputSpec::File(PathBuf::from(arg))
+        }
+    }
+
+    /// The name used in messages and positions.
+    pub fn name(&self) -> String {
+        match self {
+            InputSpec::Stdin => "<stdin>".to_string(),
+            InputSpec::File(path) => path.display().to_string(),
+        }
+    }
+
+    /// Size on disk, if known up front (for progress and ETA).
+    pub fn size(&self) -> Option<u64> {
+        match self {
+            InputSpec::Stdin => None,
+            InputSpec::File(path) => std::fs::metadata(path).ok().map(|m| m.len()),
+        }
+    }
+
+    fn error(&self, source: io::Error) -> Error {
+        Error::Input {
+            path: PathBuf::from(self.name()),
+            source,
+        }
+    }
+
+    /// Checks the input can be opened, so a typo fails before any data moves.
+    pub fn check(&self) -> Result<()> {
+        match self {
+            InputSpec::Stdin => Ok(()),
+            InputSpec::File(path) => {
+                let meta = std::fs::metadata(path).map_err(|e| self.error(e))?;
+                if meta.is_dir() {
+                    return Err(self.error(io::Error::other("is a directory")));
+                }
+                File::open(path).map(drop).map_err(|e| self.error(e))
+            }
+        }
+    }
+
+    /// Opens the input for reading its decompressed bytes; every raw byte read
+    /// is added to `raw_bytes`.
+    pub fn open<'a>(&self, raw_bytes: &'a AtomicU64) -> Result<Box<dyn Read + Send + 'a>> {
+        let raw: Box<dyn Read + Send> = match self {
+            InputSpec::Stdin => Box::new(io::stdin()),
+            InputSpec::File(path) => Box::new(File::open(path).map_err(|e| self.error(e))?),
+        };
+        let mut counted = CountingReader {
+            inner: raw,
+            count: raw_bytes,
+        };
+        let mut magic = Vec::with_capacity(4);
+        (&mut counted)
+            .take(4)
+            .read_to_end(&mut magic)
+            .map_err(|e| self.error(e))?;
+        let stream = Cursor::new(magic.clone()).chain(counted);
+        Ok(match Compression::detect(&magic) {
+            Compression::Gzip => Box::new(flate2::read::MultiGzDecoder::new(
+                io::BufReader::with_capacity(256 * 1024, stream),
+            )),
+            Compression::Zstd => Box::new(zstd::Decoder::new(stream).map_err(|e| self.error(e))?),
+            Compression::None => Box::new(stream),
+        })
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Compression {
+    None,
+    Gzip,
+    Zstd,
+}
+
+impl Compression {
+    pub fn detect(magic: &[u8]) -> Self {
+        if magic.starts_with(&[0x1f, 0x8b]) {
+            Compression::Gzip
+        } else if magic.starts_with(&[0x28, 0xb5, 0x2f, 0xfd]) {
+            Compression::Zstd
+        } else {
+            Compression::None
+        }
+    }
+}
+
+struct CountingReader<'a> {
+    inner: Box<dyn Read + Send>,
+    count: &'a AtomicU64,
+}
+
+impl Read for CountingReader<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        self.count.fetch_add(n as u64, Ordering::Relaxed);
+        Ok(n)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write;
+
+    #[test]
+    fn decompresses_by_magic_not_by_name() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("plain.csv");
+        let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+        gz.write_all(b"a,b\n").unwrap();
+        let mut bytes = gz.finish().unwrap();
+        // A second gzip member, as pigz and `cat a.gz b.gz` produce.
+        let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+        gz.write_all(b"c,d\n").unwrap();
+        bytes.extend(gz.finish().unwrap());
+        std::fs::write(&path, &bytes).unwrap();
+
+        let raw = AtomicU64::new(0);
+        let mut out = String::new();
+        InputSpec::File(path)
+            .open(&raw)
+            .unwrap()
+            .read_to_string(&mut out)
+            .unwrap();
+        assert_eq!(out, "a,b\nc,d\n");
+        assert_eq!(raw.load(Ordering::Relaxed), bytes.len() as u64);
+    }
+
+    #[test]
+    fn zstd_and_plain() {
+        let dir = tempfile::tempdir().unwrap();
+        let z = dir.path().join("z");
+        std::fs::write(&z, zstd::encode_all(&b"x\ny\n"[..], 1).unwrap()).unwrap();
+        let p = dir.path().join("p");
+        std::fs::write(&p, b"1").unwrap();
+        let raw = AtomicU64::new(0);
+        for (path, want) in [(z, "x\ny\n"), (p, "1")] {
+            let mut out = String::new();
+            InputSpec::File(path)
+                .open(&raw)
+                .unwrap()
+                .read_to_string(&mut out)
+                .unwrap();
+            assert_eq!(out, want);
+        }
+    }
+}

@@ -1,0 +1,45 @@
+//! pgpour's engine: stream delimited files into PostgreSQL through parallel
+//! COPY, loading exactly the rows PostgreSQL's own COPY would.
+//!
+//! ```no_run
+//! use std::sync::atomic::AtomicBool;
+//! use pgpour::{ConnectOptions, Format, FormatOptions, InputSpec, LoadOptions, Progress, TableName};
+//!
+//! let connect = ConnectOptions::resolve(Some("postgres://localhost/db"), &|k| std::env::var(k).ok())?;
+//! let options = LoadOptions {
+//!     inputs: vec![InputSpec::from_arg("votes.csv")],
+//!     table: TableName::parse("votes")?,
+//!     columns: Some(vec!["username".into(), "link".into(), "score".into()]),
+//!     format: FormatOptions::new(Format::Csv),
+//!     workers: None,
+//!     truncate: false,
+//!     chunk_size: pgpour::DEFAULT_CHUNK_SIZE,
+//! };
+//! let summary = pgpour::load(&connect, &options, &Progress::default(), &AtomicBool::new(false))
+//!     .map_err(|failure| failure.error)?;
+//! println!("{} rows in {:.1}s", summary.rows_loaded, summary.seconds);
+//! # Ok::<(), pgpour::Error>(())
+//! ```
+
+pub mod conn;
+mod copy;
+pub mod error;
+pub mod format;
+pub mod frame;
+pub mod gen;
+pub mod input;
+pub mod pipeline;
+pub mod plan;
+pub mod progress;
+mod reader;
+pub mod report;
+pub mod sql;
+
+pub use conn::ConnectOptions;
+pub use error::{Error, Position, Result};
+pub use format::{Format, FormatOptions, Header};
+pub use input::InputSpec;
+pub use pipeline::{default_workers, load, LoadFailure, LoadOptions, DEFAULT_CHUNK_SIZE};
+pub use progress::Progress;
+pub use report::LoadSummary;
+pub use sql::TableName;

@@ -1,0 +1,270 @@
+//! The load pipeline: one reader thread frames the inputs into record-aligned
+//! chunks on a bounded channel; N workers, each with its own connection, load
+//! one chunk per transaction.
+//!
+//! Memory stays bounded: at most `2 × workers` chunks wait in the channel,
+//! each worker holds one, and the reader builds one.
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Condvar, Mutex};
+use std::time::Instant;
+
+use postgres::Client;
+
+use crate::conn::ConnectOptions;
+use crate::copy::load_chunk;
+use crate::error::{Error, Result};
+use crate::format::FormatOptions;
+use crate::input::InputSpec;
+use crate::plan::Target;
+use crate::progress::Progress;
+use crate::reader::{Chunk, ReadEnd, Reader};
+use crate::report::LoadSummary;
+use crate::sql::TableName;
+
+/// Default chunk size: big enough that per-transaction costs vanish, small
+/// enough that workers share the tail of a load evenly.
+pub const DEFAULT_CHUNK_SIZE: usize = 4 << 20;
+
+/// What to load where, validated: the engine's whole input.
+#[derive(Clone, Debug)]
+pub struct LoadOptions {
+    pub inputs: Vec<InputSpec>,
+    pub table: TableName,
+    /// Table columns in file order; `None` for all columns in table order.
+    pub columns: Option<Vec<String>>,
+    pub format: FormatOptions,
+    /// Parallel connections; `None` lets pgpour choose.
+    pub workers: Option<usize>,
+    /// Empty the table in the transaction of the first chunk.
+    pub truncate: bool,
+    pub chunk_size: usize,
+}
+
+/// A load that stopped on an error, with what it had committed by then.
+#[derive(Debug)]
+pub struct LoadFailure {
+    pub error: Error,
+    pub summary: LoadSummary,
+}
+
+/// How many workers to use by default: one per client core, at least two
+/// (one can wait on the network while the other's backend works), and at most
+/// eight. With a remote server its cores are unknown, so the client's stand in.
+pub fn default_workers() -> usize {
+    let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
+    cores.clamp(2, 8)
+}
+
+/// Runs a load to the end, or until `cancel` is set (then workers stop at a
+/// chunk boundary and the summary says `interrupted`).
+pub fn load(
+    connect: &ConnectOptions,
+    options: &LoadOptions,
+    progress: &Progress,
+    cancel: &AtomicBool,
+) -> Result<LoadSummary, Box<LoadFailure>> {
+    let started = Instant::now();
+    let workers = options.workers.unwrap_or_else(default_workers).max(1);
+    let summary =
+        |interrupted| LoadSummary::new(options, workers, progress, started.elapsed(), interrupted);
+    let fail = |error| {
+        Box::new(LoadFailure {
+            error,
+            summary: summary(false),
+        })
+    };
+
+    let (mut first_client, target) = prepare(connect, options, progress).map_err(fail)?;
+    let first_error: Mutex<Option<Error>> = Mutex::new(None);
+    let stop = AtomicBool::new(false);
+    let record_error = |e: Error| {
+        stop.store(true, Ordering::SeqCst);
+        first_error
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get_or_insert(e);
+    };
+    let gate = Gate::new(!options.truncate);
+    let committed = AtomicU64::new(0);
+    let expected_header = target.columns.clone();
+
+    let read_end = std::thread::scope(|scope| {
+        let (tx, rx) = crossbeam_channel::bounded::<Chunk>(2 * workers);
+        for index in 0..workers {
+            let rx = rx.clone();
+            let client = if index == 0 {
+                first_client.take()
+            } else {
+                None
+            };
+            let worker = Worker {
+                connect,
+                options,
+                target: &target,
+                progress,
+                gate: &gate,
+                stop: &stop,
+                cancel,
+                committed: &committed,
+            };
+            let record_error = &record_error;
+            scope.spawn(move || {
+                if let Err(e) = worker.run(client, rx) {
+                    record_error(e);
+                }
+            });
+        }
+        drop(rx);
+        let reader = Reader {
+            inputs: &options.inputs,
+            format: &options.format,
+            expected_header: &expected_header,
+            chunk_size: options.chunk_size,
+            progress,
+            stop: &stop,
+            cancel,
+        };
+        let end = reader.run(&tx);
+        drop(tx);
+        end.map_err(record_error).ok()
+    });
+
+    if let Some(e) = first_error.into_inner().unwrap_or_else(|p| p.into_inner()) {
+        return Err(fail(e));
+    }
+    // --truncate with no data at all: the table must still end up empty.
+    if options.truncate && read_end == Some(ReadEnd::Done { chunks: 0 }) {
+        let truncate = (|| {
+            let mut client = connect.connect()?;
+            client
+                .batch_execute(&target.truncate_sql())
+                .map_err(Error::db("truncating the table"))
+        })();
+        truncate.map_err(fail)?;
+    }
+    let complete = read_end
+        == Some(ReadEnd::Done {
+            chunks: committed.load(Ordering::SeqCst),
+        });
+    Ok(summary(!complete))
+}
+
+/// Connects, resolves the target and checks the COPY before any data moves.
+fn prepare(
+    connect: &ConnectOptions,
+    options: &LoadOptions,
+    progress: &Progress,
+) -> Result<(Option<Client>, Target)> {
+    options.format.validate()?;
+    if options.chunk_size == 0 {
+        return Err(Error::Config("the chunk size must be positive".into()));
+    }
+    if options
+        .inputs
+        .iter()
+        .filter(|i| **i == InputSpec::Stdin)
+        .count()
+        > 1
+    {
+        return Err(Error::Config("stdin (-) can be read only once".into()));
+    }
+    let mut total = 0;
+    for input in &options.inputs {
+        input.check()?;
+        total += input.size().unwrap_or(0);
+    }
+    if !options.inputs.contains(&InputSpec::Stdin) {
+        progress.input_bytes_total.store(total, Ordering::Relaxed);
+    }
+    let mut client = connect.connect()?;
+    let target = Target::resolve(
+        &mut client,
+        &options.table,
+        options.columns.as_deref(),
+        &options.format,
+    )?;
+    target.preflight(&mut client)?;
+    Ok((Some(client), target))
+}
+
+struct Worker<'a> {
+    connect: &'a ConnectOptions,
+    options: &'a LoadOptions,
+    target: &'a Target,
+    progress: &'a Progress,
+    gate: &'a Gate,
+    stop: &'a AtomicBool,
+    cancel: &'a AtomicBool,
+    committed: &'a AtomicU64,
+}
+
+impl Worker<'_> {
+    fn run(&self, client: Option<Client>, rx: crossbeam_channel::Receiver<Chunk>) -> Result<()> {
+        let mut client = match client {
+            Some(c) => c,
+            None => self.connect.connect()?,
+        };
+        let truncate = self.target.truncate_sql();
+        for chunk in rx {
+            if self.stop.load(Ordering::SeqCst) || self.cancel.load(Ordering::SeqCst) {
+                break;
+            }
+            let first = chunk.seq == 0;
+            if !first {
+                // Nothing may commit before the TRUNCATE does, or it would be emptied.
+                self.gate.wait();
+                if self.stop.load(Ordering::SeqCst) {
+                    break;
+                }
+            }
+            let before = (first && self.options.truncate).then_some(truncate.as_str());
+            let file_name = self.options.inputs[chunk.input].name();
+            let syntax = self.options.format.syntax();
+            let result = load_chunk(
+                &mut client,
+                &self.target.copy_sql,
+                syntax,
+                before,
+                &chunk,
+                &file_name,
+            );
+            if first {
+                self.gate.open();
+            }
+            let rows = result?;
+            self.progress.add_committed(rows, chunk.data.len() as u64);
+            self.committed.fetch_add(1, Ordering::SeqCst);
+        }
+        Ok(())
+    }
+}
+
+/// Lets workers through once the first chunk (with its TRUNCATE) is
+/// committed or has failed.
+struct Gate {
+    open: Mutex<bool>,
+    opened: Condvar,
+}
+
+impl Gate {
+    fn new(open: bool) -> Self {
+        Gate {
+            open: Mutex::new(open),
+            opened: Condvar::new(),
+        }
+    }
+
+    fn open(&self) {
+        *self.open.lock().unwrap_or_else(|p| p.into_inner()) = true;
+        self.opened.notify_all();
+    }
+
+    fn wait(&self) {
+        let guard = self.open.lock().unwrap_or_else(|p| p.into_inner());
+        let _open = self
+            .opened
+            .wait_while(guard, |open| !*open)
+            .unwrap_or_else(|p| p.into_inner());
+    }
+}

@@ -1,0 +1,177 @@
+//! The target table, looked up in the catalog before any data moves, and the
+//! COPY statement that loads it.
+
+use postgres::Client;
+
+use crate::error::{Error, Result};
+use crate::format::FormatOptions;
+use crate::sql::{quote_ident, TableName};
+
+/// A table resolved in the catalog and the file-to-column mapping.
+#[derive(Clone, Debug)]
+pub struct Target {
+    /// `"schema"."table"` as found in the catalog.
+    pub qualified: String,
+    /// Table columns the file's fields go to, in file order.
+    pub columns: Vec<String>,
+    /// `COPY "s"."t" ("a", "b") FROM STDIN WITH (...)`.
+    pub copy_sql: String,
+}
+
+struct Column {
+    name: String,
+    generated: bool,
+}
+
+impl Target {
+    /// Resolves `table` the way SQL would (search_path for unqualified names)
+    /// and checks `columns` against it.
+    pub fn resolve(
+        client: &mut Client,
+        table: &TableName,
+        columns: Option<&[String]>,
+        format: &FormatOptions,
+    ) -> Result<Self> {
+        let row = client
+            .query_opt(
+                "SELECT c.oid, n.nspname::text, c.relname::text FROM pg_class c \
+                 JOIN pg_namespace n ON n.oid = c.relnamespace \
+                 WHERE c.oid = to_regclass($1)",
+                &[&table.quoted()],
+            )
+            .map_err(Error::db("looking up the table"))?;
+        let Some(row) = row else {
+            return Err(Error::Target(missing_table_message(client, table)));
+        };
+        let oid: u32 = row.get(0);
+        let qualified = format!(
+            "{}.{}",
+            quote_ident(row.get::<_, &str>(1)),
+            quote_ident(row.get::<_, &str>(2))
+        );
+        let table_columns: Vec<Column> = client
+            .query(
+                "SELECT attname::text, attgenerated <> '' FROM pg_attribute \
+                 WHERE attrelid = $1 AND attnum > 0 AND NOT attisdropped ORDER BY attnum",
+                &[&oid],
+            )
+            .map_err(Error::db("looking up the columns"))?
+            .iter()
+            .map(|r| Column {
+                name: r.get(0),
+                generated: r.get(1),
+            })
+            .collect();
+
+        let columns = match columns {
+            None => table_columns
+                .iter()
+                .filter(|c| !c.generated)
+                .map(|c| c.name.clone())
+                .collect(),
+            Some(wanted) => check_columns(&qualified, &table_columns, wanted)?,
+        };
+        let column_list: Vec<String> = columns.iter().map(|c| quote_ident(c)).collect();
+        let copy_sql = format!(
+            "COPY {qualified} ({}) FROM STDIN WITH ({})",
+            column_list.join(", "),
+            format.copy_options_sql()
+        );
+        Ok(Target {
+            qualified,
+            columns,
+            copy_sql,
+        })
+    }
+
+    /// Runs the COPY on no data in a transaction that is rolled back: the
+    /// server checks privileges and every format option before any data moves.
+    pub fn preflight(&self, client: &mut Client) -> Result<()> {
+        let mut tx = client
+            .transaction()
+            .map_err(Error::db("starting the preflight check"))?;
+        let check = (|| {
+            let writer = tx.copy_in(self.copy_sql.as_str())?;
+            writer.finish()
+        })();
+        check.map_err(|e| match crate::error::ServerError::from_db(&e) {
+            Some(server) => Error::Target(format!("{} refuses the load: {server}", self.qualified)),
+            None => Error::Db {
+                context: "checking the COPY options".into(),
+                source: e,
+            },
+        })?;
+        tx.rollback()
+            .map_err(Error::db("ending the preflight check"))
+    }
+
+    /// `TRUNCATE` for `--truncate`.
+    pub fn truncate_sql(&self) -> String {
+        format!("TRUNCATE {}", self.qualified)
+    }
+}
+
+fn check_columns(
+    qualified: &str,
+    table_columns: &[Column],
+    wanted: &[String],
+) -> Result<Vec<String>> {
+    for (i, name) in wanted.iter().enumerate() {
+        match table_columns.iter().find(|c| &c.name == name) {
+            None => {
+                let hint = table_columns
+                    .iter()
+                    .find(|c| c.name.eq_ignore_ascii_case(name))
+                    .map(|c| {
+                        format!(
+                            " (did you mean {}? quote it to keep its case)",
+                            quote_ident(&c.name)
+                        )
+                    })
+                    .unwrap_or_default();
+                let known: Vec<&str> = table_columns.iter().map(|c| c.name.as_str()).collect();
+                return Err(Error::Target(format!(
+                    "column {} does not exist in {qualified}{hint}; its columns are: {}",
+                    quote_ident(name),
+                    known.join(", ")
+                )));
+            }
+            Some(c) if c.generated => {
+                return Err(Error::Target(format!(
+                    "column {} of {qualified} is generated and cannot be loaded",
+                    quote_ident(name)
+                )))
+            }
+            Some(_) => {}
+        }
+        if wanted[..i].contains(name) {
+            return Err(Error::Target(format!(
+                "column {} is named twice in --columns",
+                quote_ident(name)
+            )));
+        }
+    }
+    Ok(wanted.to_vec())
+}
+
+fn missing_table_message(client: &mut Client, table: &TableName) -> String {
+    // A case mismatch is the usual cause: unquoted names fold to lower case.
+    let similar: Option<String> = client
+        .query_opt(
+            "SELECT quote_ident(n.nspname) || '.' || quote_ident(c.relname) FROM pg_class c \
+             JOIN pg_namespace n ON n.oid = c.relnamespace \
+             WHERE lower(c.relname) = lower($1) AND c.relkind IN ('r', 'p', 'f') \
+             AND ($2::text IS NULL OR lower(n.nspname) = lower($2)) LIMIT 1",
+            &[&table.name, &table.schema],
+        )
+        .ok()
+        .flatten()
+        .map(|r| r.get(0));
+    let mut message = format!("table {table} does not exist");
+    if let Some(similar) = similar {
+        message.push_str(&format!(
+            " (there is {similar}: quote names with capitals, e.g. --table '{similar}')"
+        ));
+    }
+    message
+}
