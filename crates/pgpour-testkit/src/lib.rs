@@ -45,6 +45,8 @@ enum Kind {
         bin: PathBuf,
         port: u16,
         run_as_postgres: bool,
+        /// Self-signed certificate the server uses for TLS, when openssl exists.
+        cert: Option<PathBuf>,
     },
     External(String),
 }
@@ -107,6 +109,16 @@ impl Cluster {
              max_prepared_transactions = 20\nlog_min_messages = warning\n",
             root.path().display()
         );
+        let cert = make_certificate(root.path());
+        if cert.is_some() {
+            conf.push_str("ssl = on\nssl_cert_file = 'server.crt'\nssl_key_file = 'server.key'\n");
+            for file in ["server.crt", "server.key"] {
+                let _ = std::fs::copy(root.path().join(file), data.join(file));
+            }
+            if run_as_postgres {
+                run(Command::new("chown").args(["-R", "postgres:"]).arg(&data))?;
+            }
+        }
         if durability == Durability::Fast {
             conf.push_str("fsync = off\nsynchronous_commit = off\nfull_page_writes = off\n");
         }
@@ -130,8 +142,18 @@ impl Cluster {
                 bin,
                 port,
                 run_as_postgres,
+                cert,
             },
         })
+    }
+
+    /// The server's TLS certificate (self-signed, for localhost and
+    /// 127.0.0.1), usable as `sslrootcert`; `None` when TLS is off.
+    pub fn server_certificate(&self) -> Option<&Path> {
+        match &self.kind {
+            Kind::Owned { cert, .. } => cert.as_deref(),
+            Kind::External(_) => None,
+        }
     }
 
     /// libpq conninfo for database `dbname` over the unix socket.
@@ -304,6 +326,40 @@ fn find_bin_dir() -> Result<PathBuf, String> {
         .pop()
         .map(|(_, bin)| bin)
         .ok_or_else(|| "no initdb under /usr/lib/postgresql/*/bin; set PGPOUR_PG_BIN".into())
+}
+
+/// A self-signed certificate for localhost in `dir` (server.crt, server.key),
+/// or `None` without the openssl command: TLS tests then skip.
+fn make_certificate(dir: &Path) -> Option<PathBuf> {
+    let ok = Command::new("openssl")
+        .args([
+            "req",
+            "-new",
+            "-x509",
+            "-days",
+            "2",
+            "-nodes",
+            "-subj",
+            "/CN=localhost",
+        ])
+        .args(["-addext", "subjectAltName=DNS:localhost,IP:127.0.0.1"])
+        .args(["-keyout", "server.key", "-out", "server.crt"])
+        .current_dir(dir)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    if !ok {
+        return None;
+    }
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(
+        dir.join("server.key"),
+        std::fs::Permissions::from_mode(0o600),
+    )
+    .ok()?;
+    Some(dir.join("server.crt"))
 }
 
 fn is_root() -> bool {

@@ -1,0 +1,238 @@
+//! The differential harness: the same input through PostgreSQL's own COPY
+//! and through pgpour (several worker counts and chunk sizes), then the two
+//! tables must hold the same multiset of rows.
+
+use std::path::PathBuf;
+use std::sync::atomic::AtomicBool;
+
+use pgpour::{
+    ConnectOptions, Format, FormatOptions, Header, InputSpec, LoadOptions, Progress, TableName,
+};
+use pgpour_testkit::{shared_cluster, TestDb};
+
+pub fn connect(db: &TestDb) -> ConnectOptions {
+    ConnectOptions::resolve(Some(&db.conninfo()), &|_| None).expect("test conninfo")
+}
+
+/// One input case. `columns` of the table (SQL), the file fields' target
+/// columns, format options and the input files.
+pub struct Case {
+    pub columns_ddl: String,
+    pub load_columns: Option<Vec<String>>,
+    pub format: FormatOptions,
+    /// File name and raw bytes as pgpour reads them.
+    pub files: Vec<(String, Vec<u8>)>,
+    /// What COPY gets per file, when it differs from `files` (decompressed,
+    /// without byte order mark).
+    pub reference: Option<Vec<Vec<u8>>>,
+}
+
+impl Case {
+    pub fn csv(columns_ddl: &str, input: &[u8]) -> Self {
+        Case::new(Format::Csv, columns_ddl, input)
+    }
+
+    pub fn text(columns_ddl: &str, input: &[u8]) -> Self {
+        Case::new(Format::Text, columns_ddl, input)
+    }
+
+    fn new(format: Format, columns_ddl: &str, input: &[u8]) -> Self {
+        Case {
+            columns_ddl: columns_ddl.to_string(),
+            load_columns: None,
+            format: FormatOptions::new(format),
+            files: vec![("input".to_string(), input.to_vec())],
+            reference: None,
+        }
+    }
+
+    pub fn with(mut self, f: impl FnOnce(&mut FormatOptions)) -> Self {
+        f(&mut self.format);
+        self
+    }
+
+    pub fn columns(mut self, cols: &[&str]) -> Self {
+        self.load_columns = Some(cols.iter().map(|c| c.to_string()).collect());
+        self
+    }
+
+    pub fn files(mut self, files: Vec<Vec<u8>>) -> Self {
+        self.files = files
+            .into_iter()
+            .enumerate()
+            .map(|(i, bytes)| (format!("part-{i}"), bytes))
+            .collect();
+        self
+    }
+
+    pub fn reference(mut self, reference: Vec<Vec<u8>>) -> Self {
+        self.reference = Some(reference);
+        self
+    }
+
+    fn copy_options(&self) -> String {
+        let header = match self.format.header {
+            Header::None => "",
+            Header::Skip => ", HEADER true",
+            Header::Match => ", HEADER match",
+        };
+        format!("{}{header}", self.format.copy_options_sql())
+    }
+
+    fn column_list(&self) -> String {
+        match &self.load_columns {
+            Some(cols) => format!(
+                "({})",
+                cols.iter()
+                    .map(|c| pgpour::sql::quote_ident(c))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+            None => String::new(),
+        }
+    }
+
+    /// Loads with COPY into `expected`; returns its error text if COPY refused.
+    fn load_reference(&self, client: &mut postgres::Client) -> Result<u64, String> {
+        let reference = self
+            .reference
+            .clone()
+            .unwrap_or_else(|| self.files.iter().map(|(_, b)| b.clone()).collect());
+        let sql = format!(
+            "COPY expected {} FROM STDIN WITH ({})",
+            self.column_list(),
+            self.copy_options()
+        );
+        let mut rows = 0;
+        for bytes in reference {
+            let mut writer = client.copy_in(sql.as_str()).map_err(|e| e.to_string())?;
+            std::io::Write::write_all(&mut writer, &bytes).map_err(|e| e.to_string())?;
+            rows += writer.finish().map_err(|e| format!("{e:?}"))?;
+        }
+        Ok(rows)
+    }
+
+    fn write_files(&self, dir: &std::path::Path) -> Vec<InputSpec> {
+        self.files
+            .iter()
+            .map(|(name, bytes)| {
+                let path: PathBuf = dir.join(name);
+                std::fs::write(&path, bytes).unwrap();
+                InputSpec::File(path)
+            })
+            .collect()
+    }
+
+    fn options(&self, inputs: Vec<InputSpec>, workers: usize, chunk_size: usize) -> LoadOptions {
+        LoadOptions {
+            inputs,
+            table: TableName::parse("actual").unwrap(),
+            columns: self.load_columns.clone(),
+            format: self.format.clone(),
+            workers: Some(workers),
+            truncate: true,
+            chunk_size,
+        }
+    }
+
+    /// Asserts pgpour loads the same rows as COPY, with 1 and 3 workers and
+    /// chunk sizes from one byte (a chunk per record) to the default.
+    pub fn check(&self, name: &str) {
+        let db = shared_cluster().create_database(name);
+        let mut client = db.client();
+        for table in ["expected", "actual"] {
+            client
+                .batch_execute(&format!("CREATE TABLE {table} ({})", self.columns_ddl))
+                .unwrap();
+        }
+        let expected_rows = self
+            .load_reference(&mut client)
+            .unwrap_or_else(|e| panic!("{name}: COPY refused the reference input: {e}"));
+        assert!(
+            expected_rows > 0,
+            "{name}: a case must load rows to prove anything"
+        );
+        let dir = tempfile::tempdir().unwrap();
+        let inputs = self.write_files(dir.path());
+        for (workers, chunk_size) in [(1, 1), (3, 1), (3, 7), (2, pgpour::DEFAULT_CHUNK_SIZE)] {
+            let options = self.options(inputs.clone(), workers, chunk_size);
+            let summary = pgpour::load(
+                &connect(&db),
+                &options,
+                &Progress::default(),
+                &AtomicBool::new(false),
+            )
+            .unwrap_or_else(|f| {
+                panic!(
+                    "{name} (workers {workers}, chunk {chunk_size}): {}",
+                    f.error
+                )
+            });
+            assert_eq!(summary.rows_loaded, expected_rows, "{name}: rows loaded");
+            assert!(!summary.interrupted);
+            assert_same_rows(&mut client, name, self.load_columns.as_deref());
+        }
+    }
+
+    /// Asserts COPY refuses the input and so does pgpour; returns pgpour's error.
+    pub fn check_both_refuse(&self, name: &str) -> pgpour::Error {
+        let db = shared_cluster().create_database(name);
+        let mut client = db.client();
+        for table in ["expected", "actual"] {
+            client
+                .batch_execute(&format!("CREATE TABLE {table} ({})", self.columns_ddl))
+                .unwrap();
+        }
+        assert!(
+            self.load_reference(&mut client).is_err(),
+            "{name}: COPY accepted the input"
+        );
+        let dir = tempfile::tempdir().unwrap();
+        let options = self.options(self.write_files(dir.path()), 2, 5);
+        let failure = pgpour::load(
+            &connect(&db),
+            &options,
+            &Progress::default(),
+            &AtomicBool::new(false),
+        )
+        .expect_err("pgpour accepted what COPY refuses");
+        failure.error
+    }
+}
+
+/// The two tables hold the same multiset of rows (on the loaded columns, so
+/// serial keys, which depend on load order, are left out).
+pub fn assert_same_rows(client: &mut postgres::Client, name: &str, columns: Option<&[String]>) {
+    let cols = match columns {
+        Some(cols) => cols
+            .iter()
+            .map(|c| pgpour::sql::quote_ident(c))
+            .collect::<Vec<_>>()
+            .join(", "),
+        None => "t.*".to_string(),
+    };
+    let diff: Vec<(String, String)> = client
+        .query(
+            &format!(
+                "(SELECT 'only pgpour', ROW({cols})::text FROM actual t EXCEPT ALL SELECT 'only pgpour', ROW({cols})::text FROM expected t) \
+                 UNION ALL \
+                 (SELECT 'only COPY', ROW({cols})::text FROM expected t EXCEPT ALL SELECT 'only COPY', ROW({cols})::text FROM actual t) LIMIT 10"
+            ),
+            &[],
+        )
+        .unwrap()
+        .iter()
+        .map(|r| (r.get(0), r.get(1)))
+        .collect();
+    assert!(diff.is_empty(), "{name}: tables differ: {diff:?}");
+    let count = |t: &str, c: &mut postgres::Client| -> i64 {
+        c.query_one(&format!("SELECT count(*) FROM {t}"), &[])
+            .unwrap()
+            .get(0)
+    };
+    assert_eq!(
+        count("actual", client),
+        count("expected", client),
+        "{name}: row counts"
+    );
+}

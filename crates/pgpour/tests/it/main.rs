@@ -1,0 +1,8 @@
+//! Integration tests against a real PostgreSQL started by the test kit.
+//! One test binary, one throwaway cluster, a database per test.
+
+mod connection;
+mod harness;
+mod random_documents;
+mod same_as_copy;
+mod targets;

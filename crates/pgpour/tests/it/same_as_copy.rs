@@ -1,0 +1,242 @@
+//! Guarantee 1: for inputs COPY accepts, pgpour loads the very same rows.
+
+use std::io::Write;
+
+use pgpour::gen::Dataset;
+use pgpour::Header;
+
+use crate::harness::Case;
+
+const ABC: &str = "a text, b text, c text";
+
+#[test]
+fn csv_plain() {
+    Case::csv(ABC, b"1,2,3\nx,y,z\n").check("csv_plain");
+}
+
+#[test]
+fn csv_quotes_doubled_quotes_and_delimiters_in_quotes() {
+    Case::csv(
+        ABC,
+        b"1,2,3\n\"a,b\",\"say \"\"hi\"\"\",\"\"\"\"\n\"\",\"x\"\"\",c\n",
+    )
+    .check("csv_quotes");
+}
+
+#[test]
+fn csv_quote_mid_field_toggles_like_copy() {
+    // COPY (unlike RFC 4180 parsers) toggles quoting at any quote: a"b,c"d is one field.
+    Case::csv(
+        "a text, b text",
+        b"p,0\na\"b,c\"d,1\nx\"\"y,2\na\"b\nc\"d,3\n",
+    )
+    .check("csv_quote_mid_field");
+}
+
+#[test]
+fn csv_embedded_newlines_and_crlf_inside_quotes() {
+    Case::csv(
+        ABC,
+        b"first,1,2\n\"line1\nline2\",\"cr\r\nlf\",\"\n\n\"\nplain,\"\r\",x\n\"\n\",,\n",
+    )
+    .check("csv_embedded_newlines");
+}
+
+#[test]
+fn csv_crlf_line_endings() {
+    Case::csv(ABC, b"a,b,c\r\n\"q\r\nr\",2,3\r\nx,,z\r\n").check("csv_crlf");
+}
+
+#[test]
+fn csv_cr_line_endings() {
+    Case::csv(ABC, b"a,b,c\r1,2,3\r\"x\ny\r\",,\r").check("csv_cr");
+}
+
+#[test]
+fn csv_missing_final_newline() {
+    Case::csv(ABC, b"a,b,c\nd,e,f").check("csv_no_final_newline");
+}
+
+#[test]
+fn csv_empty_string_versus_null() {
+    // Unquoted empty = NULL, quoted empty = empty string.
+    Case::csv(ABC, b",\"\",x\n\"\",,\n").check("csv_null_vs_empty");
+}
+
+#[test]
+fn csv_custom_null_force_null_force_not_null() {
+    Case::csv(ABC, b"\\N,\"\\N\",\n,x,\"\"\n")
+        .with(|f| {
+            f.null = Some("\\N".into());
+            f.force_null = vec!["b".into()];
+        })
+        .check("csv_force_null");
+    Case::csv(ABC, b",\"\",x\n")
+        .with(|f| f.force_not_null = vec!["a".into()])
+        .check("csv_force_not_null");
+}
+
+#[test]
+fn csv_escape_differs_from_quote() {
+    Case::csv(
+        ABC,
+        b"1,2,3\n\"a\\\"b\",\"c\\\\\",\"\\x\"\n\"multi\\\"\nline\",2,3\n\"\\\\\",\"\n\",3\n",
+    )
+    .with(|f| f.escape = Some(b'\\'))
+    .check("csv_escape_backslash");
+}
+
+#[test]
+fn csv_other_delimiter_and_quote() {
+    Case::csv(ABC, b"1|2|3\n'a|b'|c|'it''s'\n'x\ny'|'|'|\n")
+        .with(|f| {
+            f.delimiter = Some(b'|');
+            f.quote = Some(b'\'');
+        })
+        .check("csv_pipe_single_quote");
+}
+
+#[test]
+fn csv_unicode() {
+    Case::csv(
+        ABC,
+        "żółć,\"日本語, テキスト\",🦀\nÄ,ß,\u{2028}\n".as_bytes(),
+    )
+    .check("csv_unicode");
+}
+
+#[test]
+fn csv_wide_rows_and_long_fields() {
+    let cols: Vec<String> = (0..120).map(|i| format!("c{i} text")).collect();
+    let mut input = Vec::new();
+    for row in 0..20 {
+        let fields: Vec<String> = (0..120).map(|i| format!("r{row}c{i}")).collect();
+        input.extend(fields.join(",").bytes());
+        input.push(b'\n');
+    }
+    Case::csv(&cols.join(", "), &input).check("csv_wide_rows");
+    // One field bigger than a read block and than small chunks.
+    let long = "x".repeat(600_000);
+    Case::csv(
+        "a text, b int",
+        format!("\"{long}\n{long}\",1\nshort,2\n").as_bytes(),
+    )
+    .check("csv_long_field");
+}
+
+#[test]
+fn csv_header_skip_and_match() {
+    let input = b"a,b,c\n1,2,3\n4,5,6\n";
+    Case::csv(ABC, input)
+        .with(|f| f.header = Header::Skip)
+        .check("csv_header");
+    Case::csv(ABC, input)
+        .with(|f| f.header = Header::Match)
+        .check("csv_header_match");
+    // A quoted header with a newline in a name is still one record.
+    Case::csv("a text, \"b\nx\" text", b"a,\"b\nx\"\n1,2\n")
+        .with(|f| f.header = Header::Match)
+        .check("csv_header_quoted_newline");
+}
+
+#[test]
+fn header_mismatch_is_refused_before_loading() {
+    let err = Case::csv(ABC, b"a,wrong,c\n1,2,3\n")
+        .with(|f| f.header = Header::Match)
+        .check_both_refuse("header_mismatch");
+    let msg = err.to_string();
+    assert!(msg.contains("header") && msg.contains("wrong"), "{msg}");
+}
+
+#[test]
+fn utf8_byte_order_mark_is_not_data() {
+    Case::csv("a int, b text", b"\xEF\xBB\xBF1,x\n2,y\n")
+        .reference(vec![b"1,x\n2,y\n".to_vec()])
+        .check("bom");
+    Case::csv("a text, b text", b"\xEF\xBB\xBFa,b\n1,x\n")
+        .with(|f| f.header = Header::Match)
+        .reference(vec![b"a,b\n1,x\n".to_vec()])
+        .check("bom_header");
+}
+
+#[test]
+fn text_format_escapes_and_null() {
+    Case::text(
+        ABC,
+        b"tab\\there\tnew\\nline\t\\\\\n\\N\t\\101\\x42\\103\tend\nescaped\\\nnewline\tx\t\\\\N\n",
+    )
+    .check("text_escapes");
+}
+
+#[test]
+fn text_crlf_and_custom_delimiter_and_empty_null() {
+    Case::text(ABC, b"a,b,c\r\n,x,\r\n1,\\,,3\r\n")
+        .with(|f| {
+            f.delimiter = Some(b',');
+            f.null = Some(String::new());
+        })
+        .check("text_comma_empty_null");
+}
+
+#[test]
+fn many_files_in_order_with_headers() {
+    let files = vec![
+        b"a,b,c\n1,2,3\n".to_vec(),
+        b"a,b,c\n".to_vec(),
+        b"a,b,c\n4,5,6\n7,8,9".to_vec(),
+    ];
+    Case::csv(ABC, b"")
+        .files(files)
+        .with(|f| f.header = Header::Skip)
+        .check("many_files");
+}
+
+#[test]
+fn gzip_and_zstd_inputs() {
+    let plain = b"1,\"a\nb\",x\n2,c,y\n".repeat(500);
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    gz.write_all(&plain).unwrap();
+    let gz = gz.finish().unwrap();
+    let zst = zstd::encode_all(&plain[..], 3).unwrap();
+    Case::csv(ABC, b"")
+        .files(vec![gz, zst, plain.clone()])
+        .reference(vec![plain.clone(), plain.clone(), plain])
+        .check("compressed");
+}
+
+#[test]
+fn latin1_input_converted_by_the_server() {
+    // "café" and "naïve" in LATIN1.
+    Case::csv("a text, b text", b"caf\xe9,na\xefve\n")
+        .with(|f| f.encoding = Some("LATIN1".into()))
+        .check("latin1");
+}
+
+#[test]
+fn columns_mapping_leaves_defaults_to_the_table() {
+    Case::csv(
+        "id serial primary key, b text, a int, created date default '2020-01-01', g int generated always as (a * 2) stored",
+        b"1,x\n2,y\n",
+    )
+    .columns(&["a", "b"])
+    .check("columns_mapping");
+}
+
+fn dataset(d: Dataset, rows: u64) -> Vec<u8> {
+    let mut out = Vec::new();
+    d.write(rows, 3, &mut out).unwrap();
+    out
+}
+
+#[test]
+fn benchmark_datasets_with_their_types() {
+    for d in Dataset::ALL {
+        let ddl = d.ddl("t");
+        let columns_ddl = &ddl[ddl.find('(').unwrap() + 1..ddl.rfind(')').unwrap()];
+        let names = d.columns();
+        let mut case = Case::csv(columns_ddl, &dataset(d, 3000));
+        case.format = d.format();
+        case.columns(&names.iter().map(String::as_str).collect::<Vec<_>>())
+            .check(d.name());
+    }
+}

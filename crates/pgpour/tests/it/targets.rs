@@ -1,0 +1,233 @@
+//! The target table: resolution, quoting, clear errors before data moves,
+//! --truncate, error positions, and connections left usable.
+
+use std::sync::atomic::AtomicBool;
+
+use pgpour::{Error, Format, FormatOptions, InputSpec, LoadOptions, Progress, TableName};
+use pgpour_testkit::shared_cluster;
+
+use crate::harness::connect;
+
+fn options(
+    dir: &tempfile::TempDir,
+    table: &str,
+    columns: Option<&str>,
+    input: &[u8],
+) -> LoadOptions {
+    let path = dir.path().join("in.csv");
+    std::fs::write(&path, input).unwrap();
+    LoadOptions {
+        inputs: vec![InputSpec::File(path)],
+        table: TableName::parse(table).unwrap(),
+        columns: columns.map(|c| pgpour::sql::parse_column_list(c).unwrap()),
+        format: FormatOptions::new(Format::Csv),
+        workers: Some(2),
+        truncate: false,
+        chunk_size: 4,
+    }
+}
+
+fn run(
+    db: &pgpour_testkit::TestDb,
+    options: &LoadOptions,
+) -> Result<pgpour::LoadSummary, Box<pgpour::LoadFailure>> {
+    pgpour::load(
+        &connect(db),
+        options,
+        &Progress::default(),
+        &AtomicBool::new(false),
+    )
+}
+
+#[test]
+fn hostile_names_are_quoted_never_injected() {
+    let db = shared_cluster().create_database("hostile_names");
+    let mut client = db.client();
+    client
+        .batch_execute(
+            r#"CREATE TABLE victims (x int); INSERT INTO victims VALUES (1);
+               CREATE SCHEMA "My Schema";
+               CREATE TABLE "My Schema"."t; DROP TABLE victims; --" ("Col ""A""" text, "b; DELETE FROM victims" text)"#,
+        )
+        .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let opts = options(
+        &dir,
+        r#""My Schema"."t; DROP TABLE victims; --""#,
+        Some(r#""Col ""A""","b; DELETE FROM victims""#),
+        b"1,2\n3,4\n",
+    );
+    let summary = run(&db, &opts).unwrap();
+    assert_eq!(summary.rows_loaded, 2);
+    let loaded: i64 = client
+        .query_one(
+            r#"SELECT count(*) FROM "My Schema"."t; DROP TABLE victims; --""#,
+            &[],
+        )
+        .unwrap()
+        .get(0);
+    assert_eq!(loaded, 2);
+    let victims: i64 = client
+        .query_one("SELECT count(*) FROM victims", &[])
+        .unwrap()
+        .get(0);
+    assert_eq!(victims, 1);
+}
+
+#[test]
+fn unknown_table_and_columns_fail_before_any_data_moves() {
+    let db = shared_cluster().create_database("unknown_targets");
+    let mut client = db.client();
+    client
+        .batch_execute(r#"CREATE TABLE "Votes" (id int, name text)"#)
+        .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+
+    let err = run(&db, &options(&dir, "nope", None, b"1\n"))
+        .unwrap_err()
+        .error;
+    assert!(matches!(err, Error::Target(_)), "{err:?}");
+    assert!(err.to_string().contains("\"nope\" does not exist"), "{err}");
+
+    // Unquoted names fold to lower case, as in SQL: say how to reach "Votes".
+    let err = run(&db, &options(&dir, "Votes", None, b"1\n"))
+        .unwrap_err()
+        .error;
+    assert!(err.to_string().contains(r#"public."Votes""#), "{err}");
+
+    let err = run(&db, &options(&dir, "\"Votes\"", Some("id,nmae"), b"1,x\n"))
+        .unwrap_err()
+        .error;
+    let msg = err.to_string();
+    assert!(
+        msg.contains("\"nmae\" does not exist") && msg.contains("id, name"),
+        "{msg}"
+    );
+
+    let count: i64 = client
+        .query_one(r#"SELECT count(*) FROM "Votes""#, &[])
+        .unwrap()
+        .get(0);
+    assert_eq!(count, 0);
+}
+
+#[test]
+fn bad_option_is_refused_by_the_server_before_any_data_moves() {
+    let db = shared_cluster().create_database("bad_option");
+    db.client()
+        .batch_execute("CREATE TABLE t (a text)")
+        .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let mut opts = options(&dir, "t", None, b"x\n");
+    opts.format.encoding = Some("NO-SUCH-ENCODING".into());
+    let err = run(&db, &opts).unwrap_err().error;
+    assert!(err.to_string().contains("refuses the load"), "{err}");
+}
+
+#[test]
+fn truncate_empties_first_even_with_parallel_workers() {
+    let db = shared_cluster().create_database("truncate");
+    let mut client = db.client();
+    client
+        .batch_execute("CREATE TABLE t (a int); INSERT INTO t SELECT generate_series(1, 1000)")
+        .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let input: String = (0..500).map(|i| format!("{}\n", -i)).collect();
+    let mut opts = options(&dir, "t", None, input.as_bytes());
+    opts.truncate = true;
+    opts.workers = Some(4);
+    let summary = run(&db, &opts).unwrap();
+    assert_eq!(summary.rows_loaded, 500);
+    let (count, max): (i64, i32) = client
+        .query_one("SELECT count(*), max(a) FROM t", &[])
+        .map(|r| (r.get(0), r.get(1)))
+        .unwrap();
+    assert_eq!((count, max), (500, 0));
+
+    // Empty input still empties the table.
+    let summary = run(&db, &{
+        let mut o = options(&dir, "t", None, b"");
+        o.truncate = true;
+        o
+    })
+    .unwrap();
+    assert_eq!(summary.rows_loaded, 0);
+    let count: i64 = client
+        .query_one("SELECT count(*) FROM t", &[])
+        .unwrap()
+        .get(0);
+    assert_eq!(count, 0);
+}
+
+#[test]
+fn error_names_file_physical_line_and_column() {
+    let db = shared_cluster().create_database("error_position");
+    db.client()
+        .batch_execute("CREATE TABLE t (a text, n int)")
+        .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    // Line 5 holds the bad value; a quoted newline comes before it.
+    let input = b"a,1\n\"b\nb\",2\nc,3\nd,oops\ne,5\n";
+    for workers in [1, 3] {
+        let mut opts = options(&dir, "t", None, input);
+        opts.workers = Some(workers);
+        opts.chunk_size = 1 << 20;
+        let err = run(&db, &opts).unwrap_err().error;
+        let Error::Copy { position, server } = &err else {
+            panic!("{err:?}")
+        };
+        let position = position.as_ref().expect("a position");
+        assert_eq!(position.line, 5, "{err}");
+        assert_eq!(position.column.as_deref(), Some("n"));
+        assert!(position.file.ends_with("in.csv"));
+        assert_eq!(server.sqlstate, "22P02");
+        assert!(err.to_string().contains("in.csv:5, column n"), "{err}");
+    }
+}
+
+#[test]
+fn failed_load_reports_what_was_committed() {
+    let db = shared_cluster().create_database("partial");
+    let mut client = db.client();
+    client.batch_execute("CREATE TABLE t (n int)").unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let mut input: String = (0..100).map(|i| format!("{i}\n")).collect();
+    input.push_str("bad\n");
+    let mut opts = options(&dir, "t", None, input.as_bytes());
+    opts.workers = Some(1);
+    opts.chunk_size = 40;
+    let failure = run(&db, &opts).unwrap_err();
+    let count: i64 = client
+        .query_one("SELECT count(*) FROM t", &[])
+        .unwrap()
+        .get(0);
+    assert_eq!(failure.summary.rows_loaded as i64, count);
+    assert!(
+        count > 0 && count < 100,
+        "whole chunks before the bad one: {count}"
+    );
+}
+
+#[test]
+fn interrupted_load_stops_and_says_so() {
+    let db = shared_cluster().create_database("interrupted");
+    db.client().batch_execute("CREATE TABLE t (n int)").unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let input: String = (0..1000).map(|i| format!("{i}\n")).collect();
+    let opts = options(&dir, "t", None, input.as_bytes());
+    let cancel = AtomicBool::new(true);
+    let summary = pgpour::load(&connect(&db), &opts, &Progress::default(), &cancel).unwrap();
+    assert!(summary.interrupted);
+    assert!(summary.rows_loaded < 1000);
+}
+
+#[test]
+fn stdin_cannot_be_named_twice() {
+    let db = shared_cluster().create_database("stdin_twice");
+    db.client().batch_execute("CREATE TABLE t (n int)").unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let mut opts = options(&dir, "t", None, b"");
+    opts.inputs = vec![InputSpec::Stdin, InputSpec::Stdin];
+    let err = run(&db, &opts).unwrap_err().error;
+    assert!(matches!(err, Error::Config(_)), "{err:?}");
+}
