@@ -92,10 +92,17 @@ fn run_load(config: LoadConfig) -> Result<ExitCode> {
                 println!("{value}");
             }
             eprintln!("pgpour: error: {}", failure.error);
-            eprintln!(
-                "pgpour: {} rows were committed before the error (whole chunks); the rest was not loaded",
-                summary.rows_loaded
-            );
+            let data_moved = summary.rows_loaded > 0
+                || matches!(
+                    failure.error,
+                    pgpour::Error::Copy { .. } | pgpour::Error::Data { .. }
+                );
+            if data_moved {
+                eprintln!(
+                    "pgpour: {} rows were committed before the error (whole chunks); the rest was not loaded",
+                    summary.rows_loaded
+                );
+            }
             Ok(ExitCode::from(EXIT_ERROR))
         }
     }

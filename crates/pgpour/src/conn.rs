@@ -81,12 +81,9 @@ impl ConnectOptions {
             config.port(port);
         }
         if config.get_user().is_none() {
-            let user = env("PGUSER")
-                .or_else(|| env("USER"))
-                .or_else(|| env("LOGNAME"))
-                .ok_or_else(|| {
-                    Error::Config("no user name: set PGUSER or give one in --db".into())
-                })?;
+            let user = env("PGUSER").or_else(os_user_name).ok_or_else(|| {
+                Error::Config("no user name: set PGUSER or give one in --db".into())
+            })?;
             config.user(&user);
         }
         if config.get_dbname().is_none() {
@@ -213,6 +210,30 @@ impl ConnectOptions {
             .map_err(|e| Error::Config(format!("cannot set up TLS: {e}")))?;
         Ok(postgres_native_tls::MakeTlsConnector::new(connector))
     }
+}
+
+/// The name of the effective OS user, libpq's default user name.
+fn os_user_name() -> Option<String> {
+    let mut pwd: libc::passwd = unsafe { std::mem::zeroed() };
+    let mut buf = vec![0 as libc::c_char; 4096];
+    let mut result: *mut libc::passwd = std::ptr::null_mut();
+    // SAFETY: getpwuid_r writes only into `pwd` and `buf` (whose length we
+    // pass) and sets `result` to `&pwd` or null; `pw_name` then points into `buf`.
+    let rc = unsafe {
+        libc::getpwuid_r(
+            libc::geteuid(),
+            &mut pwd,
+            buf.as_mut_ptr(),
+            buf.len(),
+            &mut result,
+        )
+    };
+    if rc != 0 || result.is_null() || pwd.pw_name.is_null() {
+        return None;
+    }
+    // SAFETY: non-null and NUL-terminated inside `buf`, which is still alive.
+    let name = unsafe { std::ffi::CStr::from_ptr(pwd.pw_name) };
+    Some(name.to_string_lossy().into_owned())
 }
 
 fn add_host(config: &mut Config, host: &str) {

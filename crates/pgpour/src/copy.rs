@@ -13,6 +13,9 @@ use crate::error::{Error, Position, ServerError};
 use crate::frame::{locate_copy_line, Syntax};
 use crate::reader::Chunk;
 
+/// Size of the CopyData messages a chunk is sent in.
+const COPY_MESSAGE_BYTES: usize = 64 * 1024;
+
 /// Loads `chunk` in its own transaction, running `before` (e.g. TRUNCATE)
 /// first in the same transaction. Returns the rows the server loaded.
 pub(crate) fn load_chunk(
@@ -29,7 +32,14 @@ pub(crate) fn load_chunk(
         tx.batch_execute(sql).map_err(fail)?;
     }
     let mut writer = tx.copy_in(copy_sql).map_err(fail)?;
-    if let Err(e) = writer.write_all(&chunk.data) {
+    // Many modest CopyData messages rather than one big one: the server reads
+    // a whole message before parsing it, so big messages stop the network
+    // transfer and the server's parsing from overlapping.
+    let sent = chunk
+        .data
+        .chunks(COPY_MESSAGE_BYTES)
+        .try_for_each(|piece| writer.write_all(piece));
+    if let Err(e) = sent {
         // The writer wraps the driver's error (say, the server refused the
         // data mid-stream) in an io::Error: unwrap it to keep the SQLSTATE.
         return Err(

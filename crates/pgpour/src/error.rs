@@ -59,7 +59,7 @@ pub enum Error {
     #[error("{0}")]
     Config(String),
 
-    #[error("cannot connect to {target}: {source}")]
+    #[error("cannot connect to {target}: {}", driver_message(source))]
     Connect {
         /// host, port, database and user; never the password
         target: String,
@@ -98,7 +98,7 @@ pub enum Error {
     },
 
     /// Any other failure talking to the server.
-    #[error("{context}: {source}")]
+    #[error("{context}: {}", driver_message(source))]
     Db {
         context: String,
         #[source]
@@ -125,3 +125,18 @@ impl Error {
 }
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// The driver's own Display says only "db error" for server errors: show
+/// what the server said instead, and the cause chain for the rest.
+fn driver_message(e: &postgres::Error) -> String {
+    if let Some(server) = ServerError::from_db(e) {
+        return server.to_string();
+    }
+    let mut message = e.to_string();
+    let mut source = std::error::Error::source(e);
+    while let Some(cause) = source {
+        message.push_str(&format!(": {cause}"));
+        source = cause.source();
+    }
+    message
+}

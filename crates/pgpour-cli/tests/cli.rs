@@ -1,0 +1,263 @@
+//! The `pgpour` binary end to end against the test kit's server.
+
+use std::io::Write;
+use std::process::{Command, Output, Stdio};
+
+use pgpour_testkit::{shared_cluster, TestDb, SUPERUSER_PASSWORD};
+
+fn pgpour(args: &[&str], stdin: Option<&[u8]>) -> Output {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_pgpour"))
+        .args(args)
+        .stdin(if stdin.is_some() {
+            Stdio::piped()
+        } else {
+            Stdio::null()
+        })
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        // The tests' own environment must not leak into the connection.
+        .env_remove("PGHOST")
+        .env_remove("PGDATABASE")
+        .env_remove("PGPASSWORD")
+        .spawn()
+        .expect("run pgpour");
+    if let Some(bytes) = stdin {
+        child.stdin.take().unwrap().write_all(bytes).unwrap();
+    }
+    child.wait_with_output().unwrap()
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+fn count(db: &TestDb, table: &str) -> i64 {
+    db.client()
+        .query_one(&format!("SELECT count(*) FROM {table}"), &[])
+        .unwrap()
+        .get(0)
+}
+
+#[test]
+fn load_prints_a_json_summary_that_adds_up() {
+    let db = shared_cluster().create_database("cli_json");
+    db.client()
+        .batch_execute("CREATE TABLE votes (id serial, username text, link text, score int)")
+        .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("votes.csv");
+    std::fs::write(&file, "a,t3_x,1\nb,t3_y,-1\n\"c,d\",t3_z,1\n").unwrap();
+    let out = pgpour(
+        &[
+            "load",
+            file.to_str().unwrap(),
+            "--table",
+            "votes",
+            "--columns",
+            "username,link,score",
+            "--db",
+            &db.conninfo(),
+            "--json",
+        ],
+        None,
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let summary: serde_json::Value = serde_json::from_slice(&out.stdout).expect("one JSON object");
+    assert_eq!(summary["rows_loaded"], 3);
+    assert_eq!(summary["files"], 1);
+    assert_eq!(summary["format"], "csv");
+    assert!(summary["workers"].as_u64().unwrap() >= 1);
+    assert_eq!(count(&db, "votes"), 3);
+}
+
+#[test]
+fn stdin_with_header_and_human_summary() {
+    let db = shared_cluster().create_database("cli_stdin");
+    db.client()
+        .batch_execute("CREATE TABLE t (a int, b text)")
+        .unwrap();
+    let out = pgpour(
+        &[
+            "load",
+            "-",
+            "--table",
+            "t",
+            "--header",
+            "--db",
+            &db.conninfo(),
+        ],
+        Some(b"a,b\n1,x\n2,y\n"),
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let stdout = text(&out.stdout);
+    assert!(stdout.contains("loaded 2 rows"), "{stdout}");
+    assert!(stdout.contains("workers"), "{stdout}");
+    assert_eq!(count(&db, "t"), 2);
+}
+
+#[test]
+fn quoted_glob_loads_every_match_and_format_follows_extension() {
+    let db = shared_cluster().create_database("cli_glob");
+    db.client()
+        .batch_execute("CREATE TABLE t (a int, b text)")
+        .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    for i in 0..3 {
+        std::fs::write(
+            dir.path().join(format!("part-{i}.tsv")),
+            format!("{i}\tx\\ty\n"),
+        )
+        .unwrap();
+    }
+    let pattern = format!("{}/part-*.tsv", dir.path().display());
+    let out = pgpour(
+        &["load", &pattern, "-t", "t", "-d", &db.conninfo(), "-q"],
+        None,
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(
+        out.stdout.is_empty(),
+        "--quiet prints nothing: {}",
+        text(&out.stdout)
+    );
+    let b: String = db
+        .client()
+        .query_one("SELECT min(b) FROM t", &[])
+        .unwrap()
+        .get(0);
+    assert_eq!(b, "x\ty", "text format decoded the escape");
+    assert_eq!(count(&db, "t"), 3);
+}
+
+#[test]
+fn bad_data_exits_2_naming_file_line_and_column() {
+    let db = shared_cluster().create_database("cli_bad");
+    db.client().batch_execute("CREATE TABLE t (a int)").unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("bad.csv");
+    std::fs::write(&file, "1\n2\nthree\n").unwrap();
+    let out = pgpour(
+        &[
+            "load",
+            file.to_str().unwrap(),
+            "-t",
+            "t",
+            "-d",
+            &db.conninfo(),
+        ],
+        None,
+    );
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = text(&out.stderr);
+    assert!(stderr.contains("bad.csv:3, column a"), "{stderr}");
+    assert!(stderr.contains("22P02"), "{stderr}");
+    assert!(stderr.contains("committed before the error"), "{stderr}");
+}
+
+#[test]
+fn unknown_table_exits_2_and_never_prints_the_password() {
+    let cluster = shared_cluster();
+    let Some((host, port)) = cluster.tcp() else {
+        return;
+    };
+    let url =
+        format!("postgres://postgres:{SUPERUSER_PASSWORD}@{host}:{port}/postgres?sslmode=disable");
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("x.csv");
+    std::fs::write(&file, "1\n").unwrap();
+    let out = pgpour(
+        &[
+            "load",
+            file.to_str().unwrap(),
+            "-t",
+            "no_such_table",
+            "--db",
+            &url,
+        ],
+        None,
+    );
+    assert_eq!(out.status.code(), Some(2));
+    let all = text(&out.stderr) + &text(&out.stdout);
+    assert!(all.contains("\"no_such_table\" does not exist"), "{all}");
+    assert!(!all.contains(SUPERUSER_PASSWORD), "{all}");
+
+    let wrong = url.replace(SUPERUSER_PASSWORD, "not-the-password");
+    let out = pgpour(
+        &["load", file.to_str().unwrap(), "-t", "t", "--db", &wrong],
+        None,
+    );
+    assert_eq!(out.status.code(), Some(2));
+    let all = text(&out.stderr) + &text(&out.stdout);
+    assert!(all.contains("password authentication failed"), "{all}");
+    assert!(!all.contains("not-the-password"), "{all}");
+}
+
+#[test]
+fn missing_file_fails_before_connecting() {
+    let out = pgpour(
+        &[
+            "load",
+            "/nonexistent/x.csv",
+            "-t",
+            "t",
+            "-d",
+            "host=/nonexistent",
+        ],
+        None,
+    );
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        text(&out.stderr).contains("/nonexistent/x.csv"),
+        "{}",
+        text(&out.stderr)
+    );
+}
+
+#[test]
+fn gen_is_deterministic_and_prints_ddl() {
+    let a = pgpour(&["gen", "votes", "--rows", "1000"], None);
+    let b = pgpour(&["gen", "votes", "--rows", "1000"], None);
+    assert!(a.status.success());
+    assert_eq!(a.stdout, b.stdout);
+    assert_eq!(a.stdout.iter().filter(|&&c| c == b'\n').count(), 1000);
+    let other_seed = pgpour(&["gen", "votes", "--rows", "1000", "--seed", "2"], None);
+    assert_ne!(a.stdout, other_seed.stdout);
+    let ddl = text(&pgpour(&["gen", "kv", "--ddl"], None).stdout);
+    assert!(
+        ddl.starts_with("CREATE TABLE \"kv\" (id bigint PRIMARY KEY"),
+        "{ddl}"
+    );
+}
+
+#[test]
+fn help_explains_options_with_examples() {
+    let out = pgpour(&["load", "--help"], None);
+    assert!(out.status.success());
+    let help = text(&out.stdout);
+    for needle in [
+        "--table",
+        "--columns",
+        "--db",
+        "--format",
+        "--delimiter",
+        "--null",
+        "--quote",
+        "--escape",
+        "--header",
+        "--encoding",
+        "--force-null",
+        "--force-not-null",
+        "--workers",
+        "--truncate",
+        "--chunk-size",
+        "--json",
+        "--quiet",
+        "Examples:",
+        "Exit codes",
+        "Memory",
+    ] {
+        assert!(help.contains(needle), "load --help lacks {needle}");
+    }
+    let top = text(&pgpour(&["--help"], None).stdout);
+    assert!(top.contains("pgpour load votes.csv"), "{top}");
+}
