@@ -163,6 +163,38 @@ fn main() {
             }),
         ));
     }
+    {
+        // What people do by hand: split the file in two at a line boundary
+        // and run two psql sessions side by side.
+        let halves = split_in_two(&file);
+        let (conninfo, table, columns, copy_with) = (conninfo.clone(), table.clone(), columns.clone(), copy_with.clone());
+        let psql = psql.clone();
+        methods.push((
+            "2 x psql \\copy (split file)".into(),
+            Box::new(move || {
+                let before = children_cpu_seconds();
+                let started = Instant::now();
+                let children: Vec<_> = halves
+                    .iter()
+                    .map(|half| {
+                        let cmd = format!("\\copy {table} ({columns}) FROM '{}' WITH ({copy_with})", half.display());
+                        Command::new(&psql)
+                            .args(["-X", "-q", "-v", "ON_ERROR_STOP=1", "-d", &conninfo, "-c", &cmd])
+                            .spawn()
+                            .expect("run psql")
+                    })
+                    .collect();
+                for mut child in children {
+                    assert!(child.wait().unwrap().success(), "psql failed");
+                }
+                Run {
+                    seconds: started.elapsed().as_secs_f64(),
+                    client_cpu: children_cpu_seconds() - before,
+                    server_cpu: 0.0,
+                }
+            }),
+        ));
+    }
     if server_dir.is_some() {
         let (conninfo, file, table, columns, copy_with) = (
             conninfo.clone(),
@@ -288,6 +320,22 @@ fn main() {
             psql_median / med
         );
     }
+}
+
+/// Writes the two halves of `file`, split at the line break nearest the middle.
+fn split_in_two(file: &Path) -> Vec<PathBuf> {
+    let bytes = std::fs::read(file).unwrap();
+    let middle = bytes.len() / 2 + bytes[bytes.len() / 2..].iter().position(|&b| b == b'\n').map_or(0, |i| i + 1);
+    let halves = [&bytes[..middle], &bytes[middle..]];
+    halves
+        .iter()
+        .enumerate()
+        .map(|(i, half)| {
+            let path = file.with_extension(format!("half{i}"));
+            std::fs::write(&path, half).unwrap();
+            path
+        })
+        .collect()
 }
 
 fn copy_options(dataset: Dataset) -> String {

@@ -14,23 +14,19 @@ pub fn wants_progress_bar(quiet: bool, json: bool) -> bool {
 
 /// Draws the bar on stderr from the shared counters until `done` is set.
 pub fn run_progress_bar(progress: &Progress, done: &AtomicBool) {
-    let total = progress.input_bytes_total.load(Ordering::Relaxed);
-    let bar = if total > 0 {
-        ProgressBar::with_draw_target(Some(total), ProgressDrawTarget::stderr())
-    } else {
-        ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr())
-    };
-    let template = if total > 0 {
-        "{spinner} {elapsed_precise} [{bar:30}] {bytes}/{total_bytes} {msg} ETA {eta}"
-    } else {
-        "{spinner} {elapsed_precise} {bytes} read {msg}"
-    };
-    if let Ok(style) = ProgressStyle::with_template(template) {
-        bar.set_style(style.progress_chars("=> "));
-    }
+    let bar = ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr());
+    set_style(&bar, "{spinner} {elapsed_precise} {bytes} read {msg}");
     let started = std::time::Instant::now();
     while !done.load(Ordering::Relaxed) {
         let s = progress.snapshot();
+        // The engine learns the input size after it checked the inputs.
+        if s.input_bytes_total > 0 && bar.length().is_none() {
+            bar.set_length(s.input_bytes_total);
+            set_style(
+                &bar,
+                "{spinner} {elapsed_precise} [{bar:30}] {bytes}/{total_bytes} {msg} ETA {eta}",
+            );
+        }
         let secs = started.elapsed().as_secs_f64().max(1e-3);
         bar.set_position(s.input_bytes_read);
         bar.set_message(format!(
@@ -42,6 +38,12 @@ pub fn run_progress_bar(progress: &Progress, done: &AtomicBool) {
         std::thread::sleep(Duration::from_millis(150));
     }
     bar.finish_and_clear();
+}
+
+fn set_style(bar: &ProgressBar, template: &str) {
+    if let Ok(style) = ProgressStyle::with_template(template) {
+        bar.set_style(style.progress_chars("=> "));
+    }
 }
 
 /// The human summary, several lines, no trailing newline.

@@ -261,3 +261,53 @@ fn help_explains_options_with_examples() {
     let top = text(&pgpour(&["--help"], None).stdout);
     assert!(top.contains("pgpour load votes.csv"), "{top}");
 }
+
+#[test]
+fn interrupt_stops_at_a_chunk_boundary_and_exits_130() {
+    let db = shared_cluster().create_database("cli_interrupt");
+    db.client().batch_execute("CREATE TABLE t (a int)").unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_pgpour"))
+        .args(["load", "-", "-t", "t", "-d", &db.conninfo(), "--chunk-size", "1KiB", "--workers", "1"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    stdin.write_all("1\n".repeat(5000).as_bytes()).unwrap();
+    stdin.flush().unwrap();
+    // Wait until some chunks are committed, with the input still open.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while count(&db, "t") == 0 {
+        assert!(std::time::Instant::now() < deadline, "nothing loaded");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    // SAFETY: plain kill(2) on our own child.
+    unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGINT) };
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let _ = stdin.write_all("2\n".repeat(5000).as_bytes());
+    drop(stdin);
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(130), "{}", text(&out.stderr));
+    assert!(text(&out.stderr).contains("interrupted"), "{}", text(&out.stderr));
+    let loaded = count(&db, "t");
+    assert!(loaded > 0 && loaded < 10_000, "{loaded}");
+    let summary = text(&out.stdout);
+    assert!(
+        summary.contains(&format!("interrupted after loading {} rows", pretty(loaded))),
+        "{summary} / {loaded}"
+    );
+}
+
+/// 12345 as the summary prints it: 12,345.
+fn pretty(n: i64) -> String {
+    let s = n.to_string();
+    let mut out = String::new();
+    for (i, c) in s.chars().enumerate() {
+        if i > 0 && (s.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}

@@ -1,1 +1,83 @@
-fn main() {}
+//! Framing throughput: how fast the reader thread can cut input into
+//! record-aligned chunks, per syntax. The client must stay far below the
+//! server's cost per row (about 1.2 µs per votes row on 2 cores), so the
+//! framer should run at GB/s.
+//!
+//!     cargo bench -p pgpour --bench framing
+
+use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
+use pgpour::frame::{Framer, RecordIter, Syntax};
+use pgpour::gen::Dataset;
+
+/// Cuts `input` into chunks of about `target` bytes; returns the chunk
+/// count so the work cannot be optimized away and can be checked.
+fn chunk_count(syntax: Syntax, input: &[u8], target: usize) -> usize {
+    let mut framer = Framer::new(syntax);
+    let mut rest = input;
+    let mut chunks = 0;
+    while let Some(n) = framer.find_cut(rest, target, true) {
+        rest = &rest[n..];
+        chunks += 1;
+    }
+    chunks
+}
+
+fn inputs() -> Vec<(&'static str, Syntax, Vec<u8>)> {
+    let csv = Syntax::Csv {
+        quote: b'"',
+        escape: b'"',
+    };
+    let mut votes = Vec::new();
+    Dataset::Votes.write(400_000, 1, &mut votes).unwrap();
+    let mut extract = Vec::new();
+    Dataset::Extract.write(60_000, 1, &mut extract).unwrap();
+    // Quoted fields with embedded newlines and doubled quotes throughout.
+    let quoted: Vec<u8> = (0..200_000)
+        .flat_map(|i| format!("{i},\"a \"\"quoted\"\"\nvalue, {i}\",x\n").into_bytes())
+        .collect();
+    vec![
+        ("votes csv", csv, votes),
+        ("extract text", Syntax::Text, extract),
+        ("quoted csv", csv, quoted.clone()),
+        (
+            "quoted csv, escape \\",
+            Syntax::Csv {
+                quote: b'"',
+                escape: b'\\',
+            },
+            quoted,
+        ),
+    ]
+}
+
+fn framing(c: &mut Criterion) {
+    let mut group = c.benchmark_group("frame 4MiB chunks");
+    for (name, syntax, input) in inputs() {
+        let expected = chunk_count(syntax, &input, 4 << 20);
+        assert!(expected >= 1);
+        group.throughput(Throughput::Bytes(input.len() as u64));
+        group.bench_with_input(BenchmarkId::from_parameter(name), &input, |b, input| {
+            b.iter(|| assert_eq!(chunk_count(syntax, input, 4 << 20), expected))
+        });
+    }
+    group.finish();
+
+    // The byte-by-byte walk, used on errors only: shows what the fast
+    // path saves.
+    let mut group = c.benchmark_group("walk every record");
+    for (name, syntax, input) in inputs().into_iter().take(1) {
+        let records = RecordIter::new(syntax, None, &input).count();
+        group.throughput(Throughput::Bytes(input.len() as u64));
+        group.bench_with_input(BenchmarkId::from_parameter(name), &input, |b, input| {
+            b.iter(|| assert_eq!(RecordIter::new(syntax, None, input).count(), records))
+        });
+    }
+    group.finish();
+}
+
+criterion_group! {
+    name = benches;
+    config = Criterion::default().sample_size(20);
+    targets = framing
+}
+criterion_main!(benches);
