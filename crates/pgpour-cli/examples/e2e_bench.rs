@@ -167,7 +167,12 @@ fn main() {
         // What people do by hand: split the file in two at a line boundary
         // and run two psql sessions side by side.
         let halves = split_in_two(&file);
-        let (conninfo, table, columns, copy_with) = (conninfo.clone(), table.clone(), columns.clone(), copy_with.clone());
+        let (conninfo, table, columns, copy_with) = (
+            conninfo.clone(),
+            table.clone(),
+            columns.clone(),
+            copy_with.clone(),
+        );
         let psql = psql.clone();
         methods.push((
             "2 x psql \\copy (split file)".into(),
@@ -177,9 +182,21 @@ fn main() {
                 let children: Vec<_> = halves
                     .iter()
                     .map(|half| {
-                        let cmd = format!("\\copy {table} ({columns}) FROM '{}' WITH ({copy_with})", half.display());
+                        let cmd = format!(
+                            "\\copy {table} ({columns}) FROM '{}' WITH ({copy_with})",
+                            half.display()
+                        );
                         Command::new(&psql)
-                            .args(["-X", "-q", "-v", "ON_ERROR_STOP=1", "-d", &conninfo, "-c", &cmd])
+                            .args([
+                                "-X",
+                                "-q",
+                                "-v",
+                                "ON_ERROR_STOP=1",
+                                "-d",
+                                &conninfo,
+                                "-c",
+                                &cmd,
+                            ])
                             .spawn()
                             .expect("run psql")
                     })
@@ -325,7 +342,11 @@ fn main() {
 /// Writes the two halves of `file`, split at the line break nearest the middle.
 fn split_in_two(file: &Path) -> Vec<PathBuf> {
     let bytes = std::fs::read(file).unwrap();
-    let middle = bytes.len() / 2 + bytes[bytes.len() / 2..].iter().position(|&b| b == b'\n').map_or(0, |i| i + 1);
+    let middle = bytes.len() / 2
+        + bytes[bytes.len() / 2..]
+            .iter()
+            .position(|&b| b == b'\n')
+            .map_or(0, |i| i + 1);
     let halves = [&bytes[..middle], &bytes[middle..]];
     halves
         .iter()

@@ -62,13 +62,20 @@ Connection: --db takes a postgres:// URL or a 'key=value' conninfo string; what 
 from PGHOST, PGPORT, PGUSER, PGDATABASE, PGPASSWORD (or ~/.pgpass, PGPASSFILE), PGSSLMODE, \
 PGSSLROOTCERT, PGAPPNAME, as with psql. Without any, pgpour connects over the local unix socket.
 
-Exit codes: 0 loaded everything, 2 error (the summary says what was committed), 130 interrupted.
+Bad rows: by default the first bad row stops the load with an error naming the file, line, column, \
+value, the server's message and SQLSTATE. With --max-errors N (or all), bad rows go to the reject \
+file with a JSON-lines log of where and why, and the load goes on; the summary adds up: rows read = \
+loaded + rejected.
+
+Exit codes: 0 loaded everything, 1 finished with rejected rows, 2 error (the summary says what was \
+committed), 130 interrupted.
 
 Examples:
   pgpour load votes.csv --table votes --columns username,link,score
   pgpour load 'parts/part-*.tsv.gz' --table extract --format text --null '' --workers 4
   zcat big.csv.gz | pgpour load - --table t --header
-  pgpour load data.csv --table public.t --db postgres://user@host:5432/db --json";
+  pgpour load data.csv --table public.t --db postgres://user@host:5432/db --json
+  pgpour load dirty.csv --table t --max-errors all --reject-file dirty.bad.csv";
 
 #[derive(Debug, Args)]
 pub struct ConnectionArgs {
@@ -108,6 +115,20 @@ pub struct LoadArgs {
     /// Empty the table first, in the same transaction as the first chunk.
     #[arg(long)]
     pub truncate: bool,
+
+    /// Bad rows tolerated: they go to the reject file and the load goes on;
+    /// one more stops it. A number or 'all'. With 0 (the default) the first
+    /// bad row stops the load.
+    #[arg(long, value_name = "N|all", default_value = "0")]
+    pub max_errors: String,
+
+    /// Where rejected rows go, exactly as read (with the header line when
+    /// there is one), so the file loads again with the same options; the
+    /// reasons go to PATH.jsonl. Default: beside the first input, e.g.
+    /// votes.csv.gz -> votes.rejected.csv (stdin: ./stdin.rejected.csv).
+    /// Created only when a row is rejected.
+    #[arg(long, value_name = "PATH")]
+    pub reject_file: Option<std::path::PathBuf>,
 
     /// Target size of a chunk (one transaction): bytes, or with KiB/MiB/GiB.
     #[arg(long, value_name = "SIZE", default_value = "4MiB")]

@@ -36,6 +36,8 @@ impl LoadConfig {
                 workers: args.workers,
                 truncate: args.truncate,
                 chunk_size: parse_size(&args.chunk_size)?,
+                max_errors: parse_max_errors(&args.max_errors)?,
+                reject_file: args.reject_file,
             },
             json: args.json,
             quiet: args.quiet,
@@ -144,6 +146,16 @@ fn single_byte(option: &str, value: &str) -> Result<u8> {
         v if v.len() == 1 && v.is_ascii() => Ok(v.as_bytes()[0]),
         v => bail!("{option} must be a single one-byte character, not {v:?}"),
     }
+}
+
+/// A count or `all` (no limit).
+fn parse_max_errors(text: &str) -> Result<Option<u64>> {
+    if text.eq_ignore_ascii_case("all") {
+        return Ok(None);
+    }
+    text.parse()
+        .map(Some)
+        .with_context(|| format!("--max-errors takes a number or 'all', not {text:?}"))
 }
 
 /// `4MiB`, `512KiB`, `1GiB`, `1000000`.

@@ -95,6 +95,8 @@ fn compare(
         workers: args.workers,
         truncate: false,
         chunk_size: pgpour::DEFAULT_CHUNK_SIZE,
+        max_errors: Some(0),
+        reject_file: None,
     };
     let summary = pgpour::load(
         connect,

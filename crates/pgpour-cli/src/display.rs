@@ -53,13 +53,25 @@ pub fn summary_text(s: &LoadSummary, workers_note: &str) -> String {
     } else {
         "loaded"
     };
+    let rejects = match &s.reject_file {
+        Some(file) => format!(
+            "\n  rejected {} rows: {file} (reasons in {})",
+            HumanCount(s.rows_rejected),
+            s.reject_log.as_deref().unwrap_or("")
+        ),
+        None => String::new(),
+    };
     format!(
         "pgpour: {status} {} rows into {}\n  \
+         rows     {} read = {} loaded + {} rejected\n  \
          input    {} file{} ({} read, {} loaded, {})\n  \
          time     {:.2} s  |  {:.0} rows/s  |  {:.1} MB/s\n  \
-         workers  {}{workers_note}",
+         workers  {}{workers_note}{rejects}",
         HumanCount(s.rows_loaded),
         s.table,
+        HumanCount(s.rows_read),
+        HumanCount(s.rows_loaded),
+        HumanCount(s.rows_rejected),
         s.files,
         if s.files == 1 { "" } else { "s" },
         HumanBytes(s.input_bytes),

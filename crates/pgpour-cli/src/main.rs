@@ -20,6 +20,7 @@ use args::{Cli, Command, GenArgs};
 use config::LoadConfig;
 
 /// Exit codes (also in `pgpour load --help`).
+const EXIT_REJECTED: u8 = 1;
 const EXIT_ERROR: u8 = 2;
 const EXIT_INTERRUPTED: u8 = 130;
 
@@ -81,6 +82,9 @@ fn run_load(config: LoadConfig) -> Result<ExitCode> {
                 );
                 return Ok(ExitCode::from(EXIT_INTERRUPTED));
             }
+            if summary.rows_rejected > 0 {
+                return Ok(ExitCode::from(EXIT_REJECTED));
+            }
             Ok(ExitCode::SUCCESS)
         }
         Err(failure) => {
@@ -92,16 +96,22 @@ fn run_load(config: LoadConfig) -> Result<ExitCode> {
                 println!("{value}");
             }
             eprintln!("pgpour: error: {}", failure.error);
-            let data_moved = summary.rows_loaded > 0
+            let data_moved = summary.rows_read > 0
                 || matches!(
                     failure.error,
-                    pgpour::Error::Copy { .. } | pgpour::Error::Data { .. }
+                    pgpour::Error::Copy { .. }
+                        | pgpour::Error::Data { .. }
+                        | pgpour::Error::Rejected { .. }
                 );
             if data_moved {
                 eprintln!(
-                    "pgpour: {} rows were committed before the error (whole chunks); the rest was not loaded",
-                    summary.rows_loaded
+                    "pgpour: before the error, {} rows were committed (whole chunks) and {} rejected; \
+                     the rest was not loaded",
+                    summary.rows_loaded, summary.rows_rejected
                 );
+            }
+            if let Some(file) = &summary.reject_file {
+                eprintln!("pgpour: rejected rows are in {file} (reasons in {file}.jsonl)");
             }
             Ok(ExitCode::from(EXIT_ERROR))
         }

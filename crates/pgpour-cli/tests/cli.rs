@@ -151,7 +151,10 @@ fn bad_data_exits_2_naming_file_line_and_column() {
     let stderr = text(&out.stderr);
     assert!(stderr.contains("bad.csv:3, column a"), "{stderr}");
     assert!(stderr.contains("22P02"), "{stderr}");
-    assert!(stderr.contains("committed before the error"), "{stderr}");
+    assert!(
+        stderr.contains("before the error, 0 rows were committed"),
+        "{stderr}"
+    );
 }
 
 #[test]
@@ -267,7 +270,18 @@ fn interrupt_stops_at_a_chunk_boundary_and_exits_130() {
     let db = shared_cluster().create_database("cli_interrupt");
     db.client().batch_execute("CREATE TABLE t (a int)").unwrap();
     let mut child = Command::new(env!("CARGO_BIN_EXE_pgpour"))
-        .args(["load", "-", "-t", "t", "-d", &db.conninfo(), "--chunk-size", "1KiB", "--workers", "1"])
+        .args([
+            "load",
+            "-",
+            "-t",
+            "t",
+            "-d",
+            &db.conninfo(),
+            "--chunk-size",
+            "1KiB",
+            "--workers",
+            "1",
+        ])
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -289,12 +303,19 @@ fn interrupt_stops_at_a_chunk_boundary_and_exits_130() {
     drop(stdin);
     let out = child.wait_with_output().unwrap();
     assert_eq!(out.status.code(), Some(130), "{}", text(&out.stderr));
-    assert!(text(&out.stderr).contains("interrupted"), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("interrupted"),
+        "{}",
+        text(&out.stderr)
+    );
     let loaded = count(&db, "t");
     assert!(loaded > 0 && loaded < 10_000, "{loaded}");
     let summary = text(&out.stdout);
     assert!(
-        summary.contains(&format!("interrupted after loading {} rows", pretty(loaded))),
+        summary.contains(&format!(
+            "interrupted after loading {} rows",
+            pretty(loaded)
+        )),
         "{summary} / {loaded}"
     );
 }
@@ -304,10 +325,69 @@ fn pretty(n: i64) -> String {
     let s = n.to_string();
     let mut out = String::new();
     for (i, c) in s.chars().enumerate() {
-        if i > 0 && (s.len() - i) % 3 == 0 {
+        if i > 0 && (s.len() - i).is_multiple_of(3) {
             out.push(',');
         }
         out.push(c);
     }
     out
+}
+
+#[test]
+fn max_errors_all_rejects_bad_rows_and_exits_1() {
+    let db = shared_cluster().create_database("cli_rejects");
+    db.client()
+        .batch_execute("CREATE TABLE t (name text, n int)")
+        .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("dirty.csv");
+    std::fs::write(&file, "name,n\na,1\nb,two\nc,3\nd\n").unwrap();
+    let args = [
+        "load",
+        file.to_str().unwrap(),
+        "-t",
+        "t",
+        "--header",
+        "-d",
+        &db.conninfo(),
+    ];
+    let out = pgpour(
+        &[&args[..], &["--max-errors", "all", "--json"]].concat(),
+        None,
+    );
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    let summary: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        (
+            summary["rows_read"].as_u64(),
+            summary["rows_loaded"].as_u64()
+        ),
+        (Some(4), Some(2))
+    );
+    assert_eq!(summary["rows_rejected"], 2);
+    // Beside the input, with the header, loadable again with the same options.
+    let rejects = dir.path().join("dirty.rejected.csv");
+    assert_eq!(summary["reject_file"].as_str(), rejects.to_str());
+    assert_eq!(
+        std::fs::read_to_string(&rejects).unwrap(),
+        "name,n\nb,two\nd\n"
+    );
+    let log = std::fs::read_to_string(dir.path().join("dirty.rejected.csv.jsonl")).unwrap();
+    assert_eq!(log.lines().count(), 2);
+    assert!(
+        log.contains("\"line\":3") && log.contains("\"line\":5"),
+        "{log}"
+    );
+    assert_eq!(count(&db, "t"), 2);
+
+    // A human summary that adds up, and the reject file's path.
+    db.client().batch_execute("TRUNCATE t").unwrap();
+    let out = pgpour(&[&args[..], &["--max-errors", "5"]].concat(), None);
+    assert_eq!(out.status.code(), Some(1));
+    let stdout = text(&out.stdout);
+    assert!(
+        stdout.contains("4 read = 2 loaded + 2 rejected"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("dirty.rejected.csv"), "{stdout}");
 }

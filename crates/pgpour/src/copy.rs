@@ -1,93 +1,406 @@
-//! One chunk, one transaction, one COPY: committed whole or not at all.
+//! One chunk, one transaction: its good rows committed together, its bad rows
+//! rejected with their reasons.
 //!
-//! The chunk is the unit of commit, so a failure leaves whole chunks in the
-//! table and the rest out; the connection is left idle and usable either way
-//! (the driver sends CopyFail for an unfinished COPY and the transaction is
-//! rolled back when dropped).
+//! A chunk is first sent whole, untouched. Only when the server refuses a row
+//! does the chunk take the careful path, in a new transaction: the client
+//! pulls out the rows it can tell are bad, and the rest goes to the server
+//! under savepoints. When the server refuses a row, the error names its line:
+//! the rows before it are known good and resent, the row is rejected, and the
+//! rest follows. Errors without a line (constraints checked at the end of the
+//! statement) are found by bisection. Either way the connection is left idle
+//! and usable: the driver aborts an unfinished COPY, and a dropped
+//! transaction rolls back.
 
 use std::io::Write;
+use std::ops::Range;
 
-use postgres::Client;
+use postgres::{Client, Transaction};
 
-use crate::error::{Error, Position, ServerError};
-use crate::frame::{locate_copy_line, Syntax};
+use crate::error::{Error, ServerError};
+use crate::frame::{copy_lines, count_byte, locate_copy_line, Eol, RecordIter, Syntax};
 use crate::reader::Chunk;
+use crate::reject::{BadRow, RejectBudget};
+use crate::validate::{preview, Validator};
 
 /// Size of the CopyData messages a chunk is sent in.
 const COPY_MESSAGE_BYTES: usize = 64 * 1024;
 
-/// Loads `chunk` in its own transaction, running `before` (e.g. TRUNCATE)
-/// first in the same transaction. Returns the rows the server loaded.
-pub(crate) fn load_chunk(
-    client: &mut Client,
-    copy_sql: &str,
-    syntax: Syntax,
-    before: Option<&str>,
-    chunk: &Chunk,
-    file_name: &str,
-) -> Result<u64, Error> {
-    let fail = |e: postgres::Error| copy_error(e, syntax, chunk, file_name);
-    let mut tx = client.transaction().map_err(fail)?;
-    if let Some(sql) = before {
-        tx.batch_execute(sql).map_err(fail)?;
-    }
-    let mut writer = tx.copy_in(copy_sql).map_err(fail)?;
-    // Many modest CopyData messages rather than one big one: the server reads
-    // a whole message before parsing it, so big messages stop the network
-    // transfer and the server's parsing from overlapping.
-    let sent = chunk
-        .data
-        .chunks(COPY_MESSAGE_BYTES)
-        .try_for_each(|piece| writer.write_all(piece));
-    if let Err(e) = sent {
-        // The writer wraps the driver's error (say, the server refused the
-        // data mid-stream) in an io::Error: unwrap it to keep the SQLSTATE.
-        return Err(
-            match e
-                .into_inner()
-                .map(|inner| inner.downcast::<postgres::Error>())
-            {
-                Some(Ok(db)) => fail(*db),
-                Some(Err(other)) => Error::Stream {
-                    context: format!("sending {file_name} from line {}", chunk.first_line),
-                    source: std::io::Error::other(other),
-                },
-                None => Error::Stream {
-                    context: format!("sending {file_name} from line {}", chunk.first_line),
-                    source: std::io::Error::other("write failed"),
-                },
-            },
-        );
-    }
-    let rows = writer.finish().map_err(fail)?;
-    tx.commit().map_err(fail)?;
-    Ok(rows)
+/// What loading a chunk did.
+#[derive(Debug, Default)]
+pub(crate) struct Loaded {
+    pub rows: u64,
+    pub rejected: Vec<BadRow>,
 }
 
-fn copy_error(e: postgres::Error, syntax: Syntax, chunk: &Chunk, file_name: &str) -> Error {
-    match ServerError::from_db(&e) {
-        Some(server) => {
-            let position = server.context.as_deref().and_then(parse_copy_context).map(
-                |(copy_line, column)| {
-                    let lines_before = locate_copy_line(syntax, chunk.eol, &chunk.data, copy_line)
-                        .map_or(copy_line.saturating_sub(1), |l| l.lines_before);
-                    Position {
-                        file: file_name.to_string(),
-                        line: chunk.first_line + lines_before,
-                        column,
-                    }
-                },
-            );
-            Error::Copy {
-                position,
-                server: Box::new(server),
+/// Loads chunks for one worker; shared settings of the load.
+pub(crate) struct ChunkLoader<'a> {
+    pub copy_sql: &'a str,
+    pub syntax: Syntax,
+    pub validator: &'a Validator,
+    pub budget: &'a RejectBudget,
+}
+
+/// How a COPY failed.
+enum Failure {
+    /// The server refused a row and said which line of the stream it was.
+    Row { copy_line: u64, server: ServerError },
+    /// The server refused the data without a line (say, a foreign key
+    /// checked at the end of the statement).
+    Data(ServerError),
+    /// Anything else: the load cannot go on.
+    Fatal(Error),
+}
+
+impl<'a> ChunkLoader<'a> {
+    /// Loads `chunk` in its own transaction, running `before` (a TRUNCATE)
+    /// first in the same transaction.
+    pub fn load(
+        &self,
+        client: &mut Client,
+        before: Option<&str>,
+        chunk: &Chunk,
+        file: &str,
+    ) -> Result<Loaded, Error> {
+        let first = (|| {
+            let mut tx = client.transaction().map_err(|e| Failure::Fatal(fatal(e)))?;
+            if let Some(sql) = before {
+                tx.batch_execute(sql)
+                    .map_err(|e| Failure::Fatal(fatal(e)))?;
+            }
+            let whole = 0..chunk.data.len();
+            let rows = self.copy(&mut tx, std::slice::from_ref(&whole), &chunk.data)?;
+            tx.commit().map_err(classify)?;
+            Ok(rows)
+        })();
+        match first {
+            Ok(rows) => Ok(Loaded {
+                rows,
+                rejected: Vec::new(),
+            }),
+            Err(Failure::Fatal(e)) => Err(e),
+            Err(Failure::Row { copy_line, server }) => {
+                let Some(located) =
+                    locate_copy_line(self.syntax, chunk.eol, &chunk.data, copy_line)
+                else {
+                    return Err(Error::Copy {
+                        position: None,
+                        server: Box::new(server),
+                    });
+                };
+                let bad = bad_row(
+                    chunk,
+                    file,
+                    located.range.clone(),
+                    chunk.first_line + located.lines_before,
+                    &server,
+                );
+                self.budget.take(&bad)?;
+                self.careful(client, before, chunk, file, Some((located.range, bad)))
+            }
+            Err(Failure::Data(_)) => self.careful(client, before, chunk, file, None),
+        }
+    }
+
+    /// The careful path: client checks, then savepoints around every COPY.
+    fn careful(
+        &self,
+        client: &mut Client,
+        before: Option<&str>,
+        chunk: &Chunk,
+        file: &str,
+        known_bad: Option<(Range<usize>, BadRow)>,
+    ) -> Result<Loaded, Error> {
+        let records = Records::new(self.syntax, chunk);
+        let mut loaded = Loaded::default();
+        let mut pending: Vec<usize> = Vec::with_capacity(records.ranges.len());
+        for (i, range) in records.ranges.iter().enumerate() {
+            if let Some((bad_range, bad)) = &known_bad {
+                if bad_range == range {
+                    loaded.rejected.push(bad.clone());
+                    continue;
+                }
+            }
+            match self.validator.check(&chunk.data[range.clone()]) {
+                None => pending.push(i),
+                Some(problem) => {
+                    let bad = BadRow {
+                        file: file.to_string(),
+                        line: records.lines[i],
+                        byte: chunk.offset + range.start as u64,
+                        column: problem.column,
+                        value: problem.value,
+                        sqlstate: problem.sqlstate.to_string(),
+                        message: problem.message,
+                        bytes: chunk.data[range.clone()].to_vec(),
+                    };
+                    self.budget.take(&bad)?;
+                    loaded.rejected.push(bad);
+                }
             }
         }
+
+        let mut tx = client.transaction().map_err(fatal)?;
+        if let Some(sql) = before {
+            tx.batch_execute(sql).map_err(fatal)?;
+        }
+        let mut rest: &[usize] = &pending;
+        while !rest.is_empty() {
+            match self.try_copy(&mut tx, &records, rest, chunk)? {
+                Ok(rows) => {
+                    loaded.rows += rows;
+                    break;
+                }
+                Err(Failure::Row { copy_line, server }) => {
+                    let k = records.index_of_copy_line(self.syntax, rest, copy_line, &chunk.data);
+                    let Some(k) = k else {
+                        // A line we cannot place: find the bad rows by bisection.
+                        self.bisect(&mut tx, &records, rest, chunk, file, &mut loaded)?;
+                        break;
+                    };
+                    if k > 0 {
+                        // The rows before the refused one passed: resend them.
+                        self.bisect(&mut tx, &records, &rest[..k], chunk, file, &mut loaded)?;
+                    }
+                    let i = rest[k];
+                    let bad = bad_row(
+                        chunk,
+                        file,
+                        records.ranges[i].clone(),
+                        records.lines[i],
+                        &server,
+                    );
+                    self.budget.take(&bad)?;
+                    loaded.rejected.push(bad);
+                    rest = &rest[k + 1..];
+                }
+                Err(Failure::Data(_)) => {
+                    self.bisect(&mut tx, &records, rest, chunk, file, &mut loaded)?;
+                    break;
+                }
+                Err(Failure::Fatal(e)) => return Err(e),
+            }
+        }
+        tx.commit().map_err(fatal)?;
+        loaded.rejected.sort_by_key(|r| r.byte);
+        Ok(loaded)
+    }
+
+    /// Loads the good rows of `list` and rejects the bad ones, halving the
+    /// list under savepoints until each bad row stands alone.
+    fn bisect(
+        &self,
+        tx: &mut Transaction<'_>,
+        records: &Records,
+        list: &[usize],
+        chunk: &Chunk,
+        file: &str,
+        loaded: &mut Loaded,
+    ) -> Result<(), Error> {
+        if list.is_empty() {
+            return Ok(());
+        }
+        let server = match self.try_copy(tx, records, list, chunk)? {
+            Ok(rows) => {
+                loaded.rows += rows;
+                return Ok(());
+            }
+            Err(Failure::Row { server, .. } | Failure::Data(server)) => server,
+            Err(Failure::Fatal(e)) => return Err(e),
+        };
+        if let [i] = list {
+            let bad = bad_row(
+                chunk,
+                file,
+                records.ranges[*i].clone(),
+                records.lines[*i],
+                &server,
+            );
+            self.budget.take(&bad)?;
+            loaded.rejected.push(bad);
+            return Ok(());
+        }
+        let (left, right) = list.split_at(list.len() / 2);
+        self.bisect(tx, records, left, chunk, file, loaded)?;
+        self.bisect(tx, records, right, chunk, file, loaded)
+    }
+
+    /// One COPY of the listed records under a savepoint: rolled back to the
+    /// savepoint on failure. The outer `Result` is for failures that end the load.
+    fn try_copy(
+        &self,
+        tx: &mut Transaction<'_>,
+        records: &Records,
+        list: &[usize],
+        chunk: &Chunk,
+    ) -> Result<Result<u64, Failure>, Error> {
+        let mut savepoint = tx.savepoint("pgpour_rows").map_err(fatal)?;
+        let ranges = records.runs(list);
+        let result = self.copy(&mut savepoint, &ranges, &chunk.data);
+        match result {
+            Ok(rows) => {
+                savepoint.commit().map_err(fatal)?;
+                Ok(Ok(rows))
+            }
+            Err(failure) => {
+                savepoint.rollback().map_err(fatal)?;
+                Ok(Err(failure))
+            }
+        }
+    }
+
+    /// Sends the byte ranges of `data` as one COPY.
+    fn copy(
+        &self,
+        tx: &mut Transaction<'_>,
+        ranges: &[Range<usize>],
+        data: &[u8],
+    ) -> Result<u64, Failure> {
+        let mut writer = tx.copy_in(self.copy_sql).map_err(classify)?;
+        // Many modest CopyData messages rather than one big one: the server
+        // reads a whole message before parsing it, so big messages stop the
+        // network transfer and the server's parsing from overlapping.
+        for range in ranges {
+            for piece in data[range.clone()].chunks(COPY_MESSAGE_BYTES) {
+                if let Err(e) = writer.write_all(piece) {
+                    // The writer wraps the driver's error (say, the server
+                    // refused the data mid-stream): unwrap it for the SQLSTATE.
+                    return Err(
+                        match e
+                            .into_inner()
+                            .map(|inner| inner.downcast::<postgres::Error>())
+                        {
+                            Some(Ok(db)) => classify(*db),
+                            Some(Err(other)) => Failure::Fatal(Error::Stream {
+                                context: "sending rows".into(),
+                                source: std::io::Error::other(other),
+                            }),
+                            None => Failure::Fatal(Error::Stream {
+                                context: "sending rows".into(),
+                                source: std::io::Error::other("the connection failed"),
+                            }),
+                        },
+                    );
+                }
+            }
+        }
+        writer.finish().map_err(classify)
+    }
+}
+
+/// The records of a chunk with the physical line each starts on.
+struct Records {
+    ranges: Vec<Range<usize>>,
+    lines: Vec<u64>,
+    eol: Option<Eol>,
+}
+
+impl Records {
+    fn new(syntax: Syntax, chunk: &Chunk) -> Self {
+        let eol_byte = chunk.eol.map_or(b'\n', Eol::last_byte);
+        let ranges: Vec<Range<usize>> = RecordIter::new(syntax, chunk.eol, &chunk.data).collect();
+        let mut lines = Vec::with_capacity(ranges.len());
+        let mut line = chunk.first_line;
+        for range in &ranges {
+            lines.push(line);
+            line += count_byte(&chunk.data[range.clone()], eol_byte) as u64;
+        }
+        Records {
+            ranges,
+            lines,
+            eol: chunk.eol,
+        }
+    }
+
+    /// The listed records as byte ranges, neighbours merged.
+    fn runs(&self, list: &[usize]) -> Vec<Range<usize>> {
+        let mut runs: Vec<Range<usize>> = Vec::new();
+        for &i in list {
+            let range = self.ranges[i].clone();
+            match runs.last_mut() {
+                Some(last) if last.end == range.start => last.end = range.end,
+                _ => runs.push(range),
+            }
+        }
+        runs
+    }
+
+    /// Position in `list` of the record COPY numbered `copy_line` when the
+    /// listed records were sent as one stream.
+    fn index_of_copy_line(
+        &self,
+        syntax: Syntax,
+        list: &[usize],
+        copy_line: u64,
+        data: &[u8],
+    ) -> Option<usize> {
+        let eol_byte = self.eol.map_or(b'\n', Eol::last_byte);
+        let mut before = 0;
+        for (k, &i) in list.iter().enumerate() {
+            before += copy_lines(syntax, eol_byte, &data[self.ranges[i].clone()]);
+            if copy_line <= before {
+                return Some(k);
+            }
+        }
+        None
+    }
+}
+
+fn classify(e: postgres::Error) -> Failure {
+    let Some(server) = ServerError::from_db(&e) else {
+        return Failure::Fatal(fatal(e));
+    };
+    if let Some((copy_line, _)) = server.context.as_deref().and_then(parse_copy_context) {
+        return Failure::Row { copy_line, server };
+    }
+    // Data exceptions, integrity violations, errors raised by triggers'
+    // code: the data is at fault. Anything else (connection, privileges,
+    // a full disk, a deadlock) is not the row's fault.
+    let class = &server.sqlstate[..2.min(server.sqlstate.len())];
+    if matches!(class, "22" | "23" | "P0" | "2F" | "38" | "39") {
+        Failure::Data(server)
+    } else {
+        Failure::Fatal(fatal(e))
+    }
+}
+
+fn bad_row(
+    chunk: &Chunk,
+    file: &str,
+    range: Range<usize>,
+    line: u64,
+    server: &ServerError,
+) -> BadRow {
+    let (column, value) = server
+        .context
+        .as_deref()
+        .and_then(parse_copy_context)
+        .map_or((None, None), |(_, column)| (column, None));
+    let value = value.or_else(|| server.context.as_deref().and_then(context_value));
+    let mut message = server.message.clone();
+    if let Some(detail) = &server.detail {
+        message.push_str(&format!(" ({detail})"));
+    }
+    BadRow {
+        file: file.to_string(),
+        line,
+        byte: chunk.offset + range.start as u64,
+        column,
+        value,
+        sqlstate: server.sqlstate.clone(),
+        message,
+        bytes: chunk.data[range].to_vec(),
+    }
+}
+
+/// An error that ends the load; the worker says where it was.
+fn fatal(e: postgres::Error) -> Error {
+    match ServerError::from_db(&e) {
+        Some(server) => Error::Copy {
+            position: None,
+            server: Box::new(server),
+        },
         None => Error::Db {
-            context: format!(
-                "loading {file_name} from line {} (byte {})",
-                chunk.first_line, chunk.offset
-            ),
+            context: "loading a chunk".into(),
             source: e,
         },
     }
@@ -105,6 +418,14 @@ pub(crate) fn parse_copy_context(context: &str) -> Option<(u64, Option<String>)>
     Some((line, column))
 }
 
+/// The value COPY quotes at the end of its context (`...column score: "abc"`).
+fn context_value(context: &str) -> Option<String> {
+    let quoted = context.split_once(": \"")?.1;
+    Some(preview(
+        quoted.strip_suffix('"').unwrap_or(quoted).as_bytes(),
+    ))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -120,5 +441,9 @@ mod tests {
             Some((3, None))
         );
         assert_eq!(parse_copy_context("SQL statement"), None);
+        assert_eq!(
+            context_value("COPY votes, line 12, column score: \"abc\"").as_deref(),
+            Some("abc")
+        );
     }
 }

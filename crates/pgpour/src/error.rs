@@ -89,6 +89,20 @@ pub enum Error {
         server: Box<ServerError>,
     },
 
+    /// A bad row, and more of them than `--max-errors` allows.
+    #[error("{row}{}", if *max_errors == 0 { String::new() } else { format!(" (stopping: more than {max_errors} rows rejected, see --max-errors)") })]
+    Rejected {
+        row: Box<crate::reject::BadRow>,
+        max_errors: u64,
+    },
+
+    #[error("cannot write rejected rows to {}: {source}", path.display())]
+    RejectFile {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+
     /// The connection failed below the protocol (socket closed mid-COPY).
     #[error("{context}: {source}")]
     Stream {
@@ -112,10 +126,26 @@ impl Error {
         move |source| Error::Db { context, source }
     }
 
+    /// Says where a failure without a position happened.
+    pub(crate) fn while_loading(self, file: &str, line: u64) -> Error {
+        match self {
+            Error::Db { source, .. } => Error::Db {
+                context: format!("loading {file} from line {line}"),
+                source,
+            },
+            Error::Stream { source, .. } => Error::Stream {
+                context: format!("loading {file} from line {line}"),
+                source,
+            },
+            other => other,
+        }
+    }
+
     /// The SQLSTATE the server sent, if this error came from the server.
     pub fn sqlstate(&self) -> Option<String> {
         match self {
             Error::Copy { server, .. } => Some(server.sqlstate.clone()),
+            Error::Rejected { row, .. } => Some(row.sqlstate.clone()),
             Error::Db { source, .. } | Error::Connect { source, .. } => {
                 source.code().map(|c| c.code().to_string())
             }

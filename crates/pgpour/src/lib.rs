@@ -14,6 +14,8 @@
 //!     workers: None,
 //!     truncate: false,
 //!     chunk_size: pgpour::DEFAULT_CHUNK_SIZE,
+//!     max_errors: Some(0),
+//!     reject_file: None,
 //! };
 //! let summary = pgpour::load(&connect, &options, &Progress::default(), &AtomicBool::new(false))
 //!     .map_err(|failure| failure.error)?;
@@ -32,8 +34,10 @@ pub mod pipeline;
 pub mod plan;
 pub mod progress;
 mod reader;
+pub mod reject;
 pub mod report;
 pub mod sql;
+pub mod validate;
 
 pub use conn::ConnectOptions;
 pub use error::{Error, Position, Result};
@@ -41,5 +45,6 @@ pub use format::{Format, FormatOptions, Header};
 pub use input::InputSpec;
 pub use pipeline::{default_workers, load, LoadFailure, LoadOptions, DEFAULT_CHUNK_SIZE};
 pub use progress::Progress;
+pub use reject::{BadRow, RejectSink};
 pub use report::LoadSummary;
 pub use sql::TableName;

@@ -5,6 +5,7 @@
 //! Memory stays bounded: at most `2 × workers` chunks wait in the channel,
 //! each worker holds one, and the reader builds one.
 
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Condvar, Mutex};
 use std::time::Instant;
@@ -12,13 +13,14 @@ use std::time::Instant;
 use postgres::Client;
 
 use crate::conn::ConnectOptions;
-use crate::copy::load_chunk;
+use crate::copy::ChunkLoader;
 use crate::error::{Error, Result};
 use crate::format::FormatOptions;
 use crate::input::InputSpec;
 use crate::plan::Target;
 use crate::progress::Progress;
 use crate::reader::{Chunk, ReadEnd, Reader};
+use crate::reject::{RejectBudget, RejectSink};
 use crate::report::LoadSummary;
 use crate::sql::TableName;
 
@@ -39,6 +41,10 @@ pub struct LoadOptions {
     /// Empty the table in the transaction of the first chunk.
     pub truncate: bool,
     pub chunk_size: usize,
+    /// Rejected rows tolerated before the load stops; `None` for no limit.
+    pub max_errors: Option<u64>,
+    /// Where rejected rows go; `None` for beside the first input.
+    pub reject_file: Option<PathBuf>,
 }
 
 /// A load that stopped on an error, with what it had committed by then.
@@ -66,8 +72,22 @@ pub fn load(
 ) -> Result<LoadSummary, Box<LoadFailure>> {
     let started = Instant::now();
     let workers = options.workers.unwrap_or_else(default_workers).max(1);
-    let summary =
-        |interrupted| LoadSummary::new(options, workers, progress, started.elapsed(), interrupted);
+    let sink = RejectSink::new(
+        options
+            .reject_file
+            .clone()
+            .unwrap_or_else(|| RejectSink::default_path(&options.inputs, options.format.format)),
+    );
+    let summary = |interrupted| {
+        LoadSummary::new(
+            options,
+            workers,
+            progress,
+            started.elapsed(),
+            interrupted,
+            &sink,
+        )
+    };
     let fail = |error| {
         Box::new(LoadFailure {
             error,
@@ -86,6 +106,14 @@ pub fn load(
             .get_or_insert(e);
     };
     let gate = Gate::new(!options.truncate);
+    let validator = target.validator(&options.format);
+    let budget = RejectBudget::new(options.max_errors);
+    let loader = ChunkLoader {
+        copy_sql: &target.copy_sql,
+        syntax: options.format.syntax(),
+        validator: &validator,
+        budget: &budget,
+    };
     let committed = AtomicU64::new(0);
     let expected_header = target.columns.clone();
 
@@ -102,6 +130,8 @@ pub fn load(
                 connect,
                 options,
                 target: &target,
+                loader: &loader,
+                sink: &sink,
                 progress,
                 gate: &gate,
                 stop: &stop,
@@ -121,6 +151,7 @@ pub fn load(
             format: &options.format,
             expected_header: &expected_header,
             chunk_size: options.chunk_size,
+            header_out: &sink.header,
             progress,
             stop: &stop,
             cancel,
@@ -192,6 +223,8 @@ struct Worker<'a> {
     connect: &'a ConnectOptions,
     options: &'a LoadOptions,
     target: &'a Target,
+    loader: &'a ChunkLoader<'a>,
+    sink: &'a RejectSink,
     progress: &'a Progress,
     gate: &'a Gate,
     stop: &'a AtomicBool,
@@ -219,21 +252,20 @@ impl Worker<'_> {
                 }
             }
             let before = (first && self.options.truncate).then_some(truncate.as_str());
-            let file_name = self.options.inputs[chunk.input].name();
-            let syntax = self.options.format.syntax();
-            let result = load_chunk(
-                &mut client,
-                &self.target.copy_sql,
-                syntax,
-                before,
-                &chunk,
-                &file_name,
-            );
+            let file = self.options.inputs[chunk.input].name();
+            let result = self.loader.load(&mut client, before, &chunk, &file);
             if first {
                 self.gate.open();
             }
-            let rows = result?;
-            self.progress.add_committed(rows, chunk.data.len() as u64);
+            let loaded = result.map_err(|e| e.while_loading(&file, chunk.first_line))?;
+            // Written only now that the chunk is committed: a row is either
+            // in the table or in the reject file, never both, never neither.
+            self.sink.write(&loaded.rejected)?;
+            self.progress.add_committed(
+                loaded.rows,
+                loaded.rejected.len() as u64,
+                chunk.data.len() as u64,
+            );
             self.committed.fetch_add(1, Ordering::SeqCst);
         }
         Ok(())

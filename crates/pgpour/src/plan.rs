@@ -6,6 +6,7 @@ use postgres::Client;
 use crate::error::{Error, Result};
 use crate::format::FormatOptions;
 use crate::sql::{quote_ident, TableName};
+use crate::validate::{ColumnCheck, Validator};
 
 /// A table resolved in the catalog and the file-to-column mapping.
 #[derive(Clone, Debug)]
@@ -16,11 +17,16 @@ pub struct Target {
     pub columns: Vec<String>,
     /// `COPY "s"."t" ("a", "b") FROM STDIN WITH (...)`.
     pub copy_sql: String,
+    /// What the client may check of each loaded column, in file order.
+    pub checks: Vec<(String, ColumnCheck)>,
+    /// The database's encoding (`UTF8`, `SQL_ASCII`...).
+    pub server_encoding: String,
 }
 
 struct Column {
     name: String,
     generated: bool,
+    check: ColumnCheck,
 }
 
 impl Target {
@@ -51,7 +57,7 @@ impl Target {
         );
         let table_columns: Vec<Column> = client
             .query(
-                "SELECT attname::text, attgenerated <> '' FROM pg_attribute \
+                "SELECT attname::text, attgenerated <> '', atttypid::regtype::text FROM pg_attribute \
                  WHERE attrelid = $1 AND attnum > 0 AND NOT attisdropped ORDER BY attnum",
                 &[&oid],
             )
@@ -60,6 +66,10 @@ impl Target {
             .map(|r| Column {
                 name: r.get(0),
                 generated: r.get(1),
+                check: match r.get::<_, &str>(2) {
+                    "smallint" | "integer" | "bigint" => ColumnCheck::Integer,
+                    _ => ColumnCheck::Any,
+                },
             })
             .collect();
 
@@ -77,10 +87,26 @@ impl Target {
             column_list.join(", "),
             format.copy_options_sql()
         );
+        let checks = columns
+            .iter()
+            .map(|name| {
+                let check = table_columns
+                    .iter()
+                    .find(|c| &c.name == name)
+                    .map_or(ColumnCheck::Any, |c| c.check);
+                (name.clone(), check)
+            })
+            .collect();
+        let server_encoding: String = client
+            .query_one("SHOW server_encoding", &[])
+            .map_err(Error::db("reading the server encoding"))?
+            .get(0);
         Ok(Target {
             qualified,
             columns,
             copy_sql,
+            checks,
+            server_encoding,
         })
     }
 
@@ -103,6 +129,31 @@ impl Target {
         })?;
         tx.rollback()
             .map_err(Error::db("ending the preflight check"))
+    }
+
+    /// The client-side checks for rows of this target in `format`.
+    pub fn validator(&self, format: &FormatOptions) -> Validator {
+        let input_utf8 = format.encoding.as_deref().is_none_or(|e| {
+            matches!(
+                e.to_ascii_uppercase().replace(['-', '_'], "").as_str(),
+                "UTF8" | "UNICODE"
+            )
+        });
+        Validator {
+            syntax: format.syntax(),
+            delimiter: format.delimiter(),
+            null: format.null.clone().map_or_else(
+                || match format.format {
+                    crate::format::Format::Csv => Vec::new(),
+                    crate::format::Format::Text => b"\\N".to_vec(),
+                },
+                String::into_bytes,
+            ),
+            columns: self.checks.clone(),
+            force_null: format.force_null.clone(),
+            // A SQL_ASCII database takes any bytes without checking.
+            utf8: input_utf8 && self.server_encoding != "SQL_ASCII",
+        }
     }
 
     /// `TRUNCATE` for `--truncate`.

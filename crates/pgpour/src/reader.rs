@@ -41,6 +41,8 @@ pub(crate) struct Reader<'a> {
     /// Column names a `--header match` line must carry.
     pub expected_header: &'a [String],
     pub chunk_size: usize,
+    /// Receives the first input's header line (for the reject file).
+    pub header_out: &'a std::sync::OnceLock<Vec<u8>>,
     pub progress: &'a Progress,
     /// Set when a worker failed.
     pub stop: &'a AtomicBool,
@@ -117,6 +119,7 @@ impl Reader<'_> {
             if self.format.header == Header::Match {
                 self.check_header(input, &buf[..end])?;
             }
+            let _ = self.header_out.set(buf[..end].to_vec());
             line += self.count_lines(&framer, &buf[..end]);
             offset += end as u64;
             buf.drain(..end);

@@ -5,6 +5,7 @@ use std::time::Duration;
 use crate::format::Format;
 use crate::pipeline::LoadOptions;
 use crate::progress::Progress;
+use crate::reject::RejectSink;
 
 #[derive(Clone, Debug, PartialEq, serde::Serialize)]
 pub struct LoadSummary {
@@ -14,9 +15,16 @@ pub struct LoadSummary {
     pub files: usize,
     /// Raw bytes read from the inputs (compressed size for compressed inputs).
     pub input_bytes: u64,
-    /// Decompressed bytes whose rows were committed.
+    /// Decompressed bytes whose rows were committed or rejected.
     pub bytes_loaded: u64,
+    /// Rows of the committed chunks: always `rows_loaded + rows_rejected`.
+    pub rows_read: u64,
     pub rows_loaded: u64,
+    pub rows_rejected: u64,
+    /// The rejected rows' bytes, when there are any.
+    pub reject_file: Option<String>,
+    /// Where and why each was rejected (JSON lines).
+    pub reject_log: Option<String>,
     pub seconds: f64,
     pub rows_per_second: f64,
     /// Decompressed MB (10^6 bytes) per second.
@@ -33,6 +41,7 @@ impl LoadSummary {
         progress: &Progress,
         elapsed: Duration,
         interrupted: bool,
+        sink: &RejectSink,
     ) -> Self {
         let p = progress.snapshot();
         let seconds = elapsed.as_secs_f64();
@@ -49,7 +58,11 @@ impl LoadSummary {
             files: options.inputs.len(),
             input_bytes: p.input_bytes_read,
             bytes_loaded: p.bytes_loaded,
+            rows_read: p.rows_loaded + p.rows_rejected,
             rows_loaded: p.rows_loaded,
+            rows_rejected: p.rows_rejected,
+            reject_file: (sink.written() > 0).then(|| sink.rows_path().display().to_string()),
+            reject_log: (sink.written() > 0).then(|| sink.log_path().display().to_string()),
             seconds,
             rows_per_second: per_second(p.rows_loaded),
             mb_per_second: per_second(p.bytes_loaded) / 1e6,

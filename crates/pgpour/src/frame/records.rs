@@ -89,6 +89,19 @@ impl Iterator for RecordIter<'_> {
     }
 }
 
+/// How many lines COPY counts for one record: one, plus in csv each line
+/// break inside quotes (`eol_byte` is the last byte of the line ending).
+pub fn copy_lines(syntax: Syntax, eol_byte: u8, record: &[u8]) -> u64 {
+    match syntax {
+        Syntax::Text => 1,
+        Syntax::Csv { .. } => {
+            let breaks = super::count_byte(record, eol_byte) as u64;
+            let terminator = u64::from(record.last() == Some(&eol_byte));
+            1 + breaks - terminator.min(breaks)
+        }
+    }
+}
+
 /// A record found by the line number the server gave for it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Located {
@@ -114,13 +127,7 @@ pub fn locate_copy_line(
     while let Some(range) = records.next() {
         let eol_byte = records.eol.map_or(b'\n', Eol::last_byte);
         let breaks = super::count_byte(&buf[range.clone()], eol_byte) as u64;
-        let terminated = range.end < buf.len() || buf.ends_with(&[eol_byte]);
-        let inner_breaks = breaks - u64::from(terminated && breaks > 0);
-        let spans = 1 + if matches!(syntax, Syntax::Csv { .. }) {
-            inner_breaks
-        } else {
-            0
-        };
+        let spans = copy_lines(syntax, eol_byte, &buf[range.clone()]);
         if copy_line <= copy_lines_before + spans {
             return Some(Located {
                 range,

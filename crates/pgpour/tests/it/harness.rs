@@ -132,6 +132,8 @@ impl Case {
             workers: Some(workers),
             truncate: true,
             chunk_size,
+            max_errors: Some(0),
+            reject_file: None,
         }
     }
 

@@ -4,5 +4,6 @@
 mod connection;
 mod harness;
 mod random_documents;
+mod rejects;
 mod same_as_copy;
 mod targets;

@@ -24,6 +24,8 @@ fn options(
         workers: Some(2),
         truncate: false,
         chunk_size: 4,
+        max_errors: Some(0),
+        reject_file: Some(dir.path().join("rejects.csv")),
     }
 }
 
@@ -173,14 +175,14 @@ fn error_names_file_physical_line_and_column() {
         opts.workers = Some(workers);
         opts.chunk_size = 1 << 20;
         let err = run(&db, &opts).unwrap_err().error;
-        let Error::Copy { position, server } = &err else {
+        let Error::Rejected { row, .. } = &err else {
             panic!("{err:?}")
         };
-        let position = position.as_ref().expect("a position");
-        assert_eq!(position.line, 5, "{err}");
-        assert_eq!(position.column.as_deref(), Some("n"));
-        assert!(position.file.ends_with("in.csv"));
-        assert_eq!(server.sqlstate, "22P02");
+        assert_eq!(row.line, 5, "{err}");
+        assert_eq!(row.column.as_deref(), Some("n"));
+        assert!(row.file.ends_with("in.csv"));
+        assert_eq!(row.sqlstate, "22P02");
+        assert_eq!(row.bytes, b"d,oops\n");
         assert!(err.to_string().contains("in.csv:5, column n"), "{err}");
     }
 }

@@ -1,0 +1,318 @@
+//! Client-side checks of single records, for chunks the server already
+//! refused once: they pull out the rows that are certainly bad, cheaply, so
+//! the server is not asked again and again.
+//!
+//! Every check is conservative: it rejects a row only when PostgreSQL
+//! certainly would (a wrong field count, bytes that are not UTF-8, a value
+//! that cannot be an integer in any PostgreSQL version). Anything doubtful is
+//! left to the server, whose verdict is final.
+
+use crate::frame::{trim_terminator, Syntax};
+
+/// Why a record is certainly bad, with PostgreSQL's SQLSTATE for it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Problem {
+    pub sqlstate: &'static str,
+    pub message: String,
+    /// The column it concerns, when one does.
+    pub column: Option<String>,
+    /// The offending value, shortened for messages.
+    pub value: Option<String>,
+}
+
+/// What a column accepts, as far as the client checks it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ColumnCheck {
+    Any,
+    Integer,
+}
+
+/// Checks records against the target's columns.
+#[derive(Clone, Debug)]
+pub struct Validator {
+    pub syntax: Syntax,
+    pub delimiter: u8,
+    pub null: Vec<u8>,
+    pub columns: Vec<(String, ColumnCheck)>,
+    /// csv FORCE_NULL columns: a quoted NULL string is NULL there too.
+    pub force_null: Vec<String>,
+    /// Check UTF-8 validity (input and server both UTF-8).
+    pub utf8: bool,
+}
+
+/// Longest value quoted in messages.
+const VALUE_PREVIEW: usize = 40;
+
+pub fn preview(bytes: &[u8]) -> String {
+    let text = String::from_utf8_lossy(bytes);
+    if text.chars().count() > VALUE_PREVIEW {
+        format!(
+            "{}...",
+            text.chars().take(VALUE_PREVIEW).collect::<String>()
+        )
+    } else {
+        text.into_owned()
+    }
+}
+
+impl Validator {
+    /// The first certain problem of one record (terminator included), if any.
+    pub fn check(&self, record: &[u8]) -> Option<Problem> {
+        let record = trim_terminator(record);
+        if self.utf8 {
+            if let Err(e) = std::str::from_utf8(record) {
+                let at = e.valid_up_to();
+                let bad = &record[at..(at + e.error_len().unwrap_or(1)).min(record.len())];
+                let hex: Vec<String> = bad.iter().map(|b| format!("0x{b:02x}")).collect();
+                return Some(Problem {
+                    sqlstate: "22021",
+                    message: format!(
+                        "invalid byte sequence for encoding \"UTF8\": {}",
+                        hex.join(" ")
+                    ),
+                    column: None,
+                    value: None,
+                });
+            }
+            if record.contains(&0) {
+                return Some(Problem {
+                    sqlstate: "22021",
+                    message: "invalid byte sequence for encoding \"UTF8\": 0x00".into(),
+                    column: None,
+                    value: None,
+                });
+            }
+        }
+        let fields = match self.split(record) {
+            Ok(fields) => fields,
+            Err(problem) => return Some(problem),
+        };
+        if fields.len() > self.columns.len() {
+            return Some(Problem {
+                sqlstate: "22P04",
+                message: "extra data after last expected column".into(),
+                column: None,
+                value: None,
+            });
+        }
+        if fields.len() < self.columns.len() {
+            let missing = &self.columns[fields.len()].0;
+            return Some(Problem {
+                sqlstate: "22P04",
+                message: format!("missing data for column \"{missing}\""),
+                column: Some(missing.clone()),
+                value: None,
+            });
+        }
+        for ((name, check), field) in self.columns.iter().zip(&fields) {
+            let Some(value) = field else { continue };
+            if value.as_slice() == self.null.as_slice() && self.force_null.contains(name) {
+                continue;
+            }
+            if *check == ColumnCheck::Integer && !could_be_integer(value) {
+                return Some(Problem {
+                    sqlstate: "22P02",
+                    message: format!(
+                        "invalid input syntax for type integer: \"{}\"",
+                        preview(value)
+                    ),
+                    column: Some(name.clone()),
+                    value: Some(preview(value)),
+                });
+            }
+        }
+        None
+    }
+
+    /// Splits a record into values (`None` for NULL), as COPY reads them.
+    fn split(&self, record: &[u8]) -> Result<Vec<Option<Vec<u8>>>, Problem> {
+        match self.syntax {
+            Syntax::Csv { quote, escape } => self.split_csv(record, quote, escape),
+            Syntax::Text => Ok(record
+                .split(|&b| b == self.delimiter)
+                .map(|raw| (raw != self.null.as_slice()).then(|| unescape_text(raw)))
+                .collect::<Vec<_>>())
+            .map(|fields| rejoin_escaped_delimiters(fields, record, self.delimiter, &self.null)),
+        }
+    }
+
+    fn split_csv(
+        &self,
+        record: &[u8],
+        quote: u8,
+        escape: u8,
+    ) -> Result<Vec<Option<Vec<u8>>>, Problem> {
+        let mut fields = Vec::new();
+        let mut value = Vec::new();
+        let mut raw_start = 0;
+        let mut quoted = false;
+        let mut in_quote = false;
+        let mut i = 0;
+        let mut finish = |value: &mut Vec<u8>, raw: &[u8], quoted: bool| {
+            let is_null = !quoted && raw == self.null.as_slice();
+            fields.push((!is_null).then(|| std::mem::take(value)));
+            value.clear();
+        };
+        while i < record.len() {
+            let c = record[i];
+            if in_quote {
+                let next = record.get(i + 1).copied();
+                if c == escape
+                    && (next == Some(quote) || next == Some(escape))
+                    && (escape != quote || next == Some(quote))
+                {
+                    value.push(next.unwrap_or(c));
+                    i += 2;
+                    continue;
+                }
+                if c == quote {
+                    in_quote = false;
+                } else {
+                    value.push(c);
+                }
+            } else if c == self.delimiter {
+                finish(&mut value, &record[raw_start..i], quoted);
+                raw_start = i + 1;
+                quoted = false;
+            } else if c == quote {
+                in_quote = true;
+                quoted = true;
+            } else {
+                value.push(c);
+            }
+            i += 1;
+        }
+        if in_quote {
+            return Err(Problem {
+                sqlstate: "22P04",
+                message: "unterminated CSV quoted field".into(),
+                column: None,
+                value: None,
+            });
+        }
+        finish(&mut value, &record[raw_start..], quoted);
+        Ok(fields)
+    }
+}
+
+/// Text format splits on unescaped delimiters only: re-split properly when
+/// the record holds a backslash (rare), otherwise the fast split stands.
+fn rejoin_escaped_delimiters(
+    fast: Vec<Option<Vec<u8>>>,
+    record: &[u8],
+    delimiter: u8,
+    null: &[u8],
+) -> Vec<Option<Vec<u8>>> {
+    if !record.contains(&b'\\') {
+        return fast;
+    }
+    let mut fields = Vec::new();
+    let mut start = 0;
+    let mut i = 0;
+    while i < record.len() {
+        match record[i] {
+            b'\\' => i += 2,
+            c if c == delimiter => {
+                fields.push(&record[start..i]);
+                start = i + 1;
+                i += 1;
+            }
+            _ => i += 1,
+        }
+    }
+    fields.push(&record[start.min(record.len())..]);
+    fields
+        .into_iter()
+        .map(|raw| (raw != null).then(|| unescape_text(raw)))
+        .collect()
+}
+
+fn unescape_text(raw: &[u8]) -> Vec<u8> {
+    if !raw.contains(&b'\\') {
+        return raw.to_vec();
+    }
+    crate::frame::split_fields(Syntax::Text, 0xff, raw)
+        .into_iter()
+        .next()
+        .unwrap_or_default()
+}
+
+/// False only for values no PostgreSQL version reads as an integer: empty
+/// (after spaces), no digit at all, or a byte outside the widest grammar
+/// (sign, digits, underscores, 0x/0o/0b prefixes, hex digits, spaces).
+fn could_be_integer(value: &[u8]) -> bool {
+    let trimmed = value.trim_ascii();
+    !trimmed.is_empty()
+        && trimmed.iter().any(u8::is_ascii_digit)
+        && trimmed.iter().all(|&b| {
+            b.is_ascii_hexdigit() || matches!(b, b'+' | b'-' | b'_' | b'x' | b'X' | b'o' | b'O')
+        })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn csv(columns: &[(&str, ColumnCheck)]) -> Validator {
+        Validator {
+            syntax: Syntax::Csv {
+                quote: b'"',
+                escape: b'"',
+            },
+            delimiter: b',',
+            null: Vec::new(),
+            columns: columns.iter().map(|(n, c)| (n.to_string(), *c)).collect(),
+            force_null: vec!["score".into()],
+            utf8: true,
+        }
+    }
+
+    #[test]
+    fn finds_certain_problems_only() {
+        let v = csv(&[("name", ColumnCheck::Any), ("score", ColumnCheck::Integer)]);
+        assert_eq!(v.check(b"a,1\n"), None);
+        assert_eq!(v.check(b"\"a,b\",\" -12 \"\n"), None);
+        assert_eq!(
+            v.check(b"a,\n"),
+            None,
+            "NULL is the server's call (NOT NULL?)"
+        );
+        assert_eq!(v.check(b"a,0x1F\n"), None, "PostgreSQL 16 reads hex");
+        assert_eq!(v.check(b"a,abc\n").unwrap().sqlstate, "22P02");
+        assert_eq!(v.check(b"a,\"\"\n"), None, "FORCE_NULL makes it NULL");
+        assert_eq!(
+            v.check(b"a,\" \"\n").unwrap().column.as_deref(),
+            Some("score")
+        );
+        assert_eq!(
+            v.check(b"a\n").unwrap().message,
+            "missing data for column \"score\""
+        );
+        assert_eq!(v.check(b"a,1,2\n").unwrap().sqlstate, "22P04");
+        assert_eq!(
+            v.check(b"\"a,1\n").unwrap().message,
+            "unterminated CSV quoted field"
+        );
+        assert_eq!(v.check(b"\xff,1\n").unwrap().sqlstate, "22021");
+        assert_eq!(v.check(b"a\0,1\n").unwrap().sqlstate, "22021");
+    }
+
+    #[test]
+    fn text_format_counts_unescaped_delimiters() {
+        let v = Validator {
+            syntax: Syntax::Text,
+            delimiter: b'\t',
+            null: b"\\N".to_vec(),
+            columns: vec![
+                ("a".into(), ColumnCheck::Any),
+                ("n".into(), ColumnCheck::Integer),
+            ],
+            force_null: Vec::new(),
+            utf8: true,
+        };
+        assert_eq!(v.check(b"x\\\ty\t1\n"), None);
+        assert_eq!(v.check(b"x\t\\N\n"), None);
+        assert_eq!(v.check(b"x\ty\t1\n").unwrap().sqlstate, "22P04");
+        assert_eq!(v.check(b"x\tone\n").unwrap().sqlstate, "22P02");
+    }
+}

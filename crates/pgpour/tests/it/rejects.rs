@@ -1,0 +1,369 @@
+//! Guarantee 2: every row is loaded or rejected with its reason, never lost.
+//! Each case mixes good and bad rows; the table must equal what COPY loads
+//! from the good rows alone, the reject file must hold exactly the bad rows'
+//! bytes, and the log must name their lines.
+
+use std::sync::atomic::AtomicBool;
+
+use pgpour::frame::{RecordIter, Syntax};
+use pgpour::{Error, Format, FormatOptions, InputSpec, LoadOptions, Progress, TableName};
+use pgpour_testkit::shared_cluster;
+use proptest::prelude::*;
+
+use crate::harness::{assert_same_rows, connect};
+
+struct RejectCase {
+    /// Run once: tables the target refers to, triggers...
+    setup: &'static str,
+    columns_ddl: &'static str,
+    /// Rows both tables hold before each load (`{t}` is the table).
+    prefill: &'static str,
+    format: FormatOptions,
+    /// Records (terminator included) and, for bad ones, the SQLSTATE.
+    rows: Vec<(Vec<u8>, Option<&'static str>)>,
+}
+
+impl RejectCase {
+    fn check(&self, name: &str) {
+        let db = shared_cluster().create_database(name);
+        let mut client = db.client();
+        client.batch_execute(self.setup).unwrap();
+        let prefill = |c: &mut postgres::Client, t: &str| {
+            c.batch_execute(&format!("TRUNCATE {t}; {}", self.prefill.replace("{t}", t)))
+                .unwrap();
+        };
+        for t in ["expected", "actual"] {
+            client
+                .batch_execute(&format!("CREATE TABLE {t} ({})", self.columns_ddl))
+                .unwrap();
+            prefill(&mut client, t);
+        }
+        let good: Vec<u8> = self
+            .rows
+            .iter()
+            .filter(|r| r.1.is_none())
+            .flat_map(|r| r.0.clone())
+            .collect();
+        let copy = format!(
+            "COPY expected FROM STDIN WITH ({})",
+            self.format.copy_options_sql()
+        );
+        let mut writer = client.copy_in(copy.as_str()).unwrap();
+        std::io::Write::write_all(&mut writer, &good).unwrap();
+        writer.finish().expect("COPY takes the good rows");
+
+        let input: Vec<u8> = self.rows.iter().flat_map(|r| r.0.clone()).collect();
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("input.csv");
+        std::fs::write(&path, &input).unwrap();
+        let bad_count = self.rows.iter().filter(|r| r.1.is_some()).count() as u64;
+        let expected_log = self.expected_log();
+
+        for (workers, chunk_size) in [(1, 1), (3, 1), (1, 1 << 20), (3, 40)] {
+            prefill(&mut client, "actual");
+            let reject_file = dir
+                .path()
+                .join(format!("rejects-{workers}-{chunk_size}.csv"));
+            let options = LoadOptions {
+                inputs: vec![InputSpec::File(path.clone())],
+                table: TableName::parse("actual").unwrap(),
+                columns: None,
+                format: self.format.clone(),
+                workers: Some(workers),
+                truncate: false,
+                chunk_size,
+                max_errors: None,
+                reject_file: Some(reject_file.clone()),
+            };
+            let run = format!("{name} (workers {workers}, chunk {chunk_size})");
+            let summary = pgpour::load(
+                &connect(&db),
+                &options,
+                &Progress::default(),
+                &AtomicBool::new(false),
+            )
+            .unwrap_or_else(|f| panic!("{run}: {}", f.error));
+            assert_same_rows(&mut client, &run, None);
+            assert_eq!(summary.rows_rejected, bad_count, "{run}: rejected");
+            assert_eq!(summary.rows_read, self.rows.len() as u64, "{run}: read");
+            assert_eq!(
+                summary.rows_read,
+                summary.rows_loaded + summary.rows_rejected
+            );
+
+            let rejected = std::fs::read(&reject_file).unwrap();
+            assert_eq!(
+                self.split(&rejected),
+                self.bad_records(),
+                "{run}: reject file bytes"
+            );
+            let log = std::fs::read_to_string(format!("{}.jsonl", reject_file.display())).unwrap();
+            let mut logged: Vec<(u64, String)> = log
+                .lines()
+                .map(|l| {
+                    let v: serde_json::Value = serde_json::from_str(l).unwrap();
+                    assert!(v["file"].as_str().unwrap().ends_with("input.csv"));
+                    assert!(!v["message"].as_str().unwrap().is_empty());
+                    (
+                        v["line"].as_u64().unwrap(),
+                        v["sqlstate"].as_str().unwrap().to_string(),
+                    )
+                })
+                .collect();
+            logged.sort();
+            assert_eq!(logged, expected_log, "{run}: log lines and SQLSTATEs");
+        }
+    }
+
+    fn syntax(&self) -> Syntax {
+        self.format.syntax()
+    }
+
+    /// Records of a byte string, as a sorted multiset.
+    fn split(&self, bytes: &[u8]) -> Vec<Vec<u8>> {
+        let mut records: Vec<Vec<u8>> = RecordIter::new(self.syntax(), None, bytes)
+            .map(|r| bytes[r].to_vec())
+            .collect();
+        records.sort();
+        records
+    }
+
+    fn bad_records(&self) -> Vec<Vec<u8>> {
+        let mut bad: Vec<Vec<u8>> = self
+            .rows
+            .iter()
+            .filter(|r| r.1.is_some())
+            .map(|r| r.0.clone())
+            .collect();
+        bad.sort();
+        bad
+    }
+
+    /// (physical line, SQLSTATE) of each bad row.
+    fn expected_log(&self) -> Vec<(u64, String)> {
+        let mut line = 1;
+        let mut out = Vec::new();
+        for (bytes, bad) in &self.rows {
+            if let Some(state) = bad {
+                out.push((line, state.to_string()));
+            }
+            line += bytes.iter().filter(|&&b| b == b'\n').count() as u64;
+        }
+        out.sort();
+        out
+    }
+}
+
+fn good(s: &str) -> (Vec<u8>, Option<&'static str>) {
+    (s.as_bytes().to_vec(), None)
+}
+
+fn bad(s: &[u8], sqlstate: &'static str) -> (Vec<u8>, Option<&'static str>) {
+    (s.to_vec(), Some(sqlstate))
+}
+
+const SETUP: &str = "CREATE TABLE parent (id int PRIMARY KEY); INSERT INTO parent VALUES (1), (2);
+    CREATE FUNCTION no_evil() RETURNS trigger LANGUAGE plpgsql AS $$
+    BEGIN IF NEW.name = 'evil' THEN RAISE EXCEPTION 'evil rows are refused'; END IF; RETURN NEW; END $$;";
+
+const COLUMNS: &str = "id int PRIMARY KEY, name varchar(8) NOT NULL CHECK (name <> 'nope'), \
+    parent int REFERENCES parent";
+
+#[test]
+fn csv_every_kind_of_bad_row() {
+    let case = RejectCase {
+        setup: SETUP,
+        columns_ddl: COLUMNS,
+        prefill: "INSERT INTO {t} VALUES (1000, 'old', 1)",
+        format: FormatOptions::new(Format::Csv),
+        rows: vec![
+            good("1,a,1\n"),
+            bad(b"2,too,many,fields\n", "22P04"),
+            good("3,\"mu\nli\",2\n"),
+            bad(b"4\n", "22P04"),
+            bad(b"five,b,1\n", "22P02"),
+            good("6,\"\",\n"),
+            bad(b"7,waytoolongname,1\n", "22001"),
+            bad(b"8,,1\n", "23502"),
+            good("9,\"q\"\"\",1\n"),
+            bad(b"10,nope,1\n", "23514"),
+            bad(b"1000,dup,1\n", "23505"),
+            bad(b"12,orphan,99\n", "23503"),
+            bad(b"13,\xff\xfe,1\n", "22021"),
+            good("14,\"ok,\r\n\",1\n"),
+            bad(b"15,nul\0,1\n", "22021"),
+            good("16,last,2\n"),
+            bad(b"17,\"never closed,1\n", "22P04"),
+        ],
+    };
+    case.check("csv_bad_rows");
+}
+
+#[test]
+fn text_every_kind_of_bad_row() {
+    let mut format = FormatOptions::new(Format::Text);
+    format.null = Some(String::new());
+    let case = RejectCase {
+        setup: SETUP,
+        columns_ddl: COLUMNS,
+        prefill: "INSERT INTO {t} VALUES (1000, 'old', 1)",
+        format,
+        rows: vec![
+            good("1\ta\t1\n"),
+            bad(b"2\ttoo\tmany\tfields\n", "22P04"),
+            good("3\tesc\\\tx\t2\n"),
+            bad(b"4\n", "22P04"),
+            bad(b"five\tb\t1\n", "22P02"),
+            bad(b"7\twaytoolongname\t1\n", "22001"),
+            bad(b"8\t\t1\n", "23502"),
+            bad(b"10\tnope\t1\n", "23514"),
+            bad(b"1000\tdup\t1\n", "23505"),
+            bad(b"12\torphan\t99\n", "23503"),
+            bad(b"13\t\xc3\x28\t1\n", "22021"),
+            good("14\t\\N-ish\t\n"),
+            bad(b"15\tbad\\x\t1x\n", "22P02"),
+            good("16\tlast\t2"),
+        ],
+    };
+    case.check("text_bad_rows");
+}
+
+#[test]
+fn failing_trigger_rejects_the_row() {
+    let case = RejectCase {
+        setup: SETUP,
+        columns_ddl: "id int, name text",
+        prefill: "CREATE OR REPLACE TRIGGER x BEFORE INSERT ON {t} FOR EACH ROW EXECUTE FUNCTION no_evil()",
+        format: FormatOptions::new(Format::Csv),
+        rows: vec![good("1,a\n"), bad(b"2,evil\n", "P0001"), good("3,c\n"), bad(b"4,evil\n", "P0001")],
+    };
+    case.check("trigger_bad_rows");
+}
+
+#[test]
+fn first_bad_row_stops_the_load_by_default() {
+    let db = shared_cluster().create_database("max_errors_default");
+    let mut client = db.client();
+    client
+        .batch_execute("CREATE TABLE t (name text, score int)")
+        .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("votes.csv");
+    std::fs::write(&path, "a,1\nb,2\n\"c\nc\",x3\nd,4\n").unwrap();
+    let mut options = LoadOptions {
+        inputs: vec![InputSpec::File(path)],
+        table: TableName::parse("t").unwrap(),
+        columns: None,
+        format: FormatOptions::new(Format::Csv),
+        workers: Some(2),
+        truncate: false,
+        chunk_size: 1 << 20,
+        max_errors: Some(0),
+        reject_file: Some(dir.path().join("r.csv")),
+    };
+    let failure = pgpour::load(
+        &connect(&db),
+        &options,
+        &Progress::default(),
+        &AtomicBool::new(false),
+    )
+    .unwrap_err();
+    let Error::Rejected { row, max_errors: 0 } = &failure.error else {
+        panic!("{:?}", failure.error)
+    };
+    assert_eq!(
+        (row.line, row.column.as_deref(), row.sqlstate.as_str()),
+        (3, Some("score"), "22P02")
+    );
+    assert_eq!(row.value.as_deref(), Some("x3"));
+    let text = failure.error.to_string();
+    assert!(
+        text.contains("votes.csv:3, column score") && text.contains("\"x3\""),
+        "{text}"
+    );
+    let count: i64 = client
+        .query_one("SELECT count(*) FROM t", &[])
+        .unwrap()
+        .get(0);
+    assert_eq!(count, 0, "the chunk with the bad row is not committed");
+    assert_eq!(failure.summary.rows_loaded, 0);
+
+    // One tolerated: the same input finishes, with one row rejected.
+    options.max_errors = Some(1);
+    let summary = pgpour::load(
+        &connect(&db),
+        &options,
+        &Progress::default(),
+        &AtomicBool::new(false),
+    )
+    .unwrap();
+    assert_eq!((summary.rows_loaded, summary.rows_rejected), (3, 1));
+    assert!(summary.reject_file.is_some());
+}
+
+#[test]
+fn more_bad_rows_than_allowed_stops_the_load() {
+    let db = shared_cluster().create_database("max_errors_exceeded");
+    db.client().batch_execute("CREATE TABLE t (n int)").unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("in.csv");
+    std::fs::write(&path, "1\nx\n2\ny\n3\nz\n").unwrap();
+    let options = LoadOptions {
+        inputs: vec![InputSpec::File(path)],
+        table: TableName::parse("t").unwrap(),
+        columns: None,
+        format: FormatOptions::new(Format::Csv),
+        workers: Some(1),
+        truncate: false,
+        chunk_size: 1 << 20,
+        max_errors: Some(2),
+        reject_file: Some(dir.path().join("r.csv")),
+    };
+    let failure = pgpour::load(
+        &connect(&db),
+        &options,
+        &Progress::default(),
+        &AtomicBool::new(false),
+    )
+    .unwrap_err();
+    assert!(
+        failure
+            .error
+            .to_string()
+            .contains("more than 2 rows rejected"),
+        "{}",
+        failure.error
+    );
+    assert_eq!(
+        failure.summary.rows_read,
+        failure.summary.rows_loaded + failure.summary.rows_rejected
+    );
+}
+
+fn row_strategy() -> impl Strategy<Value = (String, Option<&'static str>)> {
+    prop_oneof![
+        4 => ("[a-z \"]{0,6}", 0i32..1000).prop_map(|(s, n)| (format!("\"{}\",{n}\n", s.replace('"', "\"\"")), None)),
+        1 => "[a-z]{1,4}".prop_map(|s| (format!("{s},{s}\n"), Some("22P02"))),
+        1 => Just(("only-one-field\n".to_string(), Some("22P04"))),
+        1 => Just(("x,1,2\n".to_string(), Some("22P04"))),
+        1 => Just(("nonneg,-5\n".to_string(), Some("23514"))),
+    ]
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 12, ..ProptestConfig::default() })]
+
+    #[test]
+    fn random_bad_rows_leave_exactly_the_good_ones(rows in prop::collection::vec(row_strategy(), 1..60)) {
+        let case = RejectCase {
+            setup: "",
+            columns_ddl: "name text, n int CHECK (n >= 0)",
+            prefill: "",
+            format: FormatOptions::new(Format::Csv),
+            rows: rows.into_iter().map(|(s, bad)| (s.into_bytes(), bad)).collect(),
+        };
+        if case.rows.iter().any(|r| r.1.is_some()) && case.rows.iter().any(|r| r.1.is_none()) {
+            case.check("random_rejects");
+        }
+    }
+}
