@@ -24,6 +24,8 @@ struct Args {
     repeat: usize,
     variants: Vec<String>,
     db: Option<String>,
+    /// Also time pgpour --max-errors all on a copy with every N-th row bad.
+    bad_every: Option<u64>,
 }
 
 fn parse_args() -> Args {
@@ -33,6 +35,7 @@ fn parse_args() -> Args {
         repeat: 3,
         variants: vec!["default".into()],
         db: None,
+        bad_every: None,
     };
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
@@ -45,6 +48,7 @@ fn parse_args() -> Args {
             // method per variant, each adding its arguments to `pgpour load`
             "--variants" => args.variants = value().split(';').map(str::to_string).collect(),
             "--db" => args.db = Some(value()),
+            "--bad-every" => args.bad_every = Some(value().parse().unwrap()),
             other => panic!("unknown flag {other}"),
         }
     }
@@ -278,6 +282,51 @@ fn main() {
         ));
     }
 
+    let mut expected_rows = vec![args.rows; methods.len()];
+    if let Some(every) = args.bad_every {
+        let dirty = dir.join(format!("dirty.{}", args.dataset.extension()));
+        let mut out =
+            std::io::BufWriter::with_capacity(1 << 20, std::fs::File::create(&dirty).unwrap());
+        args.dataset
+            .write_with_bad_rows(args.rows, 1, Some(every), &mut out)
+            .unwrap();
+        drop(out);
+        let (conninfo, table, columns) = (conninfo.clone(), table.clone(), columns.clone());
+        let rejects = dir.join("dirty.rejected");
+        methods.push((
+            format!("pgpour, 1 row in {every} bad"),
+            Box::new(move || {
+                let _ = std::fs::remove_file(&rejects);
+                let run = timed_child_status(
+                    Command::new(pgpour_binary())
+                        .args([
+                            "load",
+                            &dirty.to_string_lossy(),
+                            "-t",
+                            &table,
+                            "-c",
+                            &columns,
+                            "-d",
+                            &conninfo,
+                            "-q",
+                        ])
+                        .args([
+                            "--max-errors",
+                            "all",
+                            "--reject-file",
+                            &rejects.to_string_lossy(),
+                        ]),
+                    Some(1),
+                );
+                let rejected = std::fs::read(&rejects)
+                    .map_or(0, |b| b.iter().filter(|&&c| c == b'\n').count());
+                assert_eq!(rejected as u64, args.rows / every, "rejected rows");
+                run
+            }),
+        ));
+        expected_rows.push(args.rows - args.rows / every);
+    }
+
     let postmaster = postmaster_pid(&mut client);
     let mut results: Vec<Vec<Run>> = vec![Vec::new(); methods.len()];
     for round in 0..args.repeat {
@@ -298,7 +347,7 @@ fn main() {
                 .unwrap()
                 .get(0);
             assert_eq!(
-                count as u64, args.rows,
+                count as u64, expected_rows[m],
                 "{} loaded {count} rows",
                 methods[m].0
             );
@@ -383,12 +432,16 @@ fn pgpour_binary() -> PathBuf {
 /// Runs a child to completion; wall time and its CPU time (from the
 /// children's rusage, which grows by exactly this child once it is reaped).
 fn timed_child(command: &mut Command) -> Run {
+    timed_child_status(command, Some(0))
+}
+
+fn timed_child_status(command: &mut Command, expected_code: Option<i32>) -> Run {
     let before = children_cpu_seconds();
     let started = Instant::now();
     let out = command.output().expect("run benchmark command");
     let seconds = started.elapsed().as_secs_f64();
     assert!(
-        out.status.success(),
+        out.status.code() == expected_code,
         "{command:?} failed: {}",
         String::from_utf8_lossy(&out.stderr)
     );

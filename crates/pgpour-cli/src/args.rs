@@ -205,6 +205,12 @@ pub struct GenArgs {
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
 
+    /// Make every N-th row one that PostgreSQL refuses (a wrong type, a
+    /// missing field, invalid UTF-8, an integer out of range, in turn), to
+    /// try --max-errors and the reject file.
+    #[arg(long, value_name = "N")]
+    pub bad_every: Option<u64>,
+
     /// Print the dataset's CREATE TABLE statement instead of rows.
     #[arg(long)]
     pub ddl: bool,

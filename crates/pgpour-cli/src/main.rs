@@ -132,7 +132,7 @@ fn run_gen(args: GenArgs) -> Result<()> {
         None => Box::new(std::io::stdout().lock()),
     };
     let mut out = BufWriter::with_capacity(1 << 20, out);
-    match dataset.write(args.rows, args.seed, &mut out) {
+    match dataset.write_with_bad_rows(args.rows, args.seed, args.bad_every, &mut out) {
         // `pgpour gen ... | head` closes the pipe early: not an error.
         Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
         other => other.context("writing the dataset"),

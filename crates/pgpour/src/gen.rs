@@ -95,12 +95,31 @@ impl Dataset {
 
     /// Writes `rows` rows generated from `seed`.
     pub fn write(self, rows: u64, seed: u64, out: &mut impl Write) -> io::Result<()> {
+        self.write_with_bad_rows(rows, seed, None, out)
+    }
+
+    /// Like [`Dataset::write`], but every `bad_every`-th row is one that
+    /// PostgreSQL refuses, in turn: a value of the wrong type, a missing
+    /// field, invalid UTF-8 (all three visible to a client), and an integer
+    /// out of range (only the server's input function sees that one).
+    pub fn write_with_bad_rows(
+        self,
+        rows: u64,
+        seed: u64,
+        bad_every: Option<u64>,
+        out: &mut impl Write,
+    ) -> io::Result<()> {
         let mut rng = SplitMix64(seed ^ (self as u64 + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15));
         let mut line = Vec::with_capacity(512);
         let mut user = Vec::new();
         let mut user_rows_left = 0;
         for i in 0..rows {
             line.clear();
+            if let Some(every) = bad_every.filter(|&n| n > 0 && (i + 1) % n == 0) {
+                self.bad_row((i + 1) / every, &mut line);
+                out.write_all(&line)?;
+                continue;
+            }
             match self {
                 Dataset::Votes => {
                     // Votes come grouped by user, as in the original dump.
@@ -122,6 +141,28 @@ impl Dataset {
             out.write_all(&line)?;
         }
         out.flush()
+    }
+}
+
+impl Dataset {
+    fn bad_row(self, n: u64, line: &mut Vec<u8>) {
+        let sep = match self {
+            Dataset::Extract => "\t",
+            Dataset::Votes | Dataset::Kv => ",",
+        };
+        let width = self.columns().len();
+        let fields: Vec<&[u8]> = match n % 4 {
+            0 => vec![b"not-a-number"; width],
+            1 => vec![b"1"; width - 1],
+            2 => {
+                let mut f = vec![&b"7"[..]; width];
+                f[width - 1] = b"\xff\xfe";
+                f
+            }
+            _ => vec![b"99999999999999999999"; width],
+        };
+        line.extend_from_slice(&fields.join(sep.as_bytes()));
+        line.push(b'\n');
     }
 }
 

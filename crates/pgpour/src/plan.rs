@@ -67,7 +67,9 @@ impl Target {
                 name: r.get(0),
                 generated: r.get(1),
                 check: match r.get::<_, &str>(2) {
-                    "smallint" | "integer" | "bigint" => ColumnCheck::Integer,
+                    "smallint" => ColumnCheck::SMALLINT,
+                    "integer" => ColumnCheck::INTEGER,
+                    "bigint" => ColumnCheck::BIGINT,
                     _ => ColumnCheck::Any,
                 },
             })

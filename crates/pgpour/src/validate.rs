@@ -24,7 +24,30 @@ pub struct Problem {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ColumnCheck {
     Any,
-    Integer,
+    /// smallint, integer or bigint: the type's name and range.
+    Integer {
+        type_name: &'static str,
+        min: i64,
+        max: i64,
+    },
+}
+
+impl ColumnCheck {
+    pub const SMALLINT: ColumnCheck = ColumnCheck::Integer {
+        type_name: "smallint",
+        min: i16::MIN as i64,
+        max: i16::MAX as i64,
+    };
+    pub const INTEGER: ColumnCheck = ColumnCheck::Integer {
+        type_name: "integer",
+        min: i32::MIN as i64,
+        max: i32::MAX as i64,
+    };
+    pub const BIGINT: ColumnCheck = ColumnCheck::Integer {
+        type_name: "bigint",
+        min: i64::MIN,
+        max: i64::MAX,
+    };
 }
 
 /// Checks records against the target's columns.
@@ -56,10 +79,50 @@ pub fn preview(bytes: &[u8]) -> String {
 }
 
 impl Validator {
-    /// The first certain problem of one record (terminator included), if any.
-    pub fn check(&self, record: &[u8]) -> Option<Problem> {
+    /// The first certain problem of one record (terminator included), if
+    /// any. `utf8_checked` says the caller already validated the bytes.
+    pub fn check(&self, record: &[u8], utf8_checked: bool) -> Option<Problem> {
+        if self.plainly_fine(record, utf8_checked) {
+            return None;
+        }
+        self.check_slowly(record, utf8_checked)
+    }
+
+    /// An allocation-free screen for the common record (no quote, no
+    /// backslash): right field count and plausible integers. False means
+    /// "look closer", not "bad".
+    fn plainly_fine(&self, record: &[u8], utf8_checked: bool) -> bool {
         let record = trim_terminator(record);
-        if self.utf8 {
+        if self.utf8
+            && !utf8_checked
+            && (std::str::from_utf8(record).is_err() || record.contains(&0))
+        {
+            return false;
+        }
+        let special = match self.syntax {
+            Syntax::Csv { quote, escape } => memchr::memchr2(quote, escape, record).is_some(),
+            Syntax::Text => memchr::memchr(b'\\', record).is_some(),
+        };
+        if special {
+            return false;
+        }
+        let mut fields = record.split(|&b| b == self.delimiter);
+        for (_, check) in &self.columns {
+            let Some(field) = fields.next() else {
+                return false;
+            };
+            if let ColumnCheck::Integer { min, max, .. } = *check {
+                if field != self.null.as_slice() && integer_problem(field, min, max).is_some() {
+                    return false;
+                }
+            }
+        }
+        fields.next().is_none()
+    }
+
+    fn check_slowly(&self, record: &[u8], utf8_checked: bool) -> Option<Problem> {
+        let record = trim_terminator(record);
+        if self.utf8 && !utf8_checked {
             if let Err(e) = std::str::from_utf8(record) {
                 let at = e.valid_up_to();
                 let bad = &record[at..(at + e.error_len().unwrap_or(1)).min(record.len())];
@@ -109,17 +172,37 @@ impl Validator {
             if value.as_slice() == self.null.as_slice() && self.force_null.contains(name) {
                 continue;
             }
-            if *check == ColumnCheck::Integer && !could_be_integer(value) {
-                return Some(Problem {
-                    sqlstate: "22P02",
-                    message: format!(
-                        "invalid input syntax for type integer: \"{}\"",
+            let ColumnCheck::Integer {
+                type_name,
+                min,
+                max,
+            } = *check
+            else {
+                continue;
+            };
+            let (sqlstate, message) = match integer_problem(value, min, max) {
+                None => continue,
+                Some(IntegerProblem::Syntax) => (
+                    "22P02",
+                    format!(
+                        "invalid input syntax for type {type_name}: \"{}\"",
                         preview(value)
                     ),
-                    column: Some(name.clone()),
-                    value: Some(preview(value)),
-                });
-            }
+                ),
+                Some(IntegerProblem::Range) => (
+                    "22003",
+                    format!(
+                        "value \"{}\" is out of range for type {type_name}",
+                        preview(value)
+                    ),
+                ),
+            };
+            return Some(Problem {
+                sqlstate,
+                message,
+                column: Some(name.clone()),
+                value: Some(preview(value)),
+            });
         }
         None
     }
@@ -237,21 +320,70 @@ fn unescape_text(raw: &[u8]) -> Vec<u8> {
         .unwrap_or_default()
 }
 
-/// False only for values no PostgreSQL version reads as an integer: empty
-/// (after spaces), no digit at all, or a byte outside the widest grammar
-/// (sign, digits, underscores, 0x/0o/0b prefixes, hex digits, spaces).
-fn could_be_integer(value: &[u8]) -> bool {
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum IntegerProblem {
+    Syntax,
+    Range,
+}
+
+/// A problem no PostgreSQL version would overlook in an integer value:
+/// syntax when it is empty (after spaces), has no digit, or has a byte outside
+/// the widest grammar (sign, digits, underscores, 0x/0o/0b prefixes, hex
+/// digits, spaces); range when it is a plain decimal beyond the type's range.
+/// Anything else (`0x1F`, `1_000`) is left to the server.
+fn integer_problem(value: &[u8], min: i64, max: i64) -> Option<IntegerProblem> {
     let trimmed = value.trim_ascii();
-    !trimmed.is_empty()
+    let plausible = !trimmed.is_empty()
         && trimmed.iter().any(u8::is_ascii_digit)
         && trimmed.iter().all(|&b| {
             b.is_ascii_hexdigit() || matches!(b, b'+' | b'-' | b'_' | b'x' | b'X' | b'o' | b'O')
-        })
+        });
+    if !plausible {
+        return Some(IntegerProblem::Syntax);
+    }
+    let digits = trimmed
+        .strip_prefix(b"-")
+        .or_else(|| trimmed.strip_prefix(b"+"))
+        .unwrap_or(trimmed);
+    if digits.is_empty() || !digits.iter().all(u8::is_ascii_digit) {
+        return None;
+    }
+    // A plain decimal: check the range exactly (leading zeros do not count).
+    let first = digits
+        .iter()
+        .position(|&d| d != b'0')
+        .unwrap_or(digits.len());
+    let significant = &digits[first..];
+    if significant.len() > 19 {
+        return Some(IntegerProblem::Range);
+    }
+    let magnitude: i128 = std::str::from_utf8(significant).ok()?.parse().unwrap_or(0);
+    let n = if trimmed[0] == b'-' {
+        -magnitude
+    } else {
+        magnitude
+    };
+    (n < i128::from(min) || n > i128::from(max)).then_some(IntegerProblem::Range)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    impl Validator {
+        /// Both paths must agree on every record.
+        fn check_t(&self, record: &[u8]) -> Option<Problem> {
+            let utf8_ok = std::str::from_utf8(record).is_ok() && !record.contains(&0);
+            let fast = self.check(record, utf8_ok);
+            assert_eq!(
+                fast,
+                self.check(record, false),
+                "{:?}",
+                String::from_utf8_lossy(record)
+            );
+            fast
+        }
+    }
 
     fn csv(columns: &[(&str, ColumnCheck)]) -> Validator {
         Validator {
@@ -269,32 +401,39 @@ mod tests {
 
     #[test]
     fn finds_certain_problems_only() {
-        let v = csv(&[("name", ColumnCheck::Any), ("score", ColumnCheck::Integer)]);
-        assert_eq!(v.check(b"a,1\n"), None);
-        assert_eq!(v.check(b"\"a,b\",\" -12 \"\n"), None);
+        let v = csv(&[("name", ColumnCheck::Any), ("score", ColumnCheck::INTEGER)]);
+        assert_eq!(v.check_t(b"a,1\n"), None);
+        assert_eq!(v.check_t(b"\"a,b\",\" -12 \"\n"), None);
         assert_eq!(
-            v.check(b"a,\n"),
+            v.check_t(b"a,\n"),
             None,
             "NULL is the server's call (NOT NULL?)"
         );
-        assert_eq!(v.check(b"a,0x1F\n"), None, "PostgreSQL 16 reads hex");
-        assert_eq!(v.check(b"a,abc\n").unwrap().sqlstate, "22P02");
-        assert_eq!(v.check(b"a,\"\"\n"), None, "FORCE_NULL makes it NULL");
+        assert_eq!(v.check_t(b"a,0x1F\n"), None, "PostgreSQL 16 reads hex");
+        assert_eq!(v.check_t(b"a,abc\n").unwrap().sqlstate, "22P02");
+        assert_eq!(v.check_t(b"a,2147483647\n"), None);
+        assert_eq!(v.check_t(b"a,-0002147483648\n"), None);
+        assert_eq!(v.check_t(b"a,2147483648\n").unwrap().sqlstate, "22003");
         assert_eq!(
-            v.check(b"a,\" \"\n").unwrap().column.as_deref(),
+            v.check_t(b"a,99999999999999999999999\n").unwrap().sqlstate,
+            "22003"
+        );
+        assert_eq!(v.check_t(b"a,\"\"\n"), None, "FORCE_NULL makes it NULL");
+        assert_eq!(
+            v.check_t(b"a,\" \"\n").unwrap().column.as_deref(),
             Some("score")
         );
         assert_eq!(
-            v.check(b"a\n").unwrap().message,
+            v.check_t(b"a\n").unwrap().message,
             "missing data for column \"score\""
         );
-        assert_eq!(v.check(b"a,1,2\n").unwrap().sqlstate, "22P04");
+        assert_eq!(v.check_t(b"a,1,2\n").unwrap().sqlstate, "22P04");
         assert_eq!(
-            v.check(b"\"a,1\n").unwrap().message,
+            v.check_t(b"\"a,1\n").unwrap().message,
             "unterminated CSV quoted field"
         );
-        assert_eq!(v.check(b"\xff,1\n").unwrap().sqlstate, "22021");
-        assert_eq!(v.check(b"a\0,1\n").unwrap().sqlstate, "22021");
+        assert_eq!(v.check_t(b"\xff,1\n").unwrap().sqlstate, "22021");
+        assert_eq!(v.check_t(b"a\0,1\n").unwrap().sqlstate, "22021");
     }
 
     #[test]
@@ -305,14 +444,18 @@ mod tests {
             null: b"\\N".to_vec(),
             columns: vec![
                 ("a".into(), ColumnCheck::Any),
-                ("n".into(), ColumnCheck::Integer),
+                ("n".into(), ColumnCheck::SMALLINT),
             ],
             force_null: Vec::new(),
             utf8: true,
         };
-        assert_eq!(v.check(b"x\\\ty\t1\n"), None);
-        assert_eq!(v.check(b"x\t\\N\n"), None);
-        assert_eq!(v.check(b"x\ty\t1\n").unwrap().sqlstate, "22P04");
-        assert_eq!(v.check(b"x\tone\n").unwrap().sqlstate, "22P02");
+        assert_eq!(v.check_t(b"x\\\ty\t1\n"), None);
+        assert_eq!(v.check_t(b"x\t\\N\n"), None);
+        assert_eq!(v.check_t(b"x\ty\t1\n").unwrap().sqlstate, "22P04");
+        assert_eq!(v.check_t(b"x\tone\n").unwrap().sqlstate, "22P02");
+        assert_eq!(
+            v.check_t(b"x\t40000\n").unwrap().message,
+            "value \"40000\" is out of range for type smallint"
+        );
     }
 }

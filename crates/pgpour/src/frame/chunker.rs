@@ -31,6 +31,14 @@ impl Framer {
         }
     }
 
+    /// A framer for the middle of an input whose line ending is known.
+    pub fn with_eol(syntax: Syntax, eol: Option<Eol>) -> Self {
+        Framer {
+            eol,
+            ..Framer::new(syntax)
+        }
+    }
+
     /// The line ending, once the first record has been seen.
     pub fn eol(&self) -> Option<Eol> {
         self.eol
