@@ -138,35 +138,28 @@ fn main() {
     let copy_with = copy_options(args.dataset);
     let mut methods: Vec<(String, Box<dyn Fn() -> Run>)> = Vec::new();
     let psql = psql_path(server_dir.as_ref().map(|(c, _)| *c));
-    {
-        let (conninfo, file, table, columns, copy_with) = (
-            conninfo.clone(),
-            file.clone(),
-            table.clone(),
-            columns.clone(),
-            copy_with.clone(),
+    // psql's \copy (the client reads the file) and server-side COPY FROM
+    // '/file' (the server reads it) differ by one backslash.
+    let psql_command = |copy: &str| {
+        let command = format!(
+            "{copy} {table} ({columns}) FROM '{}' WITH ({copy_with})",
+            file.display()
         );
-        let psql = psql.clone();
-        methods.push((
-            "psql \\copy".into(),
-            Box::new(move || {
-                let cmd = format!(
-                    "\\copy {table} ({columns}) FROM '{}' WITH ({copy_with})",
-                    file.display()
-                );
-                timed_child(Command::new(&psql).args([
-                    "-X",
-                    "-q",
-                    "-v",
-                    "ON_ERROR_STOP=1",
-                    "-d",
-                    &conninfo,
-                    "-c",
-                    &cmd,
-                ]))
-            }),
-        ));
-    }
+        let (psql, conninfo) = (psql.clone(), conninfo.clone());
+        Box::new(move || {
+            timed_child(Command::new(&psql).args([
+                "-X",
+                "-q",
+                "-v",
+                "ON_ERROR_STOP=1",
+                "-d",
+                &conninfo,
+                "-c",
+                &command,
+            ]))
+        }) as Box<dyn Fn() -> Run>
+    };
+    methods.push(("psql \\copy".into(), psql_command("\\copy")));
     {
         // What people do by hand: split the file in two at a line boundary
         // and run two psql sessions side by side.
@@ -217,33 +210,7 @@ fn main() {
         ));
     }
     if server_dir.is_some() {
-        let (conninfo, file, table, columns, copy_with) = (
-            conninfo.clone(),
-            file.clone(),
-            table.clone(),
-            columns.clone(),
-            copy_with.clone(),
-        );
-        let psql = psql.clone();
-        methods.push((
-            "COPY FROM file (server)".into(),
-            Box::new(move || {
-                let sql = format!(
-                    "COPY {table} ({columns}) FROM '{}' WITH ({copy_with})",
-                    file.display()
-                );
-                timed_child(Command::new(&psql).args([
-                    "-X",
-                    "-q",
-                    "-v",
-                    "ON_ERROR_STOP=1",
-                    "-d",
-                    &conninfo,
-                    "-c",
-                    &sql,
-                ]))
-            }),
-        ));
+        methods.push(("COPY FROM file (server)".into(), psql_command("COPY")));
     }
     for workers in &args.variants {
         let (conninfo, file, table, columns) = (

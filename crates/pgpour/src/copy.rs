@@ -17,7 +17,7 @@ use std::ops::Range;
 use postgres::{Client, Transaction};
 
 use crate::error::{Error, ServerError};
-use crate::frame::{copy_lines, count_byte, locate_copy_line, Eol, Framer, Syntax};
+use crate::frame::{copy_lines, count_byte, Eol, Framer, Syntax};
 use crate::reader::Chunk;
 use crate::reject::{BadRow, RejectBudget};
 use crate::validate::{preview, Validator};
@@ -79,23 +79,7 @@ impl<'a> ChunkLoader<'a> {
             }),
             Err(Failure::Fatal(e)) => Err(e),
             Err(Failure::Row { copy_line, server }) => {
-                let Some(located) =
-                    locate_copy_line(self.syntax, chunk.eol, &chunk.data, copy_line)
-                else {
-                    return Err(Error::Copy {
-                        position: None,
-                        server: Box::new(server),
-                    });
-                };
-                let bad = bad_row(
-                    chunk,
-                    file,
-                    located.range.clone(),
-                    chunk.first_line + located.lines_before,
-                    &server,
-                );
-                self.budget.take(&bad)?;
-                self.careful(client, before, chunk, file, Some((located.range, bad)))
+                self.careful(client, before, chunk, file, Some((copy_line, server)))
             }
             Err(Failure::Data(_)) => self.careful(client, before, chunk, file, None),
         }
@@ -108,17 +92,26 @@ impl<'a> ChunkLoader<'a> {
         before: Option<&str>,
         chunk: &Chunk,
         file: &str,
-        known_bad: Option<(Range<usize>, BadRow)>,
+        refused: Option<(u64, ServerError)>,
     ) -> Result<Loaded, Error> {
         let records = Records::new(self.syntax, chunk);
+        // The row the plain attempt was refused on, found in this same
+        // record list so that it cannot be rejected twice.
+        let all: Vec<usize> = (0..records.ranges.len()).collect();
+        let known_bad = refused.and_then(|(copy_line, server)| {
+            let k = records.index_of_copy_line(self.syntax, &all, copy_line, &chunk.data)?;
+            Some((k, server))
+        });
         let utf8_checked = !self.validator.utf8
             || (std::str::from_utf8(&chunk.data).is_ok() && !chunk.data.contains(&0));
         let mut loaded = Loaded::default();
         let mut pending: Vec<usize> = Vec::with_capacity(records.ranges.len());
         for (i, range) in records.ranges.iter().enumerate() {
-            if let Some((bad_range, bad)) = &known_bad {
-                if bad_range == range {
-                    loaded.rejected.push(bad.clone());
+            if let Some((k, server)) = &known_bad {
+                if *k == i {
+                    let bad = bad_row(chunk, file, range.clone(), records.lines[i], server);
+                    self.budget.take(&bad)?;
+                    loaded.rejected.push(bad);
                     continue;
                 }
             }

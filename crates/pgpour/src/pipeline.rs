@@ -253,10 +253,10 @@ impl Worker<'_> {
             }
             let before = (first && self.options.truncate).then_some(truncate.as_str());
             let file = self.options.inputs[chunk.input].name();
+            // Opened however the first chunk ends, even by a panic.
+            let opener = first.then_some(OpenOnDrop(self.gate));
             let result = self.loader.load(&mut client, before, &chunk, &file);
-            if first {
-                self.gate.open();
-            }
+            drop(opener);
             let loaded = result.map_err(|e| e.while_loading(&file, chunk.first_line))?;
             // Written only now that the chunk is committed: a row is either
             // in the table or in the reject file, never both, never neither.
@@ -269,6 +269,14 @@ impl Worker<'_> {
             self.committed.fetch_add(1, Ordering::SeqCst);
         }
         Ok(())
+    }
+}
+
+struct OpenOnDrop<'a>(&'a Gate);
+
+impl Drop for OpenOnDrop<'_> {
+    fn drop(&mut self) {
+        self.0.open();
     }
 }
 

@@ -20,7 +20,7 @@ mod props;
 
 pub use chunker::Framer;
 pub use fields::{split_fields, trim_terminator};
-pub use records::{copy_lines, locate_copy_line, Located, RecordIter};
+pub use records::{copy_lines, RecordIter};
 
 /// How records are delimited, as far as finding their ends is concerned.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

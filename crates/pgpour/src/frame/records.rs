@@ -102,65 +102,20 @@ pub fn copy_lines(syntax: Syntax, eol_byte: u8, record: &[u8]) -> u64 {
     }
 }
 
-/// A record found by the line number the server gave for it.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Located {
-    /// The record's bytes within the buffer, terminator included.
-    pub range: std::ops::Range<usize>,
-    /// Physical lines before the record in the buffer (0 for the first).
-    pub lines_before: u64,
-}
-
-/// Finds the record that COPY calls `copy_line` (1-based, counted from the
-/// start of one COPY stream). COPY counts one line per record, plus, in csv,
-/// each line break inside quotes; so in csv its number is the physical line
-/// where the record ends, and in text it is the record's index.
-pub fn locate_copy_line(
-    syntax: Syntax,
-    eol: Option<Eol>,
-    buf: &[u8],
-    copy_line: u64,
-) -> Option<Located> {
-    let mut records = RecordIter::new(syntax, eol, buf);
-    let mut copy_lines_before = 0u64;
-    let mut physical_before = 0u64;
-    while let Some(range) = records.next() {
-        let eol_byte = records.eol.map_or(b'\n', Eol::last_byte);
-        let breaks = super::count_byte(&buf[range.clone()], eol_byte) as u64;
-        let spans = copy_lines(syntax, eol_byte, &buf[range.clone()]);
-        if copy_line <= copy_lines_before + spans {
-            return Some(Located {
-                range,
-                lines_before: physical_before,
-            });
-        }
-        copy_lines_before += spans;
-        physical_before += breaks;
-    }
-    None
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
-    fn locates_records_by_copy_line() {
+    fn copy_counts_quoted_line_breaks_in_csv_only() {
         let csv = Syntax::Csv {
             quote: b'"',
             escape: b'"',
         };
-        let buf = b"a\n\"b\nc\nd\"\ne\n";
-        // COPY numbers: a=1, the quoted record ends on 4, e=5.
-        let at = |n| locate_copy_line(csv, None, buf, n).map(|l| (&buf[l.range], l.lines_before));
-        assert_eq!(at(1), Some((&b"a\n"[..], 0)));
-        assert_eq!(at(3), Some((&b"\"b\nc\nd\"\n"[..], 1)));
-        assert_eq!(at(5), Some((&b"e\n"[..], 4)));
-        assert_eq!(at(6), None);
-        // Text counts records; escaped newlines are inside them.
-        let text = b"a\\\nb\nc\n";
-        let l = locate_copy_line(Syntax::Text, None, text, 2).unwrap();
-        assert_eq!((&text[l.range], l.lines_before), (&b"c\n"[..], 2));
+        assert_eq!(copy_lines(csv, b'\n', b"a\n"), 1);
+        assert_eq!(copy_lines(csv, b'\n', b"\"b\nc\nd\"\n"), 3);
+        assert_eq!(copy_lines(csv, b'\n', b"\"b\nc\""), 2);
+        assert_eq!(copy_lines(Syntax::Text, b'\n', b"a\\\nb\n"), 1);
     }
 
     #[test]

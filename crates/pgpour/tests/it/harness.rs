@@ -70,6 +70,14 @@ impl Case {
         self
     }
 
+    fn create_tables(&self, client: &mut postgres::Client) {
+        for table in ["expected", "actual"] {
+            client
+                .batch_execute(&format!("CREATE TABLE {table} ({})", self.columns_ddl))
+                .unwrap();
+        }
+    }
+
     fn copy_options(&self) -> String {
         let header = match self.format.header {
             Header::None => "",
@@ -142,11 +150,7 @@ impl Case {
     pub fn check(&self, name: &str) {
         let db = shared_cluster().create_database(name);
         let mut client = db.client();
-        for table in ["expected", "actual"] {
-            client
-                .batch_execute(&format!("CREATE TABLE {table} ({})", self.columns_ddl))
-                .unwrap();
-        }
+        self.create_tables(&mut client);
         let expected_rows = self
             .load_reference(&mut client)
             .unwrap_or_else(|e| panic!("{name}: COPY refused the reference input: {e}"));
@@ -180,11 +184,7 @@ impl Case {
     pub fn check_both_refuse(&self, name: &str) -> pgpour::Error {
         let db = shared_cluster().create_database(name);
         let mut client = db.client();
-        for table in ["expected", "actual"] {
-            client
-                .batch_execute(&format!("CREATE TABLE {table} ({})", self.columns_ddl))
-                .unwrap();
-        }
+        self.create_tables(&mut client);
         assert!(
             self.load_reference(&mut client).is_err(),
             "{name}: COPY accepted the input"

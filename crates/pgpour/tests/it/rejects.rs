@@ -240,6 +240,25 @@ fn failing_trigger_rejects_the_row() {
     case.check("trigger_bad_rows");
 }
 
+fn csv_into_t(
+    path: std::path::PathBuf,
+    rejects: std::path::PathBuf,
+    workers: usize,
+    max_errors: Option<u64>,
+) -> LoadOptions {
+    LoadOptions {
+        inputs: vec![InputSpec::File(path)],
+        table: TableName::parse("t").unwrap(),
+        columns: None,
+        format: FormatOptions::new(Format::Csv),
+        workers: Some(workers),
+        truncate: false,
+        chunk_size: 1 << 20,
+        max_errors,
+        reject_file: Some(rejects),
+    }
+}
+
 #[test]
 fn first_bad_row_stops_the_load_by_default() {
     let db = shared_cluster().create_database("max_errors_default");
@@ -250,17 +269,7 @@ fn first_bad_row_stops_the_load_by_default() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("votes.csv");
     std::fs::write(&path, "a,1\nb,2\n\"c\nc\",x3\nd,4\n").unwrap();
-    let mut options = LoadOptions {
-        inputs: vec![InputSpec::File(path)],
-        table: TableName::parse("t").unwrap(),
-        columns: None,
-        format: FormatOptions::new(Format::Csv),
-        workers: Some(2),
-        truncate: false,
-        chunk_size: 1 << 20,
-        max_errors: Some(0),
-        reject_file: Some(dir.path().join("r.csv")),
-    };
+    let mut options = csv_into_t(path, dir.path().join("r.csv"), 2, Some(0));
     let failure = pgpour::load(
         &connect(&db),
         &options,
@@ -308,17 +317,7 @@ fn more_bad_rows_than_allowed_stops_the_load() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("in.csv");
     std::fs::write(&path, "1\nx\n2\ny\n3\nz\n").unwrap();
-    let options = LoadOptions {
-        inputs: vec![InputSpec::File(path)],
-        table: TableName::parse("t").unwrap(),
-        columns: None,
-        format: FormatOptions::new(Format::Csv),
-        workers: Some(1),
-        truncate: false,
-        chunk_size: 1 << 20,
-        max_errors: Some(2),
-        reject_file: Some(dir.path().join("r.csv")),
-    };
+    let options = csv_into_t(path, dir.path().join("r.csv"), 1, Some(2));
     let failure = pgpour::load(
         &connect(&db),
         &options,
@@ -365,5 +364,35 @@ proptest! {
         if case.rows.iter().any(|r| r.1.is_some()) && case.rows.iter().any(|r| r.1.is_none()) {
             case.check("random_rejects");
         }
+    }
+}
+
+#[test]
+fn bytes_that_do_not_convert_from_the_input_encoding() {
+    let mut format = FormatOptions::new(Format::Csv);
+    format.encoding = Some("WIN1252".into());
+    let case = RejectCase {
+        setup: "",
+        columns_ddl: "id int, name text",
+        prefill: "",
+        format,
+        rows: vec![
+            good("1,caf\u{e9}\n").latin1(),
+            bad(b"2,\x81\n", "22P05"),
+            good("3,na\u{ef}ve\n").latin1(),
+        ],
+    };
+    case.check("win1252_bad_rows");
+}
+
+trait Latin1 {
+    fn latin1(self) -> Self;
+}
+
+impl Latin1 for (Vec<u8>, Option<&'static str>) {
+    /// Re-encodes a good row's text as single bytes (WIN1252/LATIN1).
+    fn latin1(self) -> Self {
+        let text = String::from_utf8(self.0).unwrap();
+        (text.chars().map(|c| c as u32 as u8).collect(), self.1)
     }
 }
