@@ -36,6 +36,14 @@ means NULL (load with --null '')\n  kv       id,value (csv), value = id as text\
 pgpour gen votes --rows 7500000 -o votes.csv\n  pgpour gen kv --rows 10 \n  pgpour gen extract --ddl"
     )]
     Gen(GenArgs),
+    /// Continue a load that stopped (error, Ctrl-C, kill, crash) where its
+    /// committed chunks end.
+    #[command(long_about = RESUME_ABOUT)]
+    Resume(ResumeArgs),
+    /// List loads in the target database's journal, or show one.
+    Status(StatusArgs),
+    /// Drop a load's journal entry (the loaded rows stay).
+    Forget(ForgetArgs),
     /// Run a real load end to end on a throwaway local PostgreSQL (or --db).
     #[command(
         long_about = "Run a real load end to end: start a throwaway PostgreSQL cluster in a temporary \
@@ -67,6 +75,10 @@ value, the server's message and SQLSTATE. With --max-errors N (or all), bad rows
 file with a JSON-lines log of where and why, and the load goes on; the summary adds up: rows read = \
 loaded + rejected.
 
+Exactly once: each chunk commits together with its entry in the load journal (schema pgpour in the \
+target database, created on first use; `DROP SCHEMA pgpour CASCADE` removes it). A load that stops \
+for any reason continues with `pgpour resume <load-id>` and ends with every good row loaded once.
+
 Exit codes: 0 loaded everything, 1 finished with rejected rows, 2 error (the summary says what was \
 committed), 130 interrupted.
 
@@ -76,6 +88,65 @@ Examples:
   zcat big.csv.gz | pgpour load - --table t --header
   pgpour load data.csv --table public.t --db postgres://user@host:5432/db --json
   pgpour load dirty.csv --table t --max-errors all --reject-file dirty.bad.csv";
+
+const RESUME_ABOUT: &str = "Continue a load that stopped, exactly once.
+
+Every load records each committed chunk in the target database (schema pgpour), in the same \
+transaction as the chunk's rows. `resume` reads the load's options and input fingerprints from \
+there, refuses if an input changed, skips the committed chunks (seeking in plain files; compressed \
+inputs are decompressed up to them; stdin cannot be read again) and loads the rest. Resuming a \
+finished load says so and exits 0. Running the same `pgpour load` again with the same --load-id \
+does the same. The journal never stores a password: give the connection as for `load`.
+
+Examples:
+  pgpour resume votes-1763790000-3f2a
+  pgpour resume nightly-votes --db postgres://me@db/sales --workers 4";
+
+#[derive(Debug, Args)]
+pub struct ResumeArgs {
+    /// The load id (printed by `load`, listed by `status`).
+    pub load_id: String,
+
+    #[command(flatten)]
+    pub connection: ConnectionArgs,
+
+    /// Parallel connections (default as for `load`).
+    #[arg(long, short = 'j', value_name = "N")]
+    pub workers: Option<usize>,
+
+    /// Override the load's --max-errors (a number or 'all').
+    #[arg(long, value_name = "N|all")]
+    pub max_errors: Option<String>,
+
+    /// Print the summary as one JSON object on stdout.
+    #[arg(long)]
+    pub json: bool,
+
+    /// No progress bar and no summary.
+    #[arg(long, short = 'q')]
+    pub quiet: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct StatusArgs {
+    /// Show only this load.
+    pub load_id: Option<String>,
+
+    #[command(flatten)]
+    pub connection: ConnectionArgs,
+
+    /// Print the loads as a JSON array.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct ForgetArgs {
+    pub load_id: String,
+
+    #[command(flatten)]
+    pub connection: ConnectionArgs,
+}
 
 #[derive(Debug, Args)]
 pub struct ConnectionArgs {
@@ -133,6 +204,12 @@ pub struct LoadArgs {
     /// Target size of a chunk (one transaction): bytes, or with KiB/MiB/GiB.
     #[arg(long, value_name = "SIZE", default_value = "4MiB")]
     pub chunk_size: String,
+
+    /// Name of this load in the journal (default: generated, printed at the
+    /// start). Running again with the same id continues the load instead of
+    /// loading twice; it refuses if the options or inputs differ.
+    #[arg(long, value_name = "NAME")]
+    pub load_id: Option<String>,
 
     /// Print the summary as one JSON object on stdout.
     #[arg(long)]

@@ -38,6 +38,7 @@ impl LoadConfig {
                 chunk_size: parse_size(&args.chunk_size)?,
                 max_errors: parse_max_errors(&args.max_errors)?,
                 reject_file: args.reject_file,
+                load_id: args.load_id,
             },
             json: args.json,
             quiet: args.quiet,
@@ -149,7 +150,7 @@ fn single_byte(option: &str, value: &str) -> Result<u8> {
 }
 
 /// A count or `all` (no limit).
-fn parse_max_errors(text: &str) -> Result<Option<u64>> {
+pub fn parse_max_errors(text: &str) -> Result<Option<u64>> {
     if text.eq_ignore_ascii_case("all") {
         return Ok(None);
     }

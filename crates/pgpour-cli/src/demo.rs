@@ -97,6 +97,7 @@ fn compare(
         chunk_size: pgpour::DEFAULT_CHUNK_SIZE,
         max_errors: Some(0),
         reject_file: None,
+        load_id: None,
     };
     let summary = pgpour::load(
         connect,

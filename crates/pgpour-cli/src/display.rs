@@ -61,14 +61,24 @@ pub fn summary_text(s: &LoadSummary, workers_note: &str) -> String {
         ),
         None => String::new(),
     };
+    let resumed = if s.resumed_chunks > 0 {
+        format!(
+            " (resumed: {} chunks were committed before)",
+            s.resumed_chunks
+        )
+    } else {
+        String::new()
+    };
     format!(
-        "pgpour: {status} {} rows into {}\n  \
+        "pgpour: {status} {} rows into {}{resumed}\n  \
+         load     {}\n  \
          rows     {} read = {} loaded + {} rejected\n  \
          input    {} file{} ({} read, {} loaded, {})\n  \
          time     {:.2} s  |  {:.0} rows/s  |  {:.1} MB/s\n  \
          workers  {}{workers_note}{rejects}",
         HumanCount(s.rows_loaded),
         s.table,
+        s.load_id,
         HumanCount(s.rows_read),
         HumanCount(s.rows_loaded),
         HumanCount(s.rows_rejected),

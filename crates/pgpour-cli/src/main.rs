@@ -5,6 +5,7 @@ mod args;
 mod config;
 mod demo;
 mod display;
+mod journal;
 
 use std::io::{BufWriter, Write};
 use std::process::ExitCode;
@@ -29,6 +30,9 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Load(args) => LoadConfig::from_args(*args).and_then(run_load),
         Command::Gen(args) => run_gen(args).map(|()| ExitCode::SUCCESS),
+        Command::Resume(args) => journal::resume(args).and_then(run_load),
+        Command::Status(args) => journal::status(args).map(|()| ExitCode::SUCCESS),
+        Command::Forget(args) => journal::forget(args),
         Command::Demo(args) => demo::run(args).map(|()| ExitCode::SUCCESS),
     };
     result.unwrap_or_else(|e| {
@@ -52,7 +56,16 @@ fn install_interrupt_handler() -> Arc<AtomicBool> {
     cancel
 }
 
-fn run_load(config: LoadConfig) -> Result<ExitCode> {
+fn run_load(mut config: LoadConfig) -> Result<ExitCode> {
+    let load_id = config
+        .load
+        .load_id
+        .get_or_insert_with(|| pgpour::journal::new_load_id(&config.load.table.name))
+        .clone();
+    if !config.quiet && !config.json {
+        eprintln!("pgpour: load {load_id}");
+    }
+    let resume_hint = format!("continue it with: pgpour resume {load_id}");
     let cancel = install_interrupt_handler();
     let progress = Progress::default();
     let done = AtomicBool::new(false);
@@ -76,9 +89,13 @@ fn run_load(config: LoadConfig) -> Result<ExitCode> {
             } else if !config.quiet {
                 println!("{}", display::summary_text(&summary, workers_note));
             }
+            if summary.already_done {
+                eprintln!("pgpour: load {load_id} had already finished: nothing to do");
+                return Ok(ExitCode::SUCCESS);
+            }
             if summary.interrupted {
                 eprintln!(
-                    "pgpour: interrupted: whole chunks were committed, the rest was not loaded"
+                    "pgpour: interrupted: whole chunks were committed and recorded; {resume_hint}"
                 );
                 return Ok(ExitCode::from(EXIT_INTERRUPTED));
             }
@@ -112,6 +129,9 @@ fn run_load(config: LoadConfig) -> Result<ExitCode> {
             }
             if let Some(file) = &summary.reject_file {
                 eprintln!("pgpour: rejected rows are in {file} (reasons in {file}.jsonl)");
+            }
+            if data_moved {
+                eprintln!("pgpour: {resume_hint}");
             }
             Ok(ExitCode::from(EXIT_ERROR))
         }

@@ -38,6 +38,8 @@ pub(crate) struct ChunkLoader<'a> {
     pub syntax: Syntax,
     pub validator: &'a Validator,
     pub budget: &'a RejectBudget,
+    /// The load id, when progress is journaled.
+    pub journal: Option<&'a str>,
 }
 
 /// How a COPY failed.
@@ -69,6 +71,8 @@ impl<'a> ChunkLoader<'a> {
             }
             let whole = 0..chunk.data.len();
             let rows = self.copy(&mut tx, std::slice::from_ref(&whole), &chunk.data)?;
+            self.journal_chunk(&mut tx, chunk, rows, &[])
+                .map_err(Failure::Fatal)?;
             tx.commit().map_err(classify)?;
             Ok(rows)
         })();
@@ -193,9 +197,36 @@ impl<'a> ChunkLoader<'a> {
             refused += 1;
             piece = piece_size(sent, refused);
         }
-        tx.commit().map_err(fatal)?;
         loaded.rejected.sort_by_key(|r| r.byte);
+        self.journal_chunk(&mut tx, chunk, loaded.rows, &loaded.rejected)?;
+        tx.commit().map_err(fatal)?;
         Ok(loaded)
+    }
+
+    /// Records the chunk in the journal, in the chunk's own transaction.
+    fn journal_chunk(
+        &self,
+        tx: &mut Transaction<'_>,
+        chunk: &Chunk,
+        rows: u64,
+        rejected: &[BadRow],
+    ) -> Result<(), Error> {
+        let Some(load_id) = self.journal else {
+            return Ok(());
+        };
+        crate::journal::record_chunk(tx, load_id, chunk, rows, rejected).map_err(|e| {
+            if e.code() == Some(&postgres::error::SqlState::UNIQUE_VIOLATION) {
+                Error::Config(format!(
+                    "this chunk of load {load_id} was committed by another run of it meanwhile; \
+                     stop the other run, then `pgpour resume {load_id}`"
+                ))
+            } else {
+                Error::Db {
+                    context: "recording the chunk in the journal".into(),
+                    source: e,
+                }
+            }
+        })
     }
 
     /// Loads the good rows of `list` and rejects the bad ones, halving the

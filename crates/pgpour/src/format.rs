@@ -8,7 +8,7 @@ use crate::error::{Error, Result};
 use crate::frame::Syntax;
 use crate::sql::{quote_ident, quote_literal};
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Format {
     Csv,
@@ -16,7 +16,7 @@ pub enum Format {
 }
 
 /// What to do with the first line of each input file.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum Header {
     #[default]
     None,
@@ -27,7 +27,7 @@ pub enum Header {
 }
 
 /// COPY's format options. `None` means COPY's default for the format.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct FormatOptions {
     pub format: Format,
     pub delimiter: Option<u8>,

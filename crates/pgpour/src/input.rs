@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use crate::error::{Error, Result};
 
 /// One input of a load.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum InputSpec {
     Stdin,
     File(PathBuf),
@@ -60,6 +60,42 @@ impl InputSpec {
                 File::open(path).map(drop).map_err(|e| self.error(e))
             }
         }
+    }
+
+    /// Opens the input at `offset` of its decompressed bytes: a plain file
+    /// seeks there, a compressed one is decompressed up to it, stdin cannot.
+    pub fn open_at<'a>(
+        &self,
+        offset: u64,
+        raw_bytes: &'a AtomicU64,
+    ) -> Result<Box<dyn Read + Send + 'a>> {
+        if offset == 0 {
+            return self.open(raw_bytes);
+        }
+        let InputSpec::File(path) = self else {
+            return Err(Error::Config(
+                "stdin cannot be read again: this load can only be resumed from files".into(),
+            ));
+        };
+        let mut magic = [0u8; 4];
+        let mut file = File::open(path).map_err(|e| self.error(e))?;
+        let n = file.read(&mut magic).map_err(|e| self.error(e))?;
+        if Compression::detect(&magic[..n]) == Compression::None {
+            use std::io::{Seek, SeekFrom};
+            file.seek(SeekFrom::Start(offset))
+                .map_err(|e| self.error(e))?;
+            return Ok(Box::new(CountingReader {
+                inner: Box::new(file),
+                count: raw_bytes,
+            }));
+        }
+        let mut stream = self.open(raw_bytes)?;
+        let skipped = io::copy(&mut (&mut stream).take(offset), &mut io::sink())
+            .map_err(|e| self.error(e))?;
+        if skipped < offset {
+            return Err(self.error(io::Error::other("shorter than when the load started")));
+        }
+        Ok(stream)
     }
 
     /// Opens the input for reading its decompressed bytes; every raw byte read

@@ -16,6 +16,7 @@
 //!     chunk_size: pgpour::DEFAULT_CHUNK_SIZE,
 //!     max_errors: Some(0),
 //!     reject_file: None,
+//!     load_id: None,
 //! };
 //! let summary = pgpour::load(&connect, &options, &Progress::default(), &AtomicBool::new(false))
 //!     .map_err(|failure| failure.error)?;
@@ -30,6 +31,7 @@ pub mod format;
 pub mod frame;
 pub mod gen;
 pub mod input;
+pub mod journal;
 pub mod pipeline;
 pub mod plan;
 pub mod progress;

@@ -17,6 +17,7 @@ use crate::copy::ChunkLoader;
 use crate::error::{Error, Result};
 use crate::format::FormatOptions;
 use crate::input::InputSpec;
+use crate::journal::Previous;
 use crate::plan::Target;
 use crate::progress::Progress;
 use crate::reader::{Chunk, ReadEnd, Reader};
@@ -29,7 +30,7 @@ use crate::sql::TableName;
 pub const DEFAULT_CHUNK_SIZE: usize = 4 << 20;
 
 /// What to load where, validated: the engine's whole input.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub struct LoadOptions {
     pub inputs: Vec<InputSpec>,
     pub table: TableName,
@@ -45,6 +46,9 @@ pub struct LoadOptions {
     pub max_errors: Option<u64>,
     /// Where rejected rows go; `None` for beside the first input.
     pub reject_file: Option<PathBuf>,
+    /// The load's id in the journal; `None` to generate one. Running again
+    /// with the same id continues the load.
+    pub load_id: Option<String>,
 }
 
 /// A load that stopped on an error, with what it had committed by then.
@@ -96,6 +100,41 @@ pub fn load(
     };
 
     let (mut first_client, target) = prepare(connect, options, progress).map_err(fail)?;
+    let load_id = options
+        .load_id
+        .clone()
+        .unwrap_or_else(|| crate::journal::new_load_id(&options.table.name));
+    let previous = first_client
+        .as_mut()
+        .map(|c| crate::journal::begin(c, &load_id, &target.qualified, options))
+        .transpose()
+        .map_err(fail)?;
+    let done_chunks = match previous {
+        Some(Previous::Done) => {
+            let mut summary = summary(false);
+            summary.load_id = load_id;
+            summary.already_done = true;
+            return Ok(summary);
+        }
+        Some(Previous::Unfinished(chunks)) => chunks,
+        _ => Vec::new(),
+    };
+    if !done_chunks.is_empty() {
+        // Resuming: the reject file is rebuilt from the journal, which holds
+        // exactly the rejected rows of the committed chunks.
+        let rows =
+            crate::journal::rejected_rows(first_client.as_mut().expect("connected"), &load_id)
+                .map_err(fail)?;
+        if options.format.header != crate::format::Header::None {
+            let header =
+                crate::reader::header_line(&options.inputs[0], &options.format).map_err(fail)?;
+            let _ = sink.header.set(header);
+        }
+        sink.rewrite(&rows).map_err(fail)?;
+    }
+    let segments = crate::reader::segments(options.inputs.len(), &done_chunks);
+    // TRUNCATE belongs to the first chunk of the load, not of a resumed run.
+    let truncate = options.truncate && done_chunks.is_empty();
     let first_error: Mutex<Option<Error>> = Mutex::new(None);
     let stop = AtomicBool::new(false);
     let record_error = |e: Error| {
@@ -105,7 +144,7 @@ pub fn load(
             .unwrap_or_else(|p| p.into_inner())
             .get_or_insert(e);
     };
-    let gate = Gate::new(!options.truncate);
+    let gate = Gate::new(!truncate);
     let validator = target.validator(&options.format);
     let budget = RejectBudget::new(options.max_errors);
     let loader = ChunkLoader {
@@ -113,6 +152,7 @@ pub fn load(
         syntax: options.format.syntax(),
         validator: &validator,
         budget: &budget,
+        journal: Some(&load_id),
     };
     let committed = AtomicU64::new(0);
     let expected_header = target.columns.clone();
@@ -129,6 +169,7 @@ pub fn load(
             let worker = Worker {
                 connect,
                 options,
+                truncate,
                 target: &target,
                 loader: &loader,
                 sink: &sink,
@@ -148,6 +189,7 @@ pub fn load(
         drop(rx);
         let reader = Reader {
             inputs: &options.inputs,
+            segments: &segments,
             format: &options.format,
             expected_header: &expected_header,
             chunk_size: options.chunk_size,
@@ -161,11 +203,24 @@ pub fn load(
         end.map_err(record_error).ok()
     });
 
+    let end_state = |state: &str| {
+        let mut client = connect.connect()?;
+        crate::journal::finish(&mut client, &load_id, state)
+    };
+    let with_id = |mut summary: LoadSummary| {
+        summary.load_id = load_id.clone();
+        summary.resumed_chunks = done_chunks.len() as u64;
+        summary
+    };
     if let Some(e) = first_error.into_inner().unwrap_or_else(|p| p.into_inner()) {
-        return Err(fail(e));
+        // Best effort: the journal is right either way, the state is a label.
+        let _ = end_state("failed");
+        let mut failure = fail(e);
+        failure.summary = with_id(failure.summary);
+        return Err(failure);
     }
     // --truncate with no data at all: the table must still end up empty.
-    if options.truncate && read_end == Some(ReadEnd::Done { chunks: 0 }) {
+    if truncate && read_end == Some(ReadEnd::Done { chunks: 0 }) {
         let truncate = (|| {
             let mut client = connect.connect()?;
             client
@@ -178,7 +233,9 @@ pub fn load(
         == Some(ReadEnd::Done {
             chunks: committed.load(Ordering::SeqCst),
         });
-    Ok(summary(!complete))
+    // The final state is committed durably, and with it every chunk before.
+    end_state(if complete { "done" } else { "stopped" }).map_err(fail)?;
+    Ok(with_id(summary(!complete)))
 }
 
 /// Connects, resolves the target and checks the COPY before any data moves.
@@ -222,6 +279,8 @@ fn prepare(
 struct Worker<'a> {
     connect: &'a ConnectOptions,
     options: &'a LoadOptions,
+    /// TRUNCATE with the first chunk (not when resuming).
+    truncate: bool,
     target: &'a Target,
     loader: &'a ChunkLoader<'a>,
     sink: &'a RejectSink,
@@ -238,6 +297,11 @@ impl Worker<'_> {
             Some(c) => c,
             None => self.connect.connect()?,
         };
+        // Chunks commit asynchronously: the journal shares their fate, and
+        // the load reports success only after a durable final commit.
+        client
+            .batch_execute("SET synchronous_commit = off")
+            .map_err(Error::db("setting up the session"))?;
         let truncate = self.target.truncate_sql();
         for chunk in rx {
             if self.stop.load(Ordering::SeqCst) || self.cancel.load(Ordering::SeqCst) {
@@ -251,7 +315,7 @@ impl Worker<'_> {
                     break;
                 }
             }
-            let before = (first && self.options.truncate).then_some(truncate.as_str());
+            let before = (first && self.truncate).then_some(truncate.as_str());
             let file = self.options.inputs[chunk.input].name();
             // Opened however the first chunk ends, even by a panic.
             let opener = first.then_some(OpenOnDrop(self.gate));

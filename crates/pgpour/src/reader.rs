@@ -25,7 +25,73 @@ pub struct Chunk {
     pub first_line: u64,
     /// The input's line ending (known once its first record was read).
     pub eol: Option<Eol>,
+    /// Physical lines in `data`.
+    pub lines: u64,
     pub data: Vec<u8>,
+}
+
+/// A stretch of one input to read: all of it, or on resume a gap between
+/// chunks an earlier run committed.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Segment {
+    pub from: u64,
+    /// Where the next committed chunk starts; `None` for the end of input.
+    pub to: Option<u64>,
+    pub first_line: u64,
+}
+
+/// The segments still to read of each input, given the committed chunks.
+pub(crate) fn segments(
+    inputs: usize,
+    committed: &[crate::journal::CommittedChunk],
+) -> Vec<Vec<Segment>> {
+    (0..inputs)
+        .map(|input| {
+            let mut segments = Vec::new();
+            let (mut from, mut line) = (0, 1);
+            for c in committed.iter().filter(|c| c.input == input) {
+                if c.byte_start > from {
+                    segments.push(Segment {
+                        from,
+                        to: Some(c.byte_start),
+                        first_line: line,
+                    });
+                }
+                from = c.byte_end;
+                line = c.first_line + c.lines;
+            }
+            segments.push(Segment {
+                from,
+                to: None,
+                first_line: line,
+            });
+            segments
+        })
+        .collect()
+}
+
+/// The header line of an input (after a byte order mark), for the reject
+/// file of a resumed load.
+pub(crate) fn header_line(input: &InputSpec, format: &FormatOptions) -> Result<Vec<u8>> {
+    let unused = std::sync::atomic::AtomicU64::new(0);
+    let mut stream = input.open(&unused)?;
+    let mut framer = Framer::new(format.syntax());
+    let mut buf = Vec::new();
+    let mut block = vec![0; 64 * 1024];
+    loop {
+        let n = stream.read(&mut block).map_err(|e| Error::Input {
+            path: input.name().into(),
+            source: e,
+        })?;
+        buf.extend_from_slice(&block[..n]);
+        let body = buf.strip_prefix(UTF8_BOM).unwrap_or(&buf);
+        if let Some(end) = framer.find_cut(body, 1, n == 0) {
+            return Ok(body[..end].to_vec());
+        }
+        if n == 0 {
+            return Ok(Vec::new());
+        }
+    }
 }
 
 /// Records longer than this are refused rather than buffered without bound;
@@ -37,6 +103,8 @@ const UTF8_BOM: &[u8] = b"\xEF\xBB\xBF";
 
 pub(crate) struct Reader<'a> {
     pub inputs: &'a [InputSpec],
+    /// What to read of each input.
+    pub segments: &'a [Vec<Segment>],
     pub format: &'a FormatOptions,
     /// Column names a `--header match` line must carry.
     pub expected_header: &'a [String],
@@ -61,22 +129,29 @@ impl Reader<'_> {
     pub fn run(&self, tx: &Sender<Chunk>) -> Result<ReadEnd> {
         let mut seq = 0;
         for (index, input) in self.inputs.iter().enumerate() {
-            if !self.read_input(index, input, tx, &mut seq)? {
-                return Ok(ReadEnd::Stopped);
+            for segment in &self.segments[index] {
+                if !self.read_segment(index, input, segment, tx, &mut seq)? {
+                    return Ok(ReadEnd::Stopped);
+                }
             }
         }
         Ok(ReadEnd::Done { chunks: seq })
     }
 
-    /// Reads one input; false when the load was stopped meanwhile.
-    fn read_input(
+    /// Reads one segment of an input; false when the load was stopped meanwhile.
+    fn read_segment(
         &self,
         index: usize,
         input: &InputSpec,
+        segment: &Segment,
         tx: &Sender<Chunk>,
         seq: &mut u64,
     ) -> Result<bool> {
-        let mut stream = input.open(&self.progress.input_bytes_read)?;
+        let stream = input.open_at(segment.from, &self.progress.input_bytes_read)?;
+        let mut stream: Box<dyn Read + Send> = match segment.to {
+            Some(to) => Box::new(stream.take(to - segment.from)),
+            None => stream,
+        };
         let read_error = |e| Error::Input {
             path: input.name().into(),
             source: e,
@@ -84,8 +159,9 @@ impl Reader<'_> {
         let mut framer = Framer::new(self.format.syntax());
         let mut buf = Vec::with_capacity(self.chunk_size + READ_BLOCK);
         let mut eof = false;
-        let mut offset = 0u64;
-        let mut line = 1u64;
+        let mut offset = segment.from;
+        let mut line = segment.first_line;
+        let at_start = segment.from == 0;
 
         let mut fill = |buf: &mut Vec<u8>, eof: &mut bool| -> Result<()> {
             let len = buf.len();
@@ -97,15 +173,15 @@ impl Reader<'_> {
         };
 
         // A byte order mark is not data, whatever the encoding option says.
-        while buf.len() < UTF8_BOM.len() && !eof {
+        while at_start && buf.len() < UTF8_BOM.len() && !eof {
             fill(&mut buf, &mut eof)?;
         }
-        if buf.starts_with(UTF8_BOM) {
+        if at_start && buf.starts_with(UTF8_BOM) {
             buf.drain(..UTF8_BOM.len());
             offset = UTF8_BOM.len() as u64;
         }
 
-        if self.format.header != Header::None {
+        if at_start && self.format.header != Header::None {
             let end = loop {
                 if let Some(end) = framer.find_cut(&buf, 1, eof) {
                     break end;
@@ -123,6 +199,9 @@ impl Reader<'_> {
             line += self.count_lines(&framer, &buf[..end]);
             offset += end as u64;
             buf.drain(..end);
+            if buf.is_empty() && eof {
+                return Ok(true);
+            }
         }
 
         loop {
@@ -152,6 +231,7 @@ impl Reader<'_> {
                 offset,
                 first_line: line,
                 eol: framer.eol(),
+                lines,
                 data,
             };
             offset += chunk.data.len() as u64;

@@ -142,6 +142,21 @@ impl RejectSink {
         self.written.load(Ordering::SeqCst)
     }
 
+    /// Replaces the files' content with `rows` (when resuming: the rejects
+    /// of the chunks committed before, from the journal).
+    pub(crate) fn rewrite(&self, rows: &[BadRow]) -> Result<()> {
+        let mut files = self.files.lock().unwrap_or_else(|p| p.into_inner());
+        *files = None;
+        drop(files);
+        self.written.store(0, Ordering::SeqCst);
+        if rows.is_empty() {
+            let _ = std::fs::remove_file(&self.rows_path);
+            let _ = std::fs::remove_file(&self.log_path);
+            return Ok(());
+        }
+        self.write(rows)
+    }
+
     /// Appends the rejected rows of one committed chunk.
     pub(crate) fn write(&self, rows: &[BadRow]) -> Result<()> {
         if rows.is_empty() {

@@ -9,6 +9,13 @@ use crate::reject::RejectSink;
 
 #[derive(Clone, Debug, PartialEq, serde::Serialize)]
 pub struct LoadSummary {
+    /// The load's id in the journal: `pgpour resume <id>` continues it.
+    pub load_id: String,
+    /// True when the journal says this load had already finished: nothing
+    /// was loaded this time.
+    pub already_done: bool,
+    /// Chunks committed by earlier runs of this load, skipped this time.
+    pub resumed_chunks: u64,
     /// The target table as the user named it (quoted).
     pub table: String,
     pub format: Format,
@@ -53,6 +60,9 @@ impl LoadSummary {
             }
         };
         LoadSummary {
+            load_id: options.load_id.clone().unwrap_or_default(),
+            already_done: false,
+            resumed_chunks: 0,
             table: options.table.to_string(),
             format: options.format.format,
             files: options.inputs.len(),

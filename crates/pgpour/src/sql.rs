@@ -19,7 +19,7 @@ pub fn quote_literal(value: &str) -> String {
 }
 
 /// A table name, optionally schema-qualified, as the user spelled it.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct TableName {
     pub schema: Option<String>,
     pub name: String,

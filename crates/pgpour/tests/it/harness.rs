@@ -142,6 +142,7 @@ impl Case {
             chunk_size,
             max_errors: Some(0),
             reject_file: None,
+            load_id: None,
         }
     }
 

@@ -74,6 +74,7 @@ impl RejectCase {
                 chunk_size,
                 max_errors: None,
                 reject_file: Some(reject_file.clone()),
+                load_id: None,
             };
             let run = format!("{name} (workers {workers}, chunk {chunk_size})");
             let summary = pgpour::load(
@@ -256,6 +257,7 @@ fn csv_into_t(
         chunk_size: 1 << 20,
         max_errors,
         reject_file: Some(rejects),
+        load_id: None,
     }
 }
 

@@ -1,0 +1,102 @@
+//! The commands that read and change the load journal: resume, status, forget.
+
+use std::process::ExitCode;
+
+use anyhow::{bail, Result};
+use indicatif::{HumanBytes, HumanCount};
+use pgpour::journal;
+
+use crate::args::{ForgetArgs, ResumeArgs, StatusArgs};
+use crate::config::{connect_options, parse_max_errors, LoadConfig};
+
+/// `pgpour resume`: the load's own options, from the journal, with what the
+/// command line overrides.
+pub fn resume(args: ResumeArgs) -> Result<LoadConfig> {
+    let connect = connect_options(args.connection.db.as_deref())?;
+    let mut client = connect.connect()?;
+    let Some(mut load) = journal::options_of(&mut client, &args.load_id)? else {
+        bail!(
+            "no load {:?} in the journal of {}: a load stopped before it was recorded has \
+             committed nothing, so run the same `pgpour load ... --load-id {}` again (see `pgpour status`)",
+            args.load_id,
+            connect.describe(),
+            args.load_id
+        );
+    };
+    if args.workers.is_some() {
+        load.workers = args.workers;
+    }
+    if let Some(max_errors) = &args.max_errors {
+        load.max_errors = parse_max_errors(max_errors)?;
+    }
+    Ok(LoadConfig {
+        connect,
+        load,
+        json: args.json,
+        quiet: args.quiet,
+    })
+}
+
+pub fn status(args: StatusArgs) -> Result<()> {
+    let connect = connect_options(args.connection.db.as_deref())?;
+    let mut client = connect.connect()?;
+    let loads = journal::status(&mut client, args.load_id.as_deref())?;
+    if args.json {
+        println!("{}", serde_json::to_string(&loads)?);
+        return Ok(());
+    }
+    if loads.is_empty() {
+        match &args.load_id {
+            Some(id) => bail!("no load {id:?} in the journal of {}", connect.describe()),
+            None => println!("no loads in the journal of {}", connect.describe()),
+        }
+        return Ok(());
+    }
+    for load in &loads {
+        let total: u64 = load.inputs.as_array().map_or(0, |inputs| {
+            inputs.iter().filter_map(|i| i["size"].as_u64()).sum()
+        });
+        let progress = if total > 0 {
+            format!(
+                "{} of {}",
+                HumanBytes(load.bytes_committed as u64),
+                HumanBytes(total)
+            )
+        } else {
+            format!("{} committed", HumanBytes(load.bytes_committed as u64))
+        };
+        println!(
+            "{}  {}  {}  {} chunks, {} rows loaded, {} rejected, {}  (started {})",
+            load.load_id,
+            load.state,
+            load.target,
+            load.chunks,
+            HumanCount(load.rows_loaded as u64),
+            HumanCount(load.rows_rejected as u64),
+            progress,
+            load.started_at
+        );
+        if load.state != "done" {
+            println!(
+                "    resume: `pgpour resume {}` skips the {} committed chunks and loads the rest",
+                load.load_id, load.chunks
+            );
+        }
+    }
+    Ok(())
+}
+
+pub fn forget(args: ForgetArgs) -> Result<ExitCode> {
+    let connect = connect_options(args.connection.db.as_deref())?;
+    let mut client = connect.connect()?;
+    if journal::forget(&mut client, &args.load_id)? {
+        println!("forgot load {} (its rows stay in the table)", args.load_id);
+        Ok(ExitCode::SUCCESS)
+    } else {
+        bail!(
+            "no load {:?} in the journal of {}",
+            args.load_id,
+            connect.describe()
+        );
+    }
+}

@@ -1,0 +1,232 @@
+//! Guarantee 3, exactly once: a load stopped at any moment and resumed ends
+//! with every input row in the table once, no more, no less.
+
+use std::process::{Command, Output, Stdio};
+use std::time::Duration;
+
+use pgpour_testkit::{shared_cluster, TestDb};
+
+const ROWS: u64 = 20_000;
+
+fn pgpour(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_pgpour"))
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .expect("run pgpour")
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+/// (rows, distinct ids, sum of ids): equal to the input's only when every
+/// row is there exactly once.
+fn multiset(db: &TestDb) -> (i64, i64, i64) {
+    let row = db
+        .client()
+        .query_one(
+            "SELECT count(*), count(DISTINCT id), coalesce(sum(id), 0)::bigint FROM t",
+            &[],
+        )
+        .unwrap();
+    (row.get(0), row.get(1), row.get(2))
+}
+
+fn input(dir: &std::path::Path) -> std::path::PathBuf {
+    let path = dir.join("rows.csv");
+    let body: String = (1..=ROWS).map(|i| format!("{i},\"value {i}\"\n")).collect();
+    std::fs::write(&path, body).unwrap();
+    path
+}
+
+const EXPECTED: (i64, i64, i64) = (ROWS as i64, ROWS as i64, (ROWS * (ROWS + 1) / 2) as i64);
+
+#[test]
+fn sigkill_at_random_moments_then_resume_loads_every_row_once() {
+    let db = shared_cluster().create_database("sigkill");
+    // No key: a row loaded twice would show.
+    db.client()
+        .batch_execute("CREATE TABLE t (id int, v text)")
+        .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let file = input(dir.path());
+    let conninfo = db.conninfo();
+    let start = |load_id: &str| {
+        Command::new(env!("CARGO_BIN_EXE_pgpour"))
+            .args([
+                "load",
+                file.to_str().unwrap(),
+                "-t",
+                "t",
+                "-d",
+                &conninfo,
+                "-q",
+            ])
+            .args([
+                "--load-id",
+                load_id,
+                "--workers",
+                "3",
+                "--chunk-size",
+                "8KiB",
+            ])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap()
+    };
+    // How long a whole load takes here: kills land uniformly within it.
+    let started = std::time::Instant::now();
+    assert!(start("calibrate").wait().unwrap().success());
+    let full = started.elapsed().as_millis() as u64;
+    let mut seed: u64 = 0x9E37_79B9;
+    let mut killed_mid_load = 0;
+    for run in 0..20 {
+        db.client().batch_execute("TRUNCATE t").unwrap();
+        let load_id = format!("kill-{run}");
+        let mut child = start(&load_id);
+        seed = seed
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        std::thread::sleep(Duration::from_millis((seed >> 33) % full.max(1)));
+        let _ = child.kill(); // SIGKILL
+        let status = child.wait().unwrap();
+        if status.code().is_none() {
+            killed_mid_load += 1;
+        }
+        let out = pgpour(&["resume", &load_id, "-d", &conninfo, "--json"]);
+        if out.status.code() == Some(2) && text(&out.stderr).contains("committed nothing") {
+            // Killed before the load was recorded: the same command again.
+            assert!(start(&load_id).wait().unwrap().success(), "run {run}");
+        } else {
+            assert_eq!(
+                out.status.code(),
+                Some(0),
+                "run {run}: {}",
+                text(&out.stderr)
+            );
+        }
+        assert_eq!(multiset(&db), EXPECTED, "run {run}: every row exactly once");
+    }
+    // The test means something only if most runs were killed mid-load.
+    assert!(
+        killed_mid_load >= 10,
+        "only {killed_mid_load} of 20 runs were killed while loading"
+    );
+}
+
+#[test]
+fn resume_refuses_a_changed_input() {
+    let db = shared_cluster().create_database("changed_input");
+    db.client()
+        .batch_execute("CREATE TABLE t (id int, v text)")
+        .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let file = input(dir.path());
+    // A bad row near the end stops the load after some chunks committed.
+    let mut body = std::fs::read(&file).unwrap();
+    body.extend_from_slice(b"oops,x\n");
+    std::fs::write(&file, &body).unwrap();
+    let args = [
+        "load",
+        file.to_str().unwrap(),
+        "-t",
+        "t",
+        "-d",
+        &db.conninfo(),
+        "--load-id",
+        "chg",
+    ];
+    let out = pgpour(&[&args[..], &["--chunk-size", "8KiB", "--workers", "1"]].concat());
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        text(&out.stderr).contains("pgpour resume chg"),
+        "{}",
+        text(&out.stderr)
+    );
+
+    body.extend_from_slice(b"20001,late\n");
+    std::fs::write(&file, &body).unwrap();
+    let out = pgpour(&["resume", "chg", "-d", &db.conninfo()]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        text(&out.stderr).contains("changed"),
+        "{}",
+        text(&out.stderr)
+    );
+}
+
+#[test]
+fn stopped_by_a_bad_row_then_resumed_with_rejects_allowed() {
+    let db = shared_cluster().create_database("resume_rejects");
+    db.client()
+        .batch_execute("CREATE TABLE t (id int, v text)")
+        .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let file = input(dir.path());
+    let mut body = std::fs::read(&file).unwrap();
+    let middle = body.len() / 2
+        + body[body.len() / 2..]
+            .iter()
+            .position(|&b| b == b'\n')
+            .unwrap()
+        + 1;
+    body.splice(middle..middle, b"oops,x\n".iter().copied());
+    std::fs::write(&file, &body).unwrap();
+    let conninfo = db.conninfo();
+    let load = [
+        "load",
+        file.to_str().unwrap(),
+        "-t",
+        "t",
+        "-d",
+        &conninfo,
+        "--load-id",
+        "rej",
+    ];
+    let out = pgpour(&[&load[..], &["--chunk-size", "8KiB", "--workers", "1"]].concat());
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+    let (partial, _, _) = multiset(&db);
+    assert!(partial > 0 && partial < ROWS as i64, "{partial}");
+
+    let status = text(&pgpour(&["status", "rej", "-d", &conninfo]).stdout);
+    assert!(
+        status.contains("rej  failed") && status.contains("pgpour resume rej"),
+        "{status}"
+    );
+
+    let out = pgpour(&[
+        "resume",
+        "rej",
+        "-d",
+        &conninfo,
+        "--max-errors",
+        "all",
+        "--json",
+    ]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    let summary: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(summary["resumed_chunks"].as_u64().unwrap() > 0);
+    assert_eq!(summary["rows_rejected"], 1);
+    assert_eq!(multiset(&db), EXPECTED);
+    let rejects = std::fs::read_to_string(dir.path().join("rows.rejected.csv")).unwrap();
+    assert_eq!(rejects, "oops,x\n");
+
+    // Finished: resuming again, or the same load command again, does nothing.
+    let out = pgpour(&["resume", "rej", "-d", &conninfo]);
+    assert_eq!(out.status.code(), Some(0));
+    assert!(
+        text(&out.stderr).contains("already finished"),
+        "{}",
+        text(&out.stderr)
+    );
+    let out = pgpour(&load);
+    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(multiset(&db), EXPECTED);
+
+    let out = pgpour(&["forget", "rej", "-d", &conninfo]);
+    assert!(out.status.success());
+    let status = text(&pgpour(&["status", "-d", &conninfo]).stdout);
+    assert!(!status.contains("rej "), "{status}");
+}

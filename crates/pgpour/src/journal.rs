@@ -1,0 +1,391 @@
+//! The load journal, kept in the target database so that progress commits
+//! with the data it describes.
+//!
+//! Schema `pgpour` (created on first use; `DROP SCHEMA pgpour CASCADE`
+//! removes it, and with it every record of past loads):
+//!
+//! * `pgpour.loads`: one row per load id: target, options (never a
+//!   password), input fingerprints, state (`running`, `done`, `failed`).
+//! * `pgpour.chunks`: one row per committed chunk: input, byte range, first
+//!   line and line count, rows loaded and rejected. Inserted in the chunk's
+//!   own transaction; its primary key makes a second commit of the same
+//!   chunk impossible, whoever tries.
+//! * `pgpour.rejects`: the rejected rows of committed chunks (bytes and
+//!   reasons), from which the reject file can always be rebuilt.
+
+use std::io::Read;
+use std::path::Path;
+
+use postgres::GenericClient;
+
+use crate::error::{Error, Result};
+use crate::input::InputSpec;
+use crate::pipeline::LoadOptions;
+use crate::reject::BadRow;
+
+const SCHEMA_SQL: &str = "
+CREATE SCHEMA IF NOT EXISTS pgpour;
+CREATE TABLE IF NOT EXISTS pgpour.loads (
+    load_id text PRIMARY KEY,
+    target text NOT NULL,
+    options jsonb NOT NULL,
+    inputs jsonb NOT NULL,
+    state text NOT NULL DEFAULT 'running',
+    started_at timestamptz NOT NULL DEFAULT now(),
+    finished_at timestamptz
+);
+CREATE TABLE IF NOT EXISTS pgpour.chunks (
+    load_id text NOT NULL REFERENCES pgpour.loads ON DELETE CASCADE,
+    input int NOT NULL,
+    byte_start bigint NOT NULL,
+    byte_end bigint NOT NULL,
+    first_line bigint NOT NULL,
+    lines bigint NOT NULL,
+    rows_loaded bigint NOT NULL,
+    rows_rejected bigint NOT NULL,
+    committed_at timestamptz NOT NULL DEFAULT now(),
+    PRIMARY KEY (load_id, input, byte_start)
+);
+CREATE TABLE IF NOT EXISTS pgpour.rejects (
+    load_id text NOT NULL REFERENCES pgpour.loads ON DELETE CASCADE,
+    input int NOT NULL,
+    byte bigint NOT NULL,
+    reason jsonb NOT NULL,
+    bytes bytea NOT NULL,
+    PRIMARY KEY (load_id, input, byte)
+);";
+
+/// A chunk already committed by an earlier run of the load.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CommittedChunk {
+    pub input: usize,
+    pub byte_start: u64,
+    pub byte_end: u64,
+    pub first_line: u64,
+    pub lines: u64,
+}
+
+/// What the journal knew of a load id when a run started.
+#[derive(Debug)]
+pub enum Previous {
+    /// A new load.
+    None,
+    /// The load finished before: nothing to do.
+    Done,
+    /// An unfinished load: these chunks are committed.
+    Unfinished(Vec<CommittedChunk>),
+}
+
+/// A load in the journal, for `pgpour status`.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct LoadStatus {
+    pub load_id: String,
+    pub target: String,
+    pub state: String,
+    pub started_at: String,
+    pub chunks: i64,
+    pub rows_loaded: i64,
+    pub rows_rejected: i64,
+    /// Decompressed bytes committed, and the inputs' total size when known.
+    pub bytes_committed: i64,
+    pub inputs: serde_json::Value,
+}
+
+pub fn ensure_schema(client: &mut impl GenericClient) -> Result<()> {
+    client
+        .batch_execute(SCHEMA_SQL)
+        .map_err(Error::db("creating the pgpour journal schema"))
+}
+
+/// A generated load id: the table, the time, and enough else to be unique
+/// (the time's nanoseconds, the process, a counter).
+pub fn new_load_id(table: &str) -> String {
+    use std::sync::atomic::{AtomicU32, Ordering};
+    static COUNTER: AtomicU32 = AtomicU32::new(0);
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default();
+    let clean: String = table
+        .chars()
+        .filter(|c| c.is_ascii_alphanumeric() || *c == '_')
+        .take(24)
+        .collect();
+    let mix = fnv1a(
+        &[
+            now.subsec_nanos().to_le_bytes(),
+            std::process::id().to_le_bytes(),
+            COUNTER.fetch_add(1, Ordering::Relaxed).to_le_bytes(),
+        ]
+        .concat(),
+    );
+    format!("{clean}-{}-{:08x}", now.as_secs(), mix as u32)
+}
+
+/// The parts of the options that must match for a run to continue a load
+/// (workers, chunk size, error limits may change between runs).
+fn identity(options: &serde_json::Value) -> serde_json::Value {
+    let keys = ["inputs", "table", "columns", "format", "truncate"];
+    keys.iter()
+        .map(|k| (k.to_string(), options[k].clone()))
+        .collect()
+}
+
+/// Registers a new load, or checks a known one against these options and
+/// inputs and says how far it got.
+pub fn begin(
+    client: &mut impl GenericClient,
+    load_id: &str,
+    target: &str,
+    options: &LoadOptions,
+) -> Result<Previous> {
+    ensure_schema(client)?;
+    let fingerprints = fingerprints(&options.inputs)?;
+    let stored = serde_json::to_value(options).map_err(|e| Error::Config(e.to_string()))?;
+    let wanted = identity(&stored);
+    let row = client
+        .query_opt(
+            "SELECT options::text, inputs::text, state FROM pgpour.loads WHERE load_id = $1",
+            &[&load_id],
+        )
+        .map_err(Error::db("reading the journal"))?;
+    let Some(row) = row else {
+        client
+            .execute(
+                "INSERT INTO pgpour.loads (load_id, target, options, inputs) VALUES ($1, $2, $3::text::jsonb, $4::text::jsonb)",
+                &[&load_id, &target, &stored.to_string(), &fingerprints.to_string()],
+            )
+            .map_err(Error::db("recording the load in the journal"))?;
+        return Ok(Previous::None);
+    };
+    let (known_options, known_inputs, state): (&str, &str, &str) =
+        (row.get(0), row.get(1), row.get(2));
+    let parse = |s: &str| serde_json::from_str::<serde_json::Value>(s).unwrap_or_default();
+    if identity(&parse(known_options)) != wanted {
+        return Err(Error::Config(format!(
+            "load {load_id} was started with other options or inputs; \
+             run `pgpour status {load_id}` to see them, or choose another --load-id"
+        )));
+    }
+    if parse(known_inputs) != fingerprints {
+        return Err(Error::Config(format!(
+            "the input of load {load_id} changed since it started (size, time or content): \
+             resuming would load a different file; `pgpour forget {load_id}` to start over"
+        )));
+    }
+    if state == "done" {
+        return Ok(Previous::Done);
+    }
+    client
+        .execute(
+            "UPDATE pgpour.loads SET state = 'running' WHERE load_id = $1",
+            &[&load_id],
+        )
+        .map_err(Error::db("updating the journal"))?;
+    let chunks = client
+        .query(
+            "SELECT input, byte_start, byte_end, first_line, lines FROM pgpour.chunks \
+             WHERE load_id = $1 ORDER BY input, byte_start",
+            &[&load_id],
+        )
+        .map_err(Error::db("reading the journal"))?
+        .iter()
+        .map(|r| CommittedChunk {
+            input: r.get::<_, i32>(0) as usize,
+            byte_start: r.get::<_, i64>(1) as u64,
+            byte_end: r.get::<_, i64>(2) as u64,
+            first_line: r.get::<_, i64>(3) as u64,
+            lines: r.get::<_, i64>(4) as u64,
+        })
+        .collect();
+    Ok(Previous::Unfinished(chunks))
+}
+
+/// The options a load was started with, for `pgpour resume`.
+pub fn options_of(client: &mut impl GenericClient, load_id: &str) -> Result<Option<LoadOptions>> {
+    ensure_schema(client)?;
+    let row = client
+        .query_opt(
+            "SELECT options::text FROM pgpour.loads WHERE load_id = $1",
+            &[&load_id],
+        )
+        .map_err(Error::db("reading the journal"))?;
+    let Some(row) = row else { return Ok(None) };
+    let value: serde_json::Value = serde_json::from_str(row.get(0))
+        .map_err(|e| Error::Config(format!("journal entry of {load_id} is unreadable: {e}")))?;
+    let parsed = serde_json::from_value::<LoadOptions>(value);
+    parsed
+        .map(Some)
+        .map_err(|e| Error::Config(format!("journal entry of {load_id} is unreadable: {e}")))
+}
+
+/// The journal rows of one chunk, written in the chunk's transaction.
+pub(crate) fn record_chunk(
+    tx: &mut impl GenericClient,
+    load_id: &str,
+    chunk: &crate::reader::Chunk,
+    rows_loaded: u64,
+    rejected: &[BadRow],
+) -> Result<(), postgres::Error> {
+    tx.execute(
+        "INSERT INTO pgpour.chunks (load_id, input, byte_start, byte_end, first_line, lines, rows_loaded, rows_rejected) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
+        &[
+            &load_id,
+            &(chunk.input as i32),
+            &(chunk.offset as i64),
+            &((chunk.offset + chunk.data.len() as u64) as i64),
+            &(chunk.first_line as i64),
+            &(chunk.lines as i64),
+            &(rows_loaded as i64),
+            &(rejected.len() as i64),
+        ],
+    )?;
+    for bad in rejected {
+        let reason = serde_json::to_string(bad).unwrap_or_default();
+        tx.execute(
+            "INSERT INTO pgpour.rejects (load_id, input, byte, reason, bytes) VALUES ($1, $2, $3, $4::text::jsonb, $5)",
+            &[&load_id, &(chunk.input as i32), &(bad.byte as i64), &reason, &bad.bytes],
+        )?;
+    }
+    Ok(())
+}
+
+/// The rejected rows of a load's committed chunks, in input order.
+pub fn rejected_rows(client: &mut impl GenericClient, load_id: &str) -> Result<Vec<BadRow>> {
+    let rows = client
+        .query(
+            "SELECT reason::text, bytes FROM pgpour.rejects WHERE load_id = $1 ORDER BY input, byte",
+            &[&load_id],
+        )
+        .map_err(Error::db("reading rejected rows from the journal"))?;
+    Ok(rows
+        .iter()
+        .filter_map(|r| {
+            let reason: serde_json::Value = serde_json::from_str(r.get(0)).ok()?;
+            Some(BadRow {
+                file: reason["file"].as_str()?.to_string(),
+                line: reason["line"].as_u64()?,
+                byte: reason["byte"].as_u64()?,
+                column: reason["column"].as_str().map(str::to_string),
+                value: reason["value"].as_str().map(str::to_string),
+                sqlstate: reason["sqlstate"].as_str()?.to_string(),
+                message: reason["message"].as_str()?.to_string(),
+                bytes: r.get(1),
+            })
+        })
+        .collect())
+}
+
+/// Marks the load finished. Committed synchronously: when this returns,
+/// every chunk committed before it is durable too (WAL is flushed in order).
+pub fn finish(client: &mut impl GenericClient, load_id: &str, state: &str) -> Result<()> {
+    client
+        .batch_execute("SET synchronous_commit = on")
+        .and_then(|()| {
+            client.execute(
+                "UPDATE pgpour.loads SET state = $2, finished_at = now() WHERE load_id = $1",
+                &[&load_id, &state],
+            )
+        })
+        .map(drop)
+        .map_err(Error::db("recording the end of the load"))
+}
+
+/// Every load in the journal, or one.
+pub fn status(client: &mut impl GenericClient, load_id: Option<&str>) -> Result<Vec<LoadStatus>> {
+    let has_schema: bool = client
+        .query_one("SELECT to_regclass('pgpour.loads') IS NOT NULL", &[])
+        .map_err(Error::db("reading the journal"))?
+        .get(0);
+    if !has_schema {
+        return Ok(Vec::new());
+    }
+    let rows = client
+        .query(
+            "SELECT l.load_id, l.target, l.state, l.started_at::text, count(c.*), \
+                    coalesce(sum(c.rows_loaded), 0)::bigint, coalesce(sum(c.rows_rejected), 0)::bigint, \
+                    coalesce(sum(c.byte_end - c.byte_start), 0)::bigint, l.inputs::text \
+             FROM pgpour.loads l LEFT JOIN pgpour.chunks c USING (load_id) \
+             WHERE $1::text IS NULL OR l.load_id = $1 \
+             GROUP BY l.load_id ORDER BY l.started_at",
+            &[&load_id],
+        )
+        .map_err(Error::db("reading the journal"))?;
+    Ok(rows
+        .iter()
+        .map(|r| LoadStatus {
+            load_id: r.get(0),
+            target: r.get(1),
+            state: r.get(2),
+            started_at: r.get(3),
+            chunks: r.get(4),
+            rows_loaded: r.get(5),
+            rows_rejected: r.get(6),
+            bytes_committed: r.get(7),
+            inputs: serde_json::from_str(r.get(8)).unwrap_or_default(),
+        })
+        .collect())
+}
+
+/// Drops a load's journal entry; false when there was none.
+pub fn forget(client: &mut impl GenericClient, load_id: &str) -> Result<bool> {
+    let has_schema: bool = client
+        .query_one("SELECT to_regclass('pgpour.loads') IS NOT NULL", &[])
+        .map_err(Error::db("reading the journal"))?
+        .get(0);
+    if !has_schema {
+        return Ok(false);
+    }
+    let n = client
+        .execute("DELETE FROM pgpour.loads WHERE load_id = $1", &[&load_id])
+        .map_err(Error::db("forgetting the load"))?;
+    Ok(n > 0)
+}
+
+/// What identifies each input's content well enough to refuse a changed
+/// file: size, modification time, and a hash of its first and last 64 KiB.
+fn fingerprints(inputs: &[InputSpec]) -> Result<serde_json::Value> {
+    let mut out = Vec::new();
+    for input in inputs {
+        out.push(match input {
+            InputSpec::Stdin => serde_json::json!({ "name": "<stdin>" }),
+            InputSpec::File(path) => fingerprint(path).map_err(|source| Error::Input {
+                path: path.clone(),
+                source,
+            })?,
+        });
+    }
+    Ok(serde_json::Value::Array(out))
+}
+
+fn fingerprint(path: &Path) -> std::io::Result<serde_json::Value> {
+    use std::io::{Seek, SeekFrom};
+    const SAMPLE: u64 = 64 * 1024;
+    let mut file = std::fs::File::open(path)?;
+    let meta = file.metadata()?;
+    let modified = meta
+        .modified()?
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    let mut sample = Vec::new();
+    (&mut file).take(SAMPLE).read_to_end(&mut sample)?;
+    if meta.len() > SAMPLE {
+        file.seek(SeekFrom::Start(
+            meta.len().saturating_sub(SAMPLE).max(SAMPLE),
+        ))?;
+        file.read_to_end(&mut sample)?;
+    }
+    Ok(serde_json::json!({
+        "name": path.display().to_string(),
+        "size": meta.len(),
+        "modified": modified,
+        "sample_hash": format!("{:016x}", fnv1a(&sample)),
+    }))
+}
+
+/// FNV-1a, 64 bits: stable across versions, unlike std's hasher.
+fn fnv1a(bytes: &[u8]) -> u64 {
+    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |hash, &b| {
+        (hash ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+    })
+}
