@@ -4,7 +4,7 @@
 use std::process::{Command, Output, Stdio};
 use std::time::Duration;
 
-use pgpour_testkit::{shared_cluster, TestDb};
+use pgpour_testkit::{shared_cluster, Cluster, Durability, TestDb};
 
 const ROWS: u64 = 20_000;
 
@@ -34,8 +34,12 @@ fn multiset(db: &TestDb) -> (i64, i64, i64) {
 }
 
 fn input(dir: &std::path::Path) -> std::path::PathBuf {
+    input_of(dir, ROWS)
+}
+
+fn input_of(dir: &std::path::Path, rows: u64) -> std::path::PathBuf {
     let path = dir.join("rows.csv");
-    let body: String = (1..=ROWS).map(|i| format!("{i},\"value {i}\"\n")).collect();
+    let body: String = (1..=rows).map(|i| format!("{i},\"value {i}\"\n")).collect();
     std::fs::write(&path, body).unwrap();
     path
 }
@@ -229,4 +233,80 @@ fn stopped_by_a_bad_row_then_resumed_with_rejects_allowed() {
     assert!(out.status.success());
     let status = text(&pgpour(&["status", "-d", &conninfo]).stdout);
     assert!(!status.contains("rej "), "{status}");
+}
+
+/// Loads 200k rows with `disturb` run in the middle: the load must finish on
+/// its own, retrying, with exactly the input rows and no row rejected (a
+/// connection failure is never a row's fault, even mid-COPY).
+fn load_through(name: &str, disturb: impl FnOnce(&Cluster, &TestDb)) {
+    const MANY: u64 = 200_000;
+    let cluster = Cluster::start(Durability::Fast).unwrap();
+    let db = cluster.create_database(name);
+    db.client()
+        .batch_execute("CREATE TABLE t (id int, v text)")
+        .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let file = input_of(dir.path(), MANY);
+    let conninfo = db.conninfo();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_pgpour"))
+        .args([
+            "load",
+            file.to_str().unwrap(),
+            "-t",
+            "t",
+            "-d",
+            &conninfo,
+            "-q",
+        ])
+        .args(["--load-id", name, "--workers", "3", "--chunk-size", "16KiB"])
+        .args(["--max-errors", "all"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Disturb once some rows are in, while the load goes on.
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    while multiset(&db).0 == 0 {
+        assert!(std::time::Instant::now() < deadline, "nothing loaded");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(
+        child.try_wait().unwrap().is_none(),
+        "{name}: the load ended before the disturbance"
+    );
+    disturb(&cluster, &db);
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{name}: {}", text(&out.stderr));
+    assert!(
+        !dir.path().join("rows.rejected.csv").exists(),
+        "{name}: good rows rejected"
+    );
+    let n = MANY as i64;
+    assert_eq!(
+        multiset(&db),
+        (n, n, n * (n + 1) / 2),
+        "{name}: {}",
+        text(&out.stderr)
+    );
+}
+
+#[test]
+fn server_restart_mid_load_loses_nothing_and_duplicates_nothing() {
+    load_through("restart", |cluster, _| cluster.restart_immediate().unwrap());
+}
+
+#[test]
+fn terminated_backends_are_retried() {
+    load_through("terminate", |_, db| {
+        let mut client = db.client();
+        for _ in 0..5 {
+            client
+                .batch_execute(
+                    "SELECT pg_terminate_backend(pid) FROM pg_stat_activity \
+                     WHERE application_name = 'pgpour' AND pid <> pg_backend_pid()",
+                )
+                .unwrap();
+            std::thread::sleep(Duration::from_millis(60));
+        }
+    });
 }

@@ -252,6 +252,32 @@ impl Cluster {
         }
     }
 
+    /// Restarts the server with `pg_ctl restart -m immediate`: like a crash,
+    /// what was not written to WAL is lost, and it recovers on start.
+    pub fn restart_immediate(&self) -> Result<(), String> {
+        let Kind::Owned {
+            root,
+            bin,
+            run_as_postgres,
+            ..
+        } = &self.kind
+        else {
+            return Err("cannot restart an external server".into());
+        };
+        let mut c = if *run_as_postgres {
+            let mut c = Command::new("runuser");
+            c.args(["-u", "postgres", "--"]).arg(bin.join("pg_ctl"));
+            c
+        } else {
+            Command::new(bin.join("pg_ctl"))
+        };
+        c.args(["restart", "-m", "immediate", "-w", "-t", "60", "-D"])
+            .arg(root.path().join("data"))
+            .arg("-l")
+            .arg(root.path().join("server.log"));
+        run(&mut c)
+    }
+
     /// Stops the server now (it would be stopped at process exit anyway).
     pub fn stop(&self) {
         if let Kind::Owned {

@@ -406,14 +406,20 @@ fn classify(e: postgres::Error) -> Failure {
     let Some(server) = ServerError::from_db(&e) else {
         return Failure::Fatal(fatal(e));
     };
+    let class = &server.sqlstate[..2.min(server.sqlstate.len())];
+    // The connection, the transaction, the server's resources or state:
+    // never the row's fault, even when the error names the COPY line it
+    // happened on (a backend terminated mid-COPY does).
+    if matches!(class, "08" | "25" | "40" | "53" | "57" | "58" | "XX" | "F0") {
+        return Failure::Fatal(fatal(e));
+    }
     if let Some((copy_line, _)) = server.context.as_deref().and_then(parse_copy_context) {
         return Failure::Row { copy_line, server };
     }
-    // Data exceptions, integrity violations, errors raised by triggers'
-    // code: the data is at fault. Anything else (connection, privileges,
-    // a full disk, a deadlock) is not the row's fault.
-    let class = &server.sqlstate[..2.min(server.sqlstate.len())];
-    if matches!(class, "22" | "23" | "P0" | "2F" | "38" | "39") {
+    // Without a line: data exceptions, integrity violations, errors raised
+    // by triggers' code, a row too big are the data's fault; privileges and
+    // the like are not.
+    if matches!(class, "22" | "23" | "P0" | "2F" | "38" | "39" | "54") {
         Failure::Data(server)
     } else {
         Failure::Fatal(fatal(e))

@@ -141,6 +141,24 @@ impl Error {
         }
     }
 
+    /// A failure that may pass if tried again: a lost connection, a server
+    /// restarting or shutting down, a terminated backend, a serialization
+    /// failure or deadlock, too many connections.
+    pub fn is_transient(&self) -> bool {
+        let transient_state = |s: &str| {
+            s.starts_with("08")
+                || matches!(s, "57P01" | "57P02" | "57P03" | "40001" | "40P01" | "53300")
+        };
+        match self {
+            Error::Db { source, .. } | Error::Connect { source, .. } => {
+                source.code().is_none_or(|c| transient_state(c.code()))
+            }
+            Error::Copy { server, .. } => transient_state(&server.sqlstate),
+            Error::Stream { .. } => true,
+            _ => false,
+        }
+    }
+
     /// The SQLSTATE the server sent, if this error came from the server.
     pub fn sqlstate(&self) -> Option<String> {
         match self {

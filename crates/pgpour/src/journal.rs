@@ -252,10 +252,23 @@ pub(crate) fn record_chunk(
 
 /// The rejected rows of a load's committed chunks, in input order.
 pub fn rejected_rows(client: &mut impl GenericClient, load_id: &str) -> Result<Vec<BadRow>> {
+    rejected_rows_within(client, load_id, None)
+}
+
+/// The same, only those of one input's byte range when given.
+fn rejected_rows_within(
+    client: &mut impl GenericClient,
+    load_id: &str,
+    within: Option<(usize, u64, u64)>,
+) -> Result<Vec<BadRow>> {
+    let (input, start, end) = within.map_or((None, 0, i64::MAX), |(i, s, e)| {
+        (Some(i as i32), s as i64, e as i64)
+    });
     let rows = client
         .query(
-            "SELECT reason::text, bytes FROM pgpour.rejects WHERE load_id = $1 ORDER BY input, byte",
-            &[&load_id],
+            "SELECT reason::text, bytes FROM pgpour.rejects WHERE load_id = $1 \
+             AND ($2::int IS NULL OR (input = $2 AND byte >= $3 AND byte < $4)) ORDER BY input, byte",
+            &[&load_id, &input, &start, &end],
         )
         .map_err(Error::db("reading rejected rows from the journal"))?;
     Ok(rows
@@ -276,19 +289,65 @@ pub fn rejected_rows(client: &mut impl GenericClient, load_id: &str) -> Result<V
         .collect())
 }
 
-/// Marks the load finished. Committed synchronously: when this returns,
-/// every chunk committed before it is durable too (WAL is flushed in order).
-pub fn finish(client: &mut impl GenericClient, load_id: &str, state: &str) -> Result<()> {
+/// Labels the load (`failed`, `stopped`).
+pub fn set_state(client: &mut impl GenericClient, load_id: &str, state: &str) -> Result<()> {
     client
-        .batch_execute("SET synchronous_commit = on")
-        .and_then(|()| {
-            client.execute(
-                "UPDATE pgpour.loads SET state = $2, finished_at = now() WHERE load_id = $1",
-                &[&load_id, &state],
-            )
-        })
+        .execute(
+            "UPDATE pgpour.loads SET state = $2 WHERE load_id = $1",
+            &[&load_id, &state],
+        )
         .map(drop)
-        .map_err(Error::db("recording the end of the load"))
+        .map_err(Error::db("recording the state of the load"))
+}
+
+/// Marks the load done if the journal holds `expected` chunks; false when
+/// some are missing (lost in a crash: they committed asynchronously). The
+/// commit is synchronous, so when this returns true every chunk is durable
+/// (WAL is flushed in order).
+pub fn finish_if_complete(
+    client: &mut postgres::Client,
+    load_id: &str,
+    expected: u64,
+) -> Result<bool> {
+    let run = |client: &mut postgres::Client| -> Result<bool, postgres::Error> {
+        client.batch_execute("SET synchronous_commit = on")?;
+        let mut tx = client.transaction()?;
+        let found: i64 = tx
+            .query_one(
+                "SELECT count(*) FROM pgpour.chunks WHERE load_id = $1",
+                &[&load_id],
+            )?
+            .get(0);
+        if (found as u64) < expected {
+            return Ok(false);
+        }
+        tx.execute(
+            "UPDATE pgpour.loads SET state = 'done', finished_at = now() WHERE load_id = $1",
+            &[&load_id],
+        )?;
+        tx.commit()?;
+        Ok(true)
+    };
+    run(client).map_err(Error::db("recording the end of the load"))
+}
+
+/// Whether `chunk` is in the journal (it committed), with its rows loaded
+/// and its rejected rows.
+pub(crate) fn committed_chunk(
+    client: &mut impl GenericClient,
+    load_id: &str,
+    chunk: &crate::reader::Chunk,
+) -> Result<Option<(u64, Vec<BadRow>)>> {
+    let row = client
+        .query_opt(
+            "SELECT rows_loaded FROM pgpour.chunks WHERE load_id = $1 AND input = $2 AND byte_start = $3",
+            &[&load_id, &(chunk.input as i32), &(chunk.offset as i64)],
+        )
+        .map_err(Error::db("reading the journal"))?;
+    let Some(row) = row else { return Ok(None) };
+    let end = chunk.offset + chunk.data.len() as u64;
+    let rejected = rejected_rows_within(client, load_id, Some((chunk.input, chunk.offset, end)))?;
+    Ok(Some((row.get::<_, i64>(0) as u64, rejected)))
 }
 
 /// Every load in the journal, or one.

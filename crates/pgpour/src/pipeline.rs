@@ -8,12 +8,12 @@
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Condvar, Mutex};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use postgres::Client;
 
 use crate::conn::ConnectOptions;
-use crate::copy::ChunkLoader;
+use crate::copy::{ChunkLoader, Loaded};
 use crate::error::{Error, Result};
 use crate::format::FormatOptions;
 use crate::input::InputSpec;
@@ -66,6 +66,10 @@ pub fn default_workers() -> usize {
     cores.clamp(2, 8)
 }
 
+/// Passes over the input a load makes at most: more than one only when a
+/// server crash lost chunks that had committed asynchronously.
+const MAX_PASSES: usize = 3;
+
 /// Runs a load to the end, or until `cancel` is set (then workers stop at a
 /// chunk boundary and the summary says `interrupted`).
 pub fn load(
@@ -75,6 +79,52 @@ pub fn load(
     cancel: &AtomicBool,
 ) -> Result<LoadSummary, Box<LoadFailure>> {
     let started = Instant::now();
+    let mut options = options.clone();
+    options
+        .load_id
+        .get_or_insert_with(|| crate::journal::new_load_id(&options.table.name));
+    let mut resumed_chunks = None;
+    for _ in 0..MAX_PASSES {
+        let pass = load_pass(connect, &options, progress, cancel, started)?;
+        let resumed = *resumed_chunks.get_or_insert(pass.summary.resumed_chunks);
+        if !pass.chunks_lost {
+            let mut summary = pass.summary;
+            summary.resumed_chunks = resumed;
+            return Ok(summary);
+        }
+    }
+    Err(Box::new(LoadFailure {
+        error: Error::Config(format!(
+            "chunks committed by this load were lost {MAX_PASSES} times (server crashes?); \
+             `pgpour resume {}` when the server is stable",
+            options.load_id.as_deref().unwrap_or_default()
+        )),
+        summary: LoadSummary::new(
+            &options,
+            0,
+            progress,
+            started.elapsed(),
+            true,
+            &RejectSink::new(PathBuf::new()),
+        ),
+    }))
+}
+
+/// How one pass over the input ended.
+struct Pass {
+    summary: LoadSummary,
+    /// The journal lacks chunks this pass committed: a crash lost them.
+    chunks_lost: bool,
+}
+
+/// One pass: the chunks the journal does not have yet.
+fn load_pass(
+    connect: &ConnectOptions,
+    options: &LoadOptions,
+    progress: &Progress,
+    cancel: &AtomicBool,
+    started: Instant,
+) -> Result<Pass, Box<LoadFailure>> {
     let workers = options.workers.unwrap_or_else(default_workers).max(1);
     let sink = RejectSink::new(
         options
@@ -100,10 +150,7 @@ pub fn load(
     };
 
     let (mut first_client, target) = prepare(connect, options, progress).map_err(fail)?;
-    let load_id = options
-        .load_id
-        .clone()
-        .unwrap_or_else(|| crate::journal::new_load_id(&options.table.name));
+    let load_id = options.load_id.clone().unwrap_or_default();
     let previous = first_client
         .as_mut()
         .map(|c| crate::journal::begin(c, &load_id, &target.qualified, options))
@@ -114,7 +161,10 @@ pub fn load(
             let mut summary = summary(false);
             summary.load_id = load_id;
             summary.already_done = true;
-            return Ok(summary);
+            return Ok(Pass {
+                summary,
+                chunks_lost: false,
+            });
         }
         Some(Previous::Unfinished(chunks)) => chunks,
         _ => Vec::new(),
@@ -205,7 +255,7 @@ pub fn load(
 
     let end_state = |state: &str| {
         let mut client = connect.connect()?;
-        crate::journal::finish(&mut client, &load_id, state)
+        crate::journal::set_state(&mut client, &load_id, state)
     };
     let with_id = |mut summary: LoadSummary| {
         summary.load_id = load_id.clone();
@@ -229,13 +279,28 @@ pub fn load(
         })();
         truncate.map_err(fail)?;
     }
-    let complete = read_end
-        == Some(ReadEnd::Done {
-            chunks: committed.load(Ordering::SeqCst),
+    let committed = committed.load(Ordering::SeqCst);
+    let complete = read_end == Some(ReadEnd::Done { chunks: committed });
+    if !complete {
+        end_state("stopped").map_err(fail)?;
+        return Ok(Pass {
+            summary: with_id(summary(true)),
+            chunks_lost: false,
         });
-    // The final state is committed durably, and with it every chunk before.
-    end_state(if complete { "done" } else { "stopped" }).map_err(fail)?;
-    Ok(with_id(summary(!complete)))
+    }
+    // Chunks commit asynchronously: check that the journal has them all and
+    // mark the load done in one synchronous commit, which makes every chunk
+    // before it durable too. Chunks a crash lost are loaded by another pass.
+    let expected = done_chunks.len() as u64 + committed;
+    let finished = (|| {
+        let mut client = connect.connect()?;
+        crate::journal::finish_if_complete(&mut client, &load_id, expected)
+    })()
+    .map_err(fail)?;
+    Ok(Pass {
+        summary: with_id(summary(false)),
+        chunks_lost: !finished,
+    })
 }
 
 /// Connects, resolves the target and checks the COPY before any data moves.
@@ -297,11 +362,7 @@ impl Worker<'_> {
             Some(c) => c,
             None => self.connect.connect()?,
         };
-        // Chunks commit asynchronously: the journal shares their fate, and
-        // the load reports success only after a durable final commit.
-        client
-            .batch_execute("SET synchronous_commit = off")
-            .map_err(Error::db("setting up the session"))?;
+        asynchronous_commits(&mut client)?;
         let truncate = self.target.truncate_sql();
         for chunk in rx {
             if self.stop.load(Ordering::SeqCst) || self.cancel.load(Ordering::SeqCst) {
@@ -319,7 +380,7 @@ impl Worker<'_> {
             let file = self.options.inputs[chunk.input].name();
             // Opened however the first chunk ends, even by a panic.
             let opener = first.then_some(OpenOnDrop(self.gate));
-            let result = self.loader.load(&mut client, before, &chunk, &file);
+            let result = self.load_with_retry(&mut client, before, &chunk, &file);
             drop(opener);
             let loaded = result.map_err(|e| e.while_loading(&file, chunk.first_line))?;
             // Written only now that the chunk is committed: a row is either
@@ -334,6 +395,68 @@ impl Worker<'_> {
         }
         Ok(())
     }
+}
+
+impl Worker<'_> {
+    /// Loads a chunk, retrying transient failures (a restarting server, a
+    /// terminated backend, a lost connection, a serialization failure or
+    /// deadlock) with backoff for up to `RETRY_FOR`. Before a retry the
+    /// journal says whether the chunk committed after all (the connection
+    /// may have died after the commit), so a retry never loads it twice.
+    fn load_with_retry(
+        &self,
+        client: &mut Client,
+        before: Option<&str>,
+        chunk: &Chunk,
+        file: &str,
+    ) -> Result<Loaded> {
+        let deadline = Instant::now() + RETRY_FOR;
+        let mut delay = Duration::from_millis(100);
+        let retryable = |e: &Error| {
+            e.is_transient() && Instant::now() < deadline && !self.cancel.load(Ordering::SeqCst)
+        };
+        loop {
+            match self.loader.load(client, before, chunk, file) {
+                Ok(loaded) => return Ok(loaded),
+                Err(e) if retryable(&e) => {}
+                Err(e) => return Err(e),
+            }
+            loop {
+                std::thread::sleep(delay);
+                delay = (delay * 2).min(Duration::from_secs(5));
+                match self
+                    .connect
+                    .connect()
+                    .and_then(|mut c| asynchronous_commits(&mut c).map(|()| c))
+                {
+                    Ok(fresh) => {
+                        *client = fresh;
+                        break;
+                    }
+                    Err(e) if retryable(&e) => {}
+                    Err(e) => return Err(e),
+                }
+            }
+            if let Some(load_id) = self.loader.journal {
+                if let Some((rows, rejected)) =
+                    crate::journal::committed_chunk(client, load_id, chunk)?
+                {
+                    return Ok(Loaded { rows, rejected });
+                }
+            }
+        }
+    }
+}
+
+/// How long a chunk is retried after transient failures.
+const RETRY_FOR: Duration = Duration::from_secs(60);
+
+/// Chunks commit asynchronously: the journal shares their fate, and the load
+/// reports success only after a synchronous final commit.
+fn asynchronous_commits(client: &mut Client) -> Result<()> {
+    client
+        .batch_execute("SET synchronous_commit = off")
+        .map_err(Error::db("setting up the session"))
 }
 
 struct OpenOnDrop<'a>(&'a Gate);
