@@ -254,7 +254,7 @@ fn load_pass(
     });
 
     let end_state = |state: &str| {
-        let mut client = connect.connect()?;
+        let mut client = connect_retrying(connect, cancel)?;
         crate::journal::set_state(&mut client, &load_id, state)
     };
     let with_id = |mut summary: LoadSummary| {
@@ -293,7 +293,7 @@ fn load_pass(
     // before it durable too. Chunks a crash lost are loaded by another pass.
     let expected = done_chunks.len() as u64 + committed;
     let finished = (|| {
-        let mut client = connect.connect()?;
+        let mut client = connect_retrying(connect, cancel)?;
         crate::journal::finish_if_complete(&mut client, &load_id, expected)
     })()
     .map_err(fail)?;
@@ -360,7 +360,7 @@ impl Worker<'_> {
     fn run(&self, client: Option<Client>, rx: crossbeam_channel::Receiver<Chunk>) -> Result<()> {
         let mut client = match client {
             Some(c) => c,
-            None => self.connect.connect()?,
+            None => connect_retrying(self.connect, self.cancel)?,
         };
         asynchronous_commits(&mut client)?;
         let truncate = self.target.truncate_sql();
@@ -421,22 +421,10 @@ impl Worker<'_> {
                 Err(e) if retryable(&e) => {}
                 Err(e) => return Err(e),
             }
-            loop {
-                std::thread::sleep(delay);
-                delay = (delay * 2).min(Duration::from_secs(5));
-                match self
-                    .connect
-                    .connect()
-                    .and_then(|mut c| asynchronous_commits(&mut c).map(|()| c))
-                {
-                    Ok(fresh) => {
-                        *client = fresh;
-                        break;
-                    }
-                    Err(e) if retryable(&e) => {}
-                    Err(e) => return Err(e),
-                }
-            }
+            std::thread::sleep(delay);
+            delay = (delay * 2).min(Duration::from_secs(5));
+            *client = connect_retrying(self.connect, self.cancel)?;
+            asynchronous_commits(client)?;
             if let Some(load_id) = self.loader.journal {
                 if let Some((rows, rejected)) =
                     crate::journal::committed_chunk(client, load_id, chunk)?
@@ -448,8 +436,29 @@ impl Worker<'_> {
     }
 }
 
-/// How long a chunk is retried after transient failures.
+/// How long a chunk, or a connection, is retried after transient failures.
 const RETRY_FOR: Duration = Duration::from_secs(60);
+
+/// Connects once the load has started, waiting out a server that restarts
+/// or recovers (transient failures) for up to `RETRY_FOR`. The first
+/// connection of a load does not wait, so a wrong host fails at once.
+fn connect_retrying(connect: &ConnectOptions, cancel: &AtomicBool) -> Result<Client> {
+    let deadline = Instant::now() + RETRY_FOR;
+    let mut delay = Duration::from_millis(100);
+    loop {
+        match connect.connect() {
+            Err(e)
+                if e.is_transient()
+                    && Instant::now() < deadline
+                    && !cancel.load(Ordering::SeqCst) =>
+            {
+                std::thread::sleep(delay);
+                delay = (delay * 2).min(Duration::from_secs(5));
+            }
+            other => return other,
+        }
+    }
+}
 
 /// Chunks commit asynchronously: the journal shares their fate, and the load
 /// reports success only after a synchronous final commit.
