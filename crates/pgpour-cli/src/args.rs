@@ -205,6 +205,14 @@ pub struct LoadArgs {
     #[arg(long, value_name = "SIZE", default_value = "4MiB")]
     pub chunk_size: String,
 
+    /// All rows or none become visible, even with parallel workers: each
+    /// worker loads in one transaction, and they commit together by
+    /// two-phase commit when the server allows prepared transactions
+    /// (max_prepared_transactions >= workers); otherwise, and with
+    /// --truncate, one worker in one transaction. The summary says which.
+    #[arg(long)]
+    pub atomic: bool,
+
     /// Name of this load in the journal (default: generated, printed at the
     /// start). Running again with the same id continues the load instead of
     /// loading twice; it refuses if the options or inputs differ.

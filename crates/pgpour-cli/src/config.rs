@@ -39,6 +39,7 @@ impl LoadConfig {
                 max_errors: parse_max_errors(&args.max_errors)?,
                 reject_file: args.reject_file,
                 load_id: args.load_id,
+                atomic: args.atomic,
             },
             json: args.json,
             quiet: args.quiet,

@@ -98,6 +98,7 @@ fn compare(
         max_errors: Some(0),
         reject_file: None,
         load_id: None,
+        atomic: false,
     };
     let summary = pgpour::load(
         connect,

@@ -61,6 +61,10 @@ pub fn summary_text(s: &LoadSummary, workers_note: &str) -> String {
         ),
         None => String::new(),
     };
+    let atomic = s
+        .atomic
+        .as_ref()
+        .map_or_else(String::new, |how| format!("\n  atomic   {how}"));
     let resumed = if s.resumed_chunks > 0 {
         format!(
             " (resumed: {} chunks were committed before)",
@@ -75,7 +79,7 @@ pub fn summary_text(s: &LoadSummary, workers_note: &str) -> String {
          rows     {} read = {} loaded + {} rejected\n  \
          input    {} file{} ({} read, {} loaded, {})\n  \
          time     {:.2} s  |  {:.0} rows/s  |  {:.1} MB/s\n  \
-         workers  {}{workers_note}{rejects}",
+         workers  {}{workers_note}{atomic}{rejects}",
         HumanCount(s.rows_loaded),
         s.table,
         s.load_id,

@@ -310,3 +310,120 @@ fn terminated_backends_are_retried() {
         }
     });
 }
+
+#[test]
+fn atomic_load_failing_late_leaves_nothing() {
+    let db = shared_cluster().create_database("atomic_fail");
+    db.client()
+        .batch_execute("CREATE TABLE t (id int, v text)")
+        .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let file = input(dir.path());
+    let mut body = std::fs::read(&file).unwrap();
+    body.extend_from_slice(b"oops,late\n");
+    std::fs::write(&file, &body).unwrap();
+    let out = pgpour(&[
+        "load",
+        file.to_str().unwrap(),
+        "-t",
+        "t",
+        "-d",
+        &db.conninfo(),
+        "--atomic",
+        "--workers",
+        "3",
+        "--chunk-size",
+        "8KiB",
+    ]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+    assert_eq!(multiset(&db).0, 0, "nothing visible after a late failure");
+    let prepared: i64 = db
+        .client()
+        .query_one(
+            "SELECT count(*) FROM pg_prepared_xacts WHERE database = current_database()",
+            &[],
+        )
+        .unwrap()
+        .get(0);
+    assert_eq!(prepared, 0, "no prepared transaction left behind");
+}
+
+#[test]
+fn atomic_load_killed_at_random_moments_is_all_or_nothing_then_resumes() {
+    let db = shared_cluster().create_database("atomic_kill");
+    db.client()
+        .batch_execute("CREATE TABLE t (id int, v text)")
+        .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let file = input(dir.path());
+    let conninfo = db.conninfo();
+    let start = |load_id: &str| {
+        Command::new(env!("CARGO_BIN_EXE_pgpour"))
+            .args([
+                "load",
+                file.to_str().unwrap(),
+                "-t",
+                "t",
+                "-d",
+                &conninfo,
+                "-q",
+                "--atomic",
+            ])
+            .args([
+                "--load-id",
+                load_id,
+                "--workers",
+                "3",
+                "--chunk-size",
+                "8KiB",
+            ])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap()
+    };
+    let started = std::time::Instant::now();
+    assert!(start("atomic-calibrate").wait().unwrap().success());
+    assert_eq!(multiset(&db), EXPECTED);
+    let summary = text(&pgpour(&["status", "atomic-calibrate", "-d", &conninfo]).stdout);
+    assert!(summary.contains("done"), "{summary}");
+    let full = started.elapsed().as_millis() as u64;
+    let mut seed: u64 = 7;
+    for run in 0..8 {
+        db.client().batch_execute("TRUNCATE t").unwrap();
+        let load_id = format!("atomic-{run}");
+        let mut child = start(&load_id);
+        seed = seed
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        std::thread::sleep(Duration::from_millis((seed >> 33) % full.max(1)));
+        let _ = child.kill();
+        child.wait().unwrap();
+        let (rows, _, _) = multiset(&db);
+        assert!(
+            rows == 0 || rows == EXPECTED.0,
+            "run {run}: {rows} rows visible: not all or nothing"
+        );
+        let out = pgpour(&["resume", &load_id, "-d", &conninfo]);
+        if out.status.code() == Some(2) && text(&out.stderr).contains("committed nothing") {
+            assert!(start(&load_id).wait().unwrap().success(), "run {run}");
+        } else {
+            assert_eq!(
+                out.status.code(),
+                Some(0),
+                "run {run}: {}",
+                text(&out.stderr)
+            );
+        }
+        assert_eq!(multiset(&db), EXPECTED, "run {run}");
+        let prepared: i64 = db
+            .client()
+            .query_one(
+                "SELECT count(*) FROM pg_prepared_xacts WHERE database = current_database()",
+                &[],
+            )
+            .unwrap()
+            .get(0);
+        assert_eq!(prepared, 0, "run {run}: prepared transactions left behind");
+    }
+}

@@ -14,7 +14,7 @@
 use std::io::Write;
 use std::ops::Range;
 
-use postgres::{Client, Transaction};
+use postgres::{GenericClient, Transaction};
 
 use crate::error::{Error, ServerError};
 use crate::frame::{copy_lines, count_byte, Eol, Framer, Syntax};
@@ -55,10 +55,11 @@ enum Failure {
 
 impl<'a> ChunkLoader<'a> {
     /// Loads `chunk` in its own transaction, running `before` (a TRUNCATE)
-    /// first in the same transaction.
+    /// first in the same transaction. Given a transaction rather than a
+    /// client (`--atomic`), the chunk's "transaction" is a savepoint in it.
     pub fn load(
         &self,
-        client: &mut Client,
+        client: &mut impl GenericClient,
         before: Option<&str>,
         chunk: &Chunk,
         file: &str,
@@ -92,7 +93,7 @@ impl<'a> ChunkLoader<'a> {
     /// The careful path: client checks, then savepoints around every COPY.
     fn careful(
         &self,
-        client: &mut Client,
+        client: &mut impl GenericClient,
         before: Option<&str>,
         chunk: &Chunk,
         file: &str,

@@ -124,7 +124,7 @@ pub fn new_load_id(table: &str) -> String {
 /// The parts of the options that must match for a run to continue a load
 /// (workers, chunk size, error limits may change between runs).
 fn identity(options: &serde_json::Value) -> serde_json::Value {
-    let keys = ["inputs", "table", "columns", "format", "truncate"];
+    let keys = ["inputs", "table", "columns", "format", "truncate", "atomic"];
     keys.iter()
         .map(|k| (k.to_string(), options[k].clone()))
         .collect()
@@ -175,6 +175,27 @@ pub fn begin(
     if state == "done" {
         return Ok(Previous::Done);
     }
+    // An --atomic load stopped in its two-phase commit: finish what was
+    // decided (state `committing`), roll back the rest.
+    let leftovers = prepared_of(client, load_id)?;
+    if state == "committing" {
+        for gid in &leftovers {
+            client
+                .batch_execute(&format!(
+                    "COMMIT PREPARED {}",
+                    crate::sql::quote_literal(gid)
+                ))
+                .map_err(Error::db("committing a prepared transaction"))?;
+        }
+        client
+            .execute(
+                "UPDATE pgpour.loads SET state = 'done', finished_at = now() WHERE load_id = $1",
+                &[&load_id],
+            )
+            .map_err(Error::db("updating the journal"))?;
+        return Ok(Previous::Done);
+    }
+    rollback_prepared(client, &leftovers);
     client
         .execute(
             "UPDATE pgpour.loads SET state = 'running' WHERE load_id = $1",
@@ -287,6 +308,63 @@ fn rejected_rows_within(
             })
         })
         .collect())
+}
+
+/// The global id of the transaction worker `index` of a load prepares.
+pub fn prepared_id(load_id: &str, index: usize) -> String {
+    format!("pgpour:{load_id}:{index}")
+}
+
+/// Prepared transactions a load left behind.
+fn prepared_of(client: &mut impl GenericClient, load_id: &str) -> Result<Vec<String>> {
+    let prefix = format!("pgpour:{load_id}:");
+    Ok(client
+        .query(
+            "SELECT gid FROM pg_prepared_xacts WHERE database = current_database()",
+            &[],
+        )
+        .map_err(Error::db("listing prepared transactions"))?
+        .iter()
+        .map(|r| r.get::<_, String>(0))
+        .filter(|gid| gid.starts_with(&prefix))
+        .collect())
+}
+
+/// Records the decision to commit (synchronously), then commits every
+/// prepared transaction of the load.
+pub fn commit_prepared(
+    client: &mut postgres::Client,
+    load_id: &str,
+    gids: &[String],
+) -> Result<()> {
+    client
+        .batch_execute("SET synchronous_commit = on")
+        .and_then(|()| {
+            client.execute(
+                "UPDATE pgpour.loads SET state = 'committing' WHERE load_id = $1",
+                &[&load_id],
+            )
+        })
+        .map_err(Error::db("recording the decision to commit"))?;
+    for gid in gids {
+        client
+            .batch_execute(&format!(
+                "COMMIT PREPARED {}",
+                crate::sql::quote_literal(gid)
+            ))
+            .map_err(Error::db("committing a prepared transaction"))?;
+    }
+    Ok(())
+}
+
+/// Rolls back prepared transactions; best effort (resume tries again).
+pub fn rollback_prepared(client: &mut impl GenericClient, gids: &[String]) {
+    for gid in gids {
+        let _ = client.batch_execute(&format!(
+            "ROLLBACK PREPARED {}",
+            crate::sql::quote_literal(gid)
+        ));
+    }
 }
 
 /// Labels the load (`failed`, `stopped`).

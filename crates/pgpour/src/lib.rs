@@ -17,6 +17,7 @@
 //!     max_errors: Some(0),
 //!     reject_file: None,
 //!     load_id: None,
+//!     atomic: false,
 //! };
 //! let summary = pgpour::load(&connect, &options, &Progress::default(), &AtomicBool::new(false))
 //!     .map_err(|failure| failure.error)?;

@@ -49,6 +49,19 @@ pub struct LoadOptions {
     /// The load's id in the journal; `None` to generate one. Running again
     /// with the same id continues the load.
     pub load_id: Option<String>,
+    /// All rows or none become visible (two-phase commit across workers).
+    #[serde(default)]
+    pub atomic: bool,
+}
+
+/// How an `--atomic` load makes all its rows visible at once.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum AtomicMode {
+    /// Every worker PREPAREs its one transaction; then all COMMIT PREPARED.
+    TwoPhase,
+    /// One worker, one transaction (with --truncate, whose lock would block
+    /// the others, or when the server allows no prepared transactions).
+    OneTransaction,
 }
 
 /// A load that stopped on an error, with what it had committed by then.
@@ -125,31 +138,74 @@ fn load_pass(
     cancel: &AtomicBool,
     started: Instant,
 ) -> Result<Pass, Box<LoadFailure>> {
-    let workers = options.workers.unwrap_or_else(default_workers).max(1);
+    let mut workers = options.workers.unwrap_or_else(default_workers).max(1);
     let sink = RejectSink::new(
         options
             .reject_file
             .clone()
             .unwrap_or_else(|| RejectSink::default_path(&options.inputs, options.format.format)),
     );
+    let (mut first_client, target) = match prepare(connect, options, progress) {
+        Ok(prepared) => prepared,
+        Err(error) => {
+            let summary =
+                LoadSummary::new(options, workers, progress, started.elapsed(), false, &sink);
+            return Err(Box::new(LoadFailure { error, summary }));
+        }
+    };
+    let atomic = match options.atomic {
+        false => None,
+        true if options.truncate || workers == 1 => Some(AtomicMode::OneTransaction),
+        true => {
+            let allowed: i64 = first_client
+                .as_mut()
+                .and_then(|c| {
+                    c.query_one(
+                        "SELECT current_setting('max_prepared_transactions')::int8",
+                        &[],
+                    )
+                    .ok()
+                })
+                .map_or(0, |r| r.get(0));
+            if allowed >= workers as i64 {
+                Some(AtomicMode::TwoPhase)
+            } else {
+                Some(AtomicMode::OneTransaction)
+            }
+        }
+    };
+    if atomic == Some(AtomicMode::OneTransaction) {
+        workers = 1;
+    }
+    let atomic_note = atomic.map(|mode| match mode {
+        AtomicMode::TwoPhase => format!("two-phase commit across {workers} workers"),
+        AtomicMode::OneTransaction => "one transaction, one worker".to_string(),
+    });
     let summary = |interrupted| {
-        LoadSummary::new(
+        let mut s = LoadSummary::new(
             options,
             workers,
             progress,
             started.elapsed(),
             interrupted,
             &sink,
-        )
+        );
+        s.atomic = atomic_note.clone();
+        s
     };
     let fail = |error| {
-        Box::new(LoadFailure {
-            error,
-            summary: summary(false),
-        })
+        let mut summary = summary(false);
+        if atomic.is_some() {
+            // Nothing of an atomic load that failed is visible.
+            summary.rows_loaded = 0;
+            summary.rows_rejected = 0;
+            summary.rows_read = 0;
+            summary.bytes_loaded = 0;
+            summary.reject_file = None;
+            summary.reject_log = None;
+        }
+        Box::new(LoadFailure { error, summary })
     };
-
-    let (mut first_client, target) = prepare(connect, options, progress).map_err(fail)?;
     let load_id = options.load_id.clone().unwrap_or_default();
     let previous = first_client
         .as_mut()
@@ -185,6 +241,7 @@ fn load_pass(
     let segments = crate::reader::segments(options.inputs.len(), &done_chunks);
     // TRUNCATE belongs to the first chunk of the load, not of a resumed run.
     let truncate = options.truncate && done_chunks.is_empty();
+    let prepared: Mutex<Vec<String>> = Mutex::new(Vec::new());
     let first_error: Mutex<Option<Error>> = Mutex::new(None);
     let stop = AtomicBool::new(false);
     let record_error = |e: Error| {
@@ -219,6 +276,9 @@ fn load_pass(
             let worker = Worker {
                 connect,
                 options,
+                index,
+                atomic,
+                prepared: &prepared,
                 truncate,
                 target: &target,
                 loader: &loader,
@@ -262,7 +322,17 @@ fn load_pass(
         summary.resumed_chunks = done_chunks.len() as u64;
         summary
     };
-    if let Some(e) = first_error.into_inner().unwrap_or_else(|p| p.into_inner()) {
+    let prepared = prepared.into_inner().unwrap_or_else(|p| p.into_inner());
+    let first_error = first_error.into_inner().unwrap_or_else(|p| p.into_inner());
+    let committed = committed.load(Ordering::SeqCst);
+    let complete = first_error.is_none() && read_end == Some(ReadEnd::Done { chunks: committed });
+    if atomic.is_some() && !complete {
+        // All or nothing: nothing. (Best effort; resume rolls back leftovers.)
+        if let Ok(mut client) = connect_retrying(connect, cancel) {
+            crate::journal::rollback_prepared(&mut client, &prepared);
+        }
+    }
+    if let Some(e) = first_error {
         // Best effort: the journal is right either way, the state is a label.
         let _ = end_state("failed");
         let mut failure = fail(e);
@@ -279,10 +349,13 @@ fn load_pass(
         })();
         truncate.map_err(fail)?;
     }
-    let committed = committed.load(Ordering::SeqCst);
-    let complete = read_end == Some(ReadEnd::Done { chunks: committed });
     if !complete {
         end_state("stopped").map_err(fail)?;
+        if atomic.is_some() {
+            return Err(fail(Error::Config(
+                "interrupted: nothing of this --atomic load was committed".into(),
+            )));
+        }
         return Ok(Pass {
             summary: with_id(summary(true)),
             chunks_lost: false,
@@ -294,7 +367,17 @@ fn load_pass(
     let expected = done_chunks.len() as u64 + committed;
     let finished = (|| {
         let mut client = connect_retrying(connect, cancel)?;
-        crate::journal::finish_if_complete(&mut client, &load_id, expected)
+        if atomic == Some(AtomicMode::TwoPhase) {
+            // Decided: from here on, resume finishes the commit.
+            crate::journal::commit_prepared(&mut client, &load_id, &prepared)?;
+        }
+        let finished = crate::journal::finish_if_complete(&mut client, &load_id, expected)?;
+        if atomic.is_some() {
+            // Rejects of an atomic load are known for sure only now.
+            let rows = crate::journal::rejected_rows(&mut client, &load_id)?;
+            sink.rewrite(&rows)?;
+        }
+        Ok(finished)
     })()
     .map_err(fail)?;
     Ok(Pass {
@@ -344,6 +427,10 @@ fn prepare(
 struct Worker<'a> {
     connect: &'a ConnectOptions,
     options: &'a LoadOptions,
+    index: usize,
+    atomic: Option<AtomicMode>,
+    /// Global ids of the transactions workers prepared (`--atomic`).
+    prepared: &'a Mutex<Vec<String>>,
     /// TRUNCATE with the first chunk (not when resuming).
     truncate: bool,
     target: &'a Target,
@@ -363,6 +450,9 @@ impl Worker<'_> {
             None => connect_retrying(self.connect, self.cancel)?,
         };
         asynchronous_commits(&mut client)?;
+        if let Some(mode) = self.atomic {
+            return self.run_atomic(client, rx, mode);
+        }
         let truncate = self.target.truncate_sql();
         for chunk in rx {
             if self.stop.load(Ordering::SeqCst) || self.cancel.load(Ordering::SeqCst) {
@@ -398,6 +488,61 @@ impl Worker<'_> {
 }
 
 impl Worker<'_> {
+    /// `--atomic`: every chunk in one transaction of this worker (a chunk is a
+    /// savepoint there), prepared or committed at the end unless the load
+    /// failed. No retries: a lost connection loses the transaction.
+    fn run_atomic(
+        &self,
+        mut client: Client,
+        rx: crossbeam_channel::Receiver<Chunk>,
+        mode: AtomicMode,
+    ) -> Result<()> {
+        let mut tx = client
+            .transaction()
+            .map_err(Error::db("starting the load's transaction"))?;
+        let truncate = self.target.truncate_sql();
+        for chunk in rx {
+            if self.stop.load(Ordering::SeqCst) || self.cancel.load(Ordering::SeqCst) {
+                return Ok(());
+            }
+            let before = (chunk.seq == 0 && self.truncate).then_some(truncate.as_str());
+            let file = self.options.inputs[chunk.input].name();
+            let loaded = self
+                .loader
+                .load(&mut tx, before, &chunk, &file)
+                .map_err(|e| e.while_loading(&file, chunk.first_line))?;
+            self.progress.add_committed(
+                loaded.rows,
+                loaded.rejected.len() as u64,
+                chunk.data.len() as u64,
+            );
+            self.committed.fetch_add(1, Ordering::SeqCst);
+        }
+        if self.stop.load(Ordering::SeqCst) || self.cancel.load(Ordering::SeqCst) {
+            return Ok(());
+        }
+        match mode {
+            AtomicMode::OneTransaction => tx.commit().map_err(Error::db("committing the load")),
+            AtomicMode::TwoPhase => {
+                let gid =
+                    crate::journal::prepared_id(self.loader.journal.unwrap_or(""), self.index);
+                tx.batch_execute(&format!(
+                    "PREPARE TRANSACTION {}",
+                    crate::sql::quote_literal(&gid)
+                ))
+                .map_err(Error::db("preparing the load's transaction"))?;
+                self.prepared
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .push(gid);
+                // The transaction is prepared; dropping the handle only asks
+                // the now idle session to roll back nothing.
+                drop(tx);
+                Ok(())
+            }
+        }
+    }
+
     /// Loads a chunk, retrying transient failures (a restarting server, a
     /// terminated backend, a lost connection, a serialization failure or
     /// deadlock) with backoff for up to `RETRY_FOR`. Before a retry the

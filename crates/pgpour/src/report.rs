@@ -39,6 +39,8 @@ pub struct LoadSummary {
     pub workers: usize,
     /// True when the load was stopped before the end of its input.
     pub interrupted: bool,
+    /// How an `--atomic` load committed, when it was one.
+    pub atomic: Option<String>,
 }
 
 impl LoadSummary {
@@ -78,6 +80,7 @@ impl LoadSummary {
             mb_per_second: per_second(p.bytes_loaded) / 1e6,
             workers,
             interrupted,
+            atomic: None,
         }
     }
 }

@@ -143,6 +143,7 @@ impl Case {
             max_errors: Some(0),
             reject_file: None,
             load_id: None,
+            atomic: false,
         }
     }
 

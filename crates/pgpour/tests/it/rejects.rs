@@ -75,6 +75,7 @@ impl RejectCase {
                 max_errors: None,
                 reject_file: Some(reject_file.clone()),
                 load_id: None,
+                atomic: false,
             };
             let run = format!("{name} (workers {workers}, chunk {chunk_size})");
             let summary = pgpour::load(
@@ -258,6 +259,7 @@ fn csv_into_t(
         max_errors,
         reject_file: Some(rejects),
         load_id: None,
+        atomic: false,
     }
 }
 

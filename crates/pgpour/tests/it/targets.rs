@@ -27,6 +27,7 @@ fn options(
         max_errors: Some(0),
         reject_file: Some(dir.path().join("rejects.csv")),
         load_id: None,
+        atomic: false,
     }
 }
 
