@@ -213,6 +213,12 @@ pub struct LoadArgs {
     #[arg(long)]
     pub atomic: bool,
 
+    /// Do not record progress in the target database (no `pgpour` schema is
+    /// created; the load cannot be resumed). For roles that may not create
+    /// a schema.
+    #[arg(long)]
+    pub no_journal: bool,
+
     /// Name of this load in the journal (default: generated, printed at the
     /// start). Running again with the same id continues the load instead of
     /// loading twice; it refuses if the options or inputs differ.

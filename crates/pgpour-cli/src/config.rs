@@ -40,6 +40,7 @@ impl LoadConfig {
                 reject_file: args.reject_file,
                 load_id: args.load_id,
                 atomic: args.atomic,
+                journal: !args.no_journal,
             },
             json: args.json,
             quiet: args.quiet,

@@ -99,6 +99,7 @@ fn compare(
         reject_file: None,
         load_id: None,
         atomic: false,
+        journal: true,
     };
     let summary = pgpour::load(
         connect,

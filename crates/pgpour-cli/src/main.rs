@@ -62,10 +62,15 @@ fn run_load(mut config: LoadConfig) -> Result<ExitCode> {
         .load_id
         .get_or_insert_with(|| pgpour::journal::new_load_id(&config.load.table.name))
         .clone();
-    if !config.quiet && !config.json {
+    let journaled = config.load.journal;
+    if journaled && !config.quiet && !config.json {
         eprintln!("pgpour: load {load_id}");
     }
-    let resume_hint = format!("continue it with: pgpour resume {load_id}");
+    let resume_hint = if journaled {
+        format!("continue it with: pgpour resume {load_id}")
+    } else {
+        "it cannot be resumed (--no-journal)".to_string()
+    };
     let cancel = install_interrupt_handler();
     let progress = Progress::default();
     let done = AtomicBool::new(false);

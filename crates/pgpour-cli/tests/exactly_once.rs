@@ -427,3 +427,100 @@ fn atomic_load_killed_at_random_moments_is_all_or_nothing_then_resumes() {
         assert_eq!(prepared, 0, "run {run}: prepared transactions left behind");
     }
 }
+
+#[test]
+fn gzip_input_resumes_and_stdin_says_it_cannot() {
+    use std::io::Write;
+    let db = shared_cluster().create_database("resume_gzip");
+    db.client()
+        .batch_execute("CREATE TABLE t (id int, v text)")
+        .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let plain = std::fs::read(input(dir.path())).unwrap();
+    let mut body = plain.clone();
+    let middle = body.len() / 2
+        + body[body.len() / 2..]
+            .iter()
+            .position(|&b| b == b'\n')
+            .unwrap()
+        + 1;
+    body.splice(middle..middle, b"oops,x\n".iter().copied());
+    let file = dir.path().join("rows.csv.gz");
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    gz.write_all(&body).unwrap();
+    std::fs::write(&file, gz.finish().unwrap()).unwrap();
+    let conninfo = db.conninfo();
+    let load = [
+        "load",
+        file.to_str().unwrap(),
+        "-t",
+        "t",
+        "-d",
+        &conninfo,
+        "--load-id",
+        "gz",
+    ];
+    let out = pgpour(&[&load[..], &["--chunk-size", "8KiB", "--workers", "2"]].concat());
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+    assert!(multiset(&db).0 > 0);
+    let out = pgpour(&["resume", "gz", "-d", &conninfo, "--max-errors", "1"]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    assert_eq!(multiset(&db), EXPECTED);
+
+    // stdin: the same stop, then resume refuses with a clear reason.
+    db.client().batch_execute("TRUNCATE t").unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_pgpour"))
+        .args([
+            "load",
+            "-",
+            "-t",
+            "t",
+            "-d",
+            &conninfo,
+            "--load-id",
+            "in",
+            "--chunk-size",
+            "8KiB",
+        ])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let _ = child.stdin.take().unwrap().write_all(&body);
+    assert_eq!(child.wait().unwrap().code(), Some(2));
+    let out = pgpour(&["resume", "in", "-d", &conninfo]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        text(&out.stderr).contains("stdin cannot be read again"),
+        "{}",
+        text(&out.stderr)
+    );
+}
+
+#[test]
+fn no_journal_loads_without_creating_anything() {
+    let db = shared_cluster().create_database("no_journal");
+    db.client()
+        .batch_execute("CREATE TABLE t (id int, v text)")
+        .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let file = input(dir.path());
+    let out = pgpour(&[
+        "load",
+        file.to_str().unwrap(),
+        "-t",
+        "t",
+        "-d",
+        &db.conninfo(),
+        "--no-journal",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert_eq!(multiset(&db), EXPECTED);
+    let schema: bool = db
+        .client()
+        .query_one("SELECT to_regnamespace('pgpour') IS NOT NULL", &[])
+        .unwrap()
+        .get(0);
+    assert!(!schema, "--no-journal created the pgpour schema");
+}

@@ -18,6 +18,7 @@
 //!     reject_file: None,
 //!     load_id: None,
 //!     atomic: false,
+//!     journal: true,
 //! };
 //! let summary = pgpour::load(&connect, &options, &Progress::default(), &AtomicBool::new(false))
 //!     .map_err(|failure| failure.error)?;

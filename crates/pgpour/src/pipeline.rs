@@ -52,6 +52,15 @@ pub struct LoadOptions {
     /// All rows or none become visible (two-phase commit across workers).
     #[serde(default)]
     pub atomic: bool,
+    /// Record progress in the target database's journal (schema `pgpour`),
+    /// which makes the load resumable. Without it chunks commit
+    /// synchronously and nothing is created in the database.
+    #[serde(default = "yes")]
+    pub journal: bool,
+}
+
+fn yes() -> bool {
+    true
 }
 
 /// How an `--atomic` load makes all its rows visible at once.
@@ -207,8 +216,14 @@ fn load_pass(
         Box::new(LoadFailure { error, summary })
     };
     let load_id = options.load_id.clone().unwrap_or_default();
+    if options.atomic && !options.journal {
+        return Err(fail(Error::Config(
+            "--atomic needs the journal (its commit decision is recorded there)".into(),
+        )));
+    }
     let previous = first_client
         .as_mut()
+        .filter(|_| options.journal)
         .map(|c| crate::journal::begin(c, &load_id, &target.qualified, options))
         .transpose()
         .map_err(fail)?;
@@ -259,7 +274,7 @@ fn load_pass(
         syntax: options.format.syntax(),
         validator: &validator,
         budget: &budget,
-        journal: Some(&load_id),
+        journal: options.journal.then_some(load_id.as_str()),
     };
     let committed = AtomicU64::new(0);
     let expected_header = target.columns.clone();
@@ -314,6 +329,9 @@ fn load_pass(
     });
 
     let end_state = |state: &str| {
+        if !options.journal {
+            return Ok(());
+        }
         let mut client = connect_retrying(connect, cancel)?;
         crate::journal::set_state(&mut client, &load_id, state)
     };
@@ -366,6 +384,9 @@ fn load_pass(
     // before it durable too. Chunks a crash lost are loaded by another pass.
     let expected = done_chunks.len() as u64 + committed;
     let finished = (|| {
+        if !options.journal {
+            return Ok(true);
+        }
         let mut client = connect_retrying(connect, cancel)?;
         if atomic == Some(AtomicMode::TwoPhase) {
             // Decided: from here on, resume finishes the commit.
@@ -449,7 +470,9 @@ impl Worker<'_> {
             Some(c) => c,
             None => connect_retrying(self.connect, self.cancel)?,
         };
-        asynchronous_commits(&mut client)?;
+        if self.loader.journal.is_some() {
+            asynchronous_commits(&mut client)?;
+        }
         if let Some(mode) = self.atomic {
             return self.run_atomic(client, rx, mode);
         }
@@ -569,7 +592,9 @@ impl Worker<'_> {
             std::thread::sleep(delay);
             delay = (delay * 2).min(Duration::from_secs(5));
             *client = connect_retrying(self.connect, self.cancel)?;
-            asynchronous_commits(client)?;
+            if self.loader.journal.is_some() {
+                asynchronous_commits(client)?;
+            }
             if let Some(load_id) = self.loader.journal {
                 if let Some((rows, rejected)) =
                     crate::journal::committed_chunk(client, load_id, chunk)?

@@ -144,6 +144,7 @@ impl Case {
             reject_file: None,
             load_id: None,
             atomic: false,
+            journal: true,
         }
     }
 

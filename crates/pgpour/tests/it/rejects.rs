@@ -76,6 +76,7 @@ impl RejectCase {
                 reject_file: Some(reject_file.clone()),
                 load_id: None,
                 atomic: false,
+                journal: true,
             };
             let run = format!("{name} (workers {workers}, chunk {chunk_size})");
             let summary = pgpour::load(
@@ -260,6 +261,7 @@ fn csv_into_t(
         reject_file: Some(rejects),
         load_id: None,
         atomic: false,
+        journal: true,
     }
 }
 

@@ -28,6 +28,7 @@ fn options(
         reject_file: Some(dir.path().join("rejects.csv")),
         load_id: None,
         atomic: false,
+        journal: true,
     }
 }
 
