@@ -258,6 +258,12 @@ fn help_explains_options_with_examples() {
         "Examples:",
         "Exit codes",
         "Memory",
+        "--max-errors",
+        "--reject-file",
+        "--load-id",
+        "--atomic",
+        "--no-journal",
+        "Exactly once",
     ] {
         assert!(help.contains(needle), "load --help lacks {needle}");
     }
