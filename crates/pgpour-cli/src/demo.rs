@@ -99,7 +99,8 @@ fn compare(
         reject_file: None,
         load_id: None,
         atomic: false,
-        journal: true,
+        // The demo promises to leave nothing behind in a given database.
+        journal: false,
     };
     let summary = pgpour::load(
         connect,

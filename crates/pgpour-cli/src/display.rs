@@ -74,15 +74,18 @@ pub fn summary_text(s: &LoadSummary, workers_note: &str) -> String {
         String::new()
     };
     format!(
-        "pgpour: {status} {} rows into {}{resumed}\n  \
-         load     {}\n  \
+        "pgpour: {status} {} rows into {}{resumed}{}\n  \
          rows     {} read = {} loaded + {} rejected\n  \
          input    {} file{} ({} read, {} loaded, {})\n  \
          time     {:.2} s  |  {:.0} rows/s  |  {:.1} MB/s\n  \
          workers  {}{workers_note}{atomic}{rejects}",
         HumanCount(s.rows_loaded),
         s.table,
-        s.load_id,
+        if s.load_id.is_empty() {
+            String::new()
+        } else {
+            format!("\n  load     {}", s.load_id)
+        },
         HumanCount(s.rows_read),
         HumanCount(s.rows_loaded),
         HumanCount(s.rows_rejected),

@@ -336,7 +336,12 @@ fn load_pass(
         crate::journal::set_state(&mut client, &load_id, state)
     };
     let with_id = |mut summary: LoadSummary| {
-        summary.load_id = load_id.clone();
+        // Without the journal there is nothing to resume: no id to show.
+        summary.load_id = if options.journal {
+            load_id.clone()
+        } else {
+            String::new()
+        };
         summary.resumed_chunks = done_chunks.len() as u64;
         summary
     };
