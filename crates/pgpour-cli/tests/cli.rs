@@ -1,35 +1,13 @@
 //! The `pgpour` binary end to end against the test kit's server.
 
+mod common;
+
 use std::io::Write;
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Stdio};
+
+use common::{pgpour, text};
 
 use pgpour_testkit::{shared_cluster, TestDb, SUPERUSER_PASSWORD};
-
-fn pgpour(args: &[&str], stdin: Option<&[u8]>) -> Output {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_pgpour"))
-        .args(args)
-        .stdin(if stdin.is_some() {
-            Stdio::piped()
-        } else {
-            Stdio::null()
-        })
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        // The tests' own environment must not leak into the connection.
-        .env_remove("PGHOST")
-        .env_remove("PGDATABASE")
-        .env_remove("PGPASSWORD")
-        .spawn()
-        .expect("run pgpour");
-    if let Some(bytes) = stdin {
-        child.stdin.take().unwrap().write_all(bytes).unwrap();
-    }
-    child.wait_with_output().unwrap()
-}
-
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
-}
 
 fn count(db: &TestDb, table: &str) -> i64 {
     db.client()

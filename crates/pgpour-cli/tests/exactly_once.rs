@@ -1,7 +1,11 @@
 //! Guarantee 3, exactly once: a load stopped at any moment and resumed ends
 //! with every input row in the table once, no more, no less.
 
+mod common;
+
 use std::process::{Command, Output, Stdio};
+
+use common::text;
 use std::time::Duration;
 
 use pgpour_testkit::{shared_cluster, Cluster, Durability, TestDb};
@@ -9,15 +13,7 @@ use pgpour_testkit::{shared_cluster, Cluster, Durability, TestDb};
 const ROWS: u64 = 20_000;
 
 fn pgpour(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_pgpour"))
-        .args(args)
-        .stdin(Stdio::null())
-        .output()
-        .expect("run pgpour")
-}
-
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
+    common::pgpour(args, None)
 }
 
 /// (rows, distinct ids, sum of ids): equal to the input's only when every
@@ -46,9 +42,18 @@ fn input_of(dir: &std::path::Path, rows: u64) -> std::path::PathBuf {
 
 const EXPECTED: (i64, i64, i64) = (ROWS as i64, ROWS as i64, (ROWS * (ROWS + 1) / 2) as i64);
 
-#[test]
-fn sigkill_at_random_moments_then_resume_loads_every_row_once() {
-    let db = shared_cluster().create_database("sigkill");
+/// Kills loads (with `extra` options) with SIGKILL at random moments within
+/// a whole load's duration, `runs` times; after each kill runs `after_kill`,
+/// then resumes (or, if the load was killed before it was recorded, runs it
+/// again) and checks that every row is there exactly once. Returns how many
+/// loads were killed while still running.
+fn kill_and_resume(
+    name: &str,
+    extra: &[&str],
+    runs: u64,
+    after_kill: impl Fn(&TestDb, u64),
+) -> u64 {
+    let db = shared_cluster().create_database(name);
     // No key: a row loaded twice would show.
     db.client()
         .batch_execute("CREATE TABLE t (id int, v text)")
@@ -75,6 +80,7 @@ fn sigkill_at_random_moments_then_resume_loads_every_row_once() {
                 "--chunk-size",
                 "8KiB",
             ])
+            .args(extra)
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
@@ -82,24 +88,30 @@ fn sigkill_at_random_moments_then_resume_loads_every_row_once() {
     };
     // How long a whole load takes here: kills land uniformly within it.
     let started = std::time::Instant::now();
-    assert!(start("calibrate").wait().unwrap().success());
+    assert!(start(&format!("{name}-calibrate"))
+        .wait()
+        .unwrap()
+        .success());
     let full = started.elapsed().as_millis() as u64;
+    assert_eq!(multiset(&db), EXPECTED);
+    let status = text(&pgpour(&["status", &format!("{name}-calibrate"), "-d", &conninfo]).stdout);
+    assert!(status.contains("done"), "{status}");
     let mut seed: u64 = 0x9E37_79B9;
     let mut killed_mid_load = 0;
-    for run in 0..20 {
+    for run in 0..runs {
         db.client().batch_execute("TRUNCATE t").unwrap();
-        let load_id = format!("kill-{run}");
+        let load_id = format!("{name}-{run}");
         let mut child = start(&load_id);
         seed = seed
             .wrapping_mul(6364136223846793005)
             .wrapping_add(1442695040888963407);
         std::thread::sleep(Duration::from_millis((seed >> 33) % full.max(1)));
         let _ = child.kill(); // SIGKILL
-        let status = child.wait().unwrap();
-        if status.code().is_none() {
+        if child.wait().unwrap().code().is_none() {
             killed_mid_load += 1;
         }
-        let out = pgpour(&["resume", &load_id, "-d", &conninfo, "--json"]);
+        after_kill(&db, run);
+        let out = pgpour(&["resume", &load_id, "-d", &conninfo]);
         if out.status.code() == Some(2) && text(&out.stderr).contains("committed nothing") {
             // Killed before the load was recorded: the same command again.
             assert!(start(&load_id).wait().unwrap().success(), "run {run}");
@@ -112,11 +124,26 @@ fn sigkill_at_random_moments_then_resume_loads_every_row_once() {
             );
         }
         assert_eq!(multiset(&db), EXPECTED, "run {run}: every row exactly once");
+        let prepared: i64 = db
+            .client()
+            .query_one(
+                "SELECT count(*) FROM pg_prepared_xacts WHERE database = current_database()",
+                &[],
+            )
+            .unwrap()
+            .get(0);
+        assert_eq!(prepared, 0, "run {run}: prepared transactions left behind");
     }
+    killed_mid_load
+}
+
+#[test]
+fn sigkill_at_random_moments_then_resume_loads_every_row_once() {
+    let killed = kill_and_resume("kill", &[], 20, |_, _| {});
     // The test means something only if most runs were killed mid-load.
     assert!(
-        killed_mid_load >= 10,
-        "only {killed_mid_load} of 20 runs were killed while loading"
+        killed >= 10,
+        "only {killed} of 20 runs were killed while loading"
     );
 }
 
@@ -350,82 +377,13 @@ fn atomic_load_failing_late_leaves_nothing() {
 
 #[test]
 fn atomic_load_killed_at_random_moments_is_all_or_nothing_then_resumes() {
-    let db = shared_cluster().create_database("atomic_kill");
-    db.client()
-        .batch_execute("CREATE TABLE t (id int, v text)")
-        .unwrap();
-    let dir = tempfile::tempdir().unwrap();
-    let file = input(dir.path());
-    let conninfo = db.conninfo();
-    let start = |load_id: &str| {
-        Command::new(env!("CARGO_BIN_EXE_pgpour"))
-            .args([
-                "load",
-                file.to_str().unwrap(),
-                "-t",
-                "t",
-                "-d",
-                &conninfo,
-                "-q",
-                "--atomic",
-            ])
-            .args([
-                "--load-id",
-                load_id,
-                "--workers",
-                "3",
-                "--chunk-size",
-                "8KiB",
-            ])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap()
-    };
-    let started = std::time::Instant::now();
-    assert!(start("atomic-calibrate").wait().unwrap().success());
-    assert_eq!(multiset(&db), EXPECTED);
-    let summary = text(&pgpour(&["status", "atomic-calibrate", "-d", &conninfo]).stdout);
-    assert!(summary.contains("done"), "{summary}");
-    let full = started.elapsed().as_millis() as u64;
-    let mut seed: u64 = 7;
-    for run in 0..8 {
-        db.client().batch_execute("TRUNCATE t").unwrap();
-        let load_id = format!("atomic-{run}");
-        let mut child = start(&load_id);
-        seed = seed
-            .wrapping_mul(6364136223846793005)
-            .wrapping_add(1442695040888963407);
-        std::thread::sleep(Duration::from_millis((seed >> 33) % full.max(1)));
-        let _ = child.kill();
-        child.wait().unwrap();
-        let (rows, _, _) = multiset(&db);
+    kill_and_resume("atomic", &["--atomic"], 8, |db, run| {
+        let (rows, _, _) = multiset(db);
         assert!(
             rows == 0 || rows == EXPECTED.0,
             "run {run}: {rows} rows visible: not all or nothing"
         );
-        let out = pgpour(&["resume", &load_id, "-d", &conninfo]);
-        if out.status.code() == Some(2) && text(&out.stderr).contains("committed nothing") {
-            assert!(start(&load_id).wait().unwrap().success(), "run {run}");
-        } else {
-            assert_eq!(
-                out.status.code(),
-                Some(0),
-                "run {run}: {}",
-                text(&out.stderr)
-            );
-        }
-        assert_eq!(multiset(&db), EXPECTED, "run {run}");
-        let prepared: i64 = db
-            .client()
-            .query_one(
-                "SELECT count(*) FROM pg_prepared_xacts WHERE database = current_database()",
-                &[],
-            )
-            .unwrap()
-            .get(0);
-        assert_eq!(prepared, 0, "run {run}: prepared transactions left behind");
-    }
+    });
 }
 
 #[test]
