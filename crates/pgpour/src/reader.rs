@@ -199,9 +199,6 @@ impl Reader<'_> {
             line += self.count_lines(&framer, &buf[..end]);
             offset += end as u64;
             buf.drain(..end);
-            if buf.is_empty() && eof {
-                return Ok(true);
-            }
         }
 
         loop {
