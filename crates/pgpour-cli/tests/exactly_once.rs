@@ -484,3 +484,50 @@ fn no_journal_loads_without_creating_anything() {
         .get(0);
     assert!(!schema, "--no-journal created the pgpour schema");
 }
+
+#[test]
+fn resumed_reject_file_keeps_the_header_and_every_rejected_row_once() {
+    let db = shared_cluster().create_database("resume_header");
+    db.client()
+        .batch_execute("CREATE TABLE t (id int, v text)")
+        .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let mut body = b"id,v\n".to_vec();
+    body.extend(std::fs::read(input(dir.path())).unwrap());
+    // One bad row early (rejected by the first run), one late (stops it).
+    let early = body.iter().position(|&b| b == b'\n').unwrap() + 1;
+    body.splice(early..early, b"early,x\n".iter().copied());
+    let late = body.len() * 3 / 4
+        + body[body.len() * 3 / 4..]
+            .iter()
+            .position(|&b| b == b'\n')
+            .unwrap()
+        + 1;
+    body.splice(late..late, b"late,x\n".iter().copied());
+    let file = dir.path().join("rows.csv");
+    std::fs::write(&file, &body).unwrap();
+    let conninfo = db.conninfo();
+    let out = pgpour(&[
+        "load",
+        file.to_str().unwrap(),
+        "-t",
+        "t",
+        "-d",
+        &conninfo,
+        "--header",
+        "--load-id",
+        "hdr",
+        "--max-errors",
+        "1",
+        "--chunk-size",
+        "8KiB",
+        "--workers",
+        "1",
+    ]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+    let out = pgpour(&["resume", "hdr", "-d", &conninfo, "--max-errors", "all"]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    assert_eq!(multiset(&db), EXPECTED);
+    let rejects = std::fs::read_to_string(dir.path().join("rows.rejected.csv")).unwrap();
+    assert_eq!(rejects, "id,v\nearly,x\nlate,x\n");
+}
