@@ -16,6 +16,29 @@ fn pgpour(args: &[&str]) -> Output {
     common::pgpour(args, None)
 }
 
+/// A database of its own with the empty table `t`, a temporary directory,
+/// and the input file in it.
+fn setup(name: &str) -> (TestDb<'static>, tempfile::TempDir, std::path::PathBuf) {
+    let db = shared_cluster().create_database(name);
+    db.client()
+        .batch_execute("CREATE TABLE t (id int, v text)")
+        .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let file = input(dir.path());
+    (db, dir, file)
+}
+
+/// Inserts `line` at the first line start after `num/den` of `body`.
+fn insert_line(body: &mut Vec<u8>, num: usize, den: usize, line: &[u8]) {
+    let from = body.len() * num / den;
+    let at = from
+        + body[from..]
+            .iter()
+            .position(|&b| b == b'\n')
+            .map_or(0, |i| i + 1);
+    body.splice(at..at, line.iter().copied());
+}
+
 /// (rows, distinct ids, sum of ids): equal to the input's only when every
 /// row is there exactly once.
 fn multiset(db: &TestDb) -> (i64, i64, i64) {
@@ -151,12 +174,7 @@ fn sigkill_at_random_moments_then_resume_loads_every_row_once() {
 
 #[test]
 fn resume_refuses_a_changed_input() {
-    let db = shared_cluster().create_database("changed_input");
-    db.client()
-        .batch_execute("CREATE TABLE t (id int, v text)")
-        .unwrap();
-    let dir = tempfile::tempdir().unwrap();
-    let file = input(dir.path());
+    let (db, _dir, file) = setup("changed_input");
     // A bad row near the end stops the load after some chunks committed.
     let mut body = std::fs::read(&file).unwrap();
     body.extend_from_slice(b"oops,x\n");
@@ -192,20 +210,9 @@ fn resume_refuses_a_changed_input() {
 
 #[test]
 fn stopped_by_a_bad_row_then_resumed_with_rejects_allowed() {
-    let db = shared_cluster().create_database("resume_rejects");
-    db.client()
-        .batch_execute("CREATE TABLE t (id int, v text)")
-        .unwrap();
-    let dir = tempfile::tempdir().unwrap();
-    let file = input(dir.path());
+    let (db, dir, file) = setup("resume_rejects");
     let mut body = std::fs::read(&file).unwrap();
-    let middle = body.len() / 2
-        + body[body.len() / 2..]
-            .iter()
-            .position(|&b| b == b'\n')
-            .unwrap()
-        + 1;
-    body.splice(middle..middle, b"oops,x\n".iter().copied());
+    insert_line(&mut body, 1, 2, b"oops,x\n");
     std::fs::write(&file, &body).unwrap();
     let conninfo = db.conninfo();
     let load = [
@@ -342,12 +349,7 @@ fn terminated_backends_are_retried() {
 
 #[test]
 fn atomic_load_failing_late_leaves_nothing() {
-    let db = shared_cluster().create_database("atomic_fail");
-    db.client()
-        .batch_execute("CREATE TABLE t (id int, v text)")
-        .unwrap();
-    let dir = tempfile::tempdir().unwrap();
-    let file = input(dir.path());
+    let (db, _dir, file) = setup("atomic_fail");
     let mut body = std::fs::read(&file).unwrap();
     body.extend_from_slice(b"oops,late\n");
     std::fs::write(&file, &body).unwrap();
@@ -398,13 +400,7 @@ fn gzip_input_resumes_and_stdin_says_it_cannot() {
     let dir = tempfile::tempdir().unwrap();
     let plain = std::fs::read(input(dir.path())).unwrap();
     let mut body = plain.clone();
-    let middle = body.len() / 2
-        + body[body.len() / 2..]
-            .iter()
-            .position(|&b| b == b'\n')
-            .unwrap()
-        + 1;
-    body.splice(middle..middle, b"oops,x\n".iter().copied());
+    insert_line(&mut body, 1, 2, b"oops,x\n");
     let file = dir.path().join("rows.csv.gz");
     let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
     gz.write_all(&body).unwrap();
@@ -460,12 +456,7 @@ fn gzip_input_resumes_and_stdin_says_it_cannot() {
 
 #[test]
 fn no_journal_loads_without_creating_anything() {
-    let db = shared_cluster().create_database("no_journal");
-    db.client()
-        .batch_execute("CREATE TABLE t (id int, v text)")
-        .unwrap();
-    let dir = tempfile::tempdir().unwrap();
-    let file = input(dir.path());
+    let (db, _dir, file) = setup("no_journal");
     let out = pgpour(&[
         "load",
         file.to_str().unwrap(),
@@ -487,24 +478,12 @@ fn no_journal_loads_without_creating_anything() {
 
 #[test]
 fn resumed_reject_file_keeps_the_header_and_every_rejected_row_once() {
-    let db = shared_cluster().create_database("resume_header");
-    db.client()
-        .batch_execute("CREATE TABLE t (id int, v text)")
-        .unwrap();
-    let dir = tempfile::tempdir().unwrap();
+    let (db, dir, file) = setup("resume_header");
     let mut body = b"id,v\n".to_vec();
-    body.extend(std::fs::read(input(dir.path())).unwrap());
+    body.extend(std::fs::read(&file).unwrap());
     // One bad row early (rejected by the first run), one late (stops it).
-    let early = body.iter().position(|&b| b == b'\n').unwrap() + 1;
-    body.splice(early..early, b"early,x\n".iter().copied());
-    let late = body.len() * 3 / 4
-        + body[body.len() * 3 / 4..]
-            .iter()
-            .position(|&b| b == b'\n')
-            .unwrap()
-        + 1;
-    body.splice(late..late, b"late,x\n".iter().copied());
-    let file = dir.path().join("rows.csv");
+    insert_line(&mut body, 0, 1, b"early,x\n");
+    insert_line(&mut body, 3, 4, b"late,x\n");
     std::fs::write(&file, &body).unwrap();
     let conninfo = db.conninfo();
     let out = pgpour(&[
