@@ -292,11 +292,11 @@ fn load_through(name: &str, disturb: impl FnOnce(&Cluster, &TestDb)) {
             "t",
             "-d",
             &conninfo,
-            "-q",
+            "--json",
         ])
         .args(["--load-id", name, "--workers", "3", "--chunk-size", "16KiB"])
         .args(["--max-errors", "all"])
-        .stdout(Stdio::null())
+        .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
@@ -324,6 +324,10 @@ fn load_through(name: &str, disturb: impl FnOnce(&Cluster, &TestDb)) {
         "{name}: {}",
         text(&out.stderr)
     );
+    // The summary adds up even when a crash made a second pass reload chunks.
+    let summary: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(summary["rows_loaded"], MANY, "{name}: {summary}");
+    assert_eq!(summary["rows_read"], MANY, "{name}: {summary}");
 }
 
 #[test]

@@ -63,6 +63,26 @@ pub struct CommittedChunk {
     pub byte_end: u64,
     pub first_line: u64,
     pub lines: u64,
+    pub rows_loaded: u64,
+    pub rows_rejected: u64,
+}
+
+/// What the journal holds of a load: rows and bytes of its committed chunks.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Totals {
+    pub rows_loaded: u64,
+    pub rows_rejected: u64,
+    pub bytes: u64,
+}
+
+impl Totals {
+    pub fn of(chunks: &[CommittedChunk]) -> Self {
+        chunks.iter().fold(Totals::default(), |t, c| Totals {
+            rows_loaded: t.rows_loaded + c.rows_loaded,
+            rows_rejected: t.rows_rejected + c.rows_rejected,
+            bytes: t.bytes + (c.byte_end - c.byte_start),
+        })
+    }
 }
 
 /// What the journal knew of a load id when a run started.
@@ -204,7 +224,7 @@ pub fn begin(
         .map_err(Error::db("updating the journal"))?;
     let chunks = client
         .query(
-            "SELECT input, byte_start, byte_end, first_line, lines FROM pgpour.chunks \
+            "SELECT input, byte_start, byte_end, first_line, lines, rows_loaded, rows_rejected FROM pgpour.chunks \
              WHERE load_id = $1 ORDER BY input, byte_start",
             &[&load_id],
         )
@@ -216,6 +236,8 @@ pub fn begin(
             byte_end: r.get::<_, i64>(2) as u64,
             first_line: r.get::<_, i64>(3) as u64,
             lines: r.get::<_, i64>(4) as u64,
+            rows_loaded: r.get::<_, i64>(5) as u64,
+            rows_rejected: r.get::<_, i64>(6) as u64,
         })
         .collect();
     Ok(Previous::Unfinished(chunks))
@@ -378,33 +400,36 @@ pub fn set_state(client: &mut impl GenericClient, load_id: &str, state: &str) ->
         .map_err(Error::db("recording the state of the load"))
 }
 
-/// Marks the load done if the journal holds `expected` chunks; false when
-/// some are missing (lost in a crash: they committed asynchronously). The
-/// commit is synchronous, so when this returns true every chunk is durable
-/// (WAL is flushed in order).
+/// Marks the load done if the journal holds `expected` chunks, and returns
+/// what it holds; `None` when chunks are missing (lost in a crash: they
+/// committed asynchronously). The commit is synchronous, so once this
+/// returns every chunk is durable (WAL is flushed in order).
 pub fn finish_if_complete(
     client: &mut postgres::Client,
     load_id: &str,
     expected: u64,
-) -> Result<bool> {
-    let run = |client: &mut postgres::Client| -> Result<bool, postgres::Error> {
+) -> Result<Option<Totals>> {
+    let run = |client: &mut postgres::Client| -> Result<Option<Totals>, postgres::Error> {
         client.batch_execute("SET synchronous_commit = on")?;
         let mut tx = client.transaction()?;
-        let found: i64 = tx
-            .query_one(
-                "SELECT count(*) FROM pgpour.chunks WHERE load_id = $1",
-                &[&load_id],
-            )?
-            .get(0);
-        if (found as u64) < expected {
-            return Ok(false);
+        let row = tx.query_one(
+            "SELECT count(*), coalesce(sum(rows_loaded), 0)::int8, coalesce(sum(rows_rejected), 0)::int8, \
+             coalesce(sum(byte_end - byte_start), 0)::int8 FROM pgpour.chunks WHERE load_id = $1",
+            &[&load_id],
+        )?;
+        if (row.get::<_, i64>(0) as u64) < expected {
+            return Ok(None);
         }
         tx.execute(
             "UPDATE pgpour.loads SET state = 'done', finished_at = now() WHERE load_id = $1",
             &[&load_id],
         )?;
         tx.commit()?;
-        Ok(true)
+        Ok(Some(Totals {
+            rows_loaded: row.get::<_, i64>(1) as u64,
+            rows_rejected: row.get::<_, i64>(2) as u64,
+            bytes: row.get::<_, i64>(3) as u64,
+        }))
     };
     run(client).map_err(Error::db("recording the end of the load"))
 }

@@ -17,7 +17,7 @@ use crate::copy::{ChunkLoader, Loaded};
 use crate::error::{Error, Result};
 use crate::format::FormatOptions;
 use crate::input::InputSpec;
-use crate::journal::Previous;
+use crate::journal::{Previous, Totals};
 use crate::plan::Target;
 use crate::progress::Progress;
 use crate::reader::{Chunk, ReadEnd, Reader};
@@ -105,13 +105,22 @@ pub fn load(
     options
         .load_id
         .get_or_insert_with(|| crate::journal::new_load_id(&options.table.name));
-    let mut resumed_chunks = None;
-    for _ in 0..MAX_PASSES {
+    let mut first: Option<(u64, Totals)> = None;
+    for pass_number in 0..MAX_PASSES {
         let pass = load_pass(connect, &options, progress, cancel, started)?;
-        let resumed = *resumed_chunks.get_or_insert(pass.summary.resumed_chunks);
+        let (resumed, before) = *first.get_or_insert((pass.summary.resumed_chunks, pass.before));
         if !pass.chunks_lost {
             let mut summary = pass.summary;
             summary.resumed_chunks = resumed;
+            if let (true, Some(after)) = (pass_number > 0, pass.after) {
+                // Chunks lost in a crash were counted when they first
+                // committed: this run's figures come from the journal.
+                summary.set_counts(
+                    after.rows_loaded - before.rows_loaded,
+                    after.rows_rejected - before.rows_rejected,
+                    after.bytes - before.bytes,
+                );
+            }
             return Ok(summary);
         }
     }
@@ -137,6 +146,9 @@ struct Pass {
     summary: LoadSummary,
     /// The journal lacks chunks this pass committed: a crash lost them.
     chunks_lost: bool,
+    /// What the journal held of the load when the pass started, and at its end.
+    before: Totals,
+    after: Option<Totals>,
 }
 
 /// One pass: the chunks the journal does not have yet.
@@ -235,6 +247,8 @@ fn load_pass(
             return Ok(Pass {
                 summary,
                 chunks_lost: false,
+                before: Totals::default(),
+                after: None,
             });
         }
         Some(Previous::Unfinished(chunks)) => chunks,
@@ -253,6 +267,7 @@ fn load_pass(
         }
         sink.rewrite(&rows).map_err(fail)?;
     }
+    let before = Totals::of(&done_chunks);
     let segments = crate::reader::segments(options.inputs.len(), &done_chunks);
     // TRUNCATE belongs to the first chunk of the load, not of a resumed run.
     let truncate = options.truncate && done_chunks.is_empty();
@@ -382,6 +397,8 @@ fn load_pass(
         return Ok(Pass {
             summary: with_id(summary(true)),
             chunks_lost: false,
+            before,
+            after: None,
         });
     }
     // Chunks commit asynchronously: check that the journal has them all and
@@ -390,7 +407,7 @@ fn load_pass(
     let expected = done_chunks.len() as u64 + committed;
     let finished = (|| {
         if !options.journal {
-            return Ok(true);
+            return Ok(Some(Totals::default()));
         }
         let mut client = connect_retrying(connect, cancel)?;
         if atomic == Some(AtomicMode::TwoPhase) {
@@ -408,7 +425,9 @@ fn load_pass(
     .map_err(fail)?;
     Ok(Pass {
         summary: with_id(summary(false)),
-        chunks_lost: !finished,
+        chunks_lost: finished.is_none(),
+        before,
+        after: finished,
     })
 }
 

@@ -44,6 +44,23 @@ pub struct LoadSummary {
 }
 
 impl LoadSummary {
+    /// Replaces the row and byte counts (and the rates derived from them).
+    pub(crate) fn set_counts(&mut self, rows_loaded: u64, rows_rejected: u64, bytes_loaded: u64) {
+        self.rows_loaded = rows_loaded;
+        self.rows_rejected = rows_rejected;
+        self.rows_read = rows_loaded + rows_rejected;
+        self.bytes_loaded = bytes_loaded;
+        let per_second = |x: u64| {
+            if self.seconds > 0.0 {
+                x as f64 / self.seconds
+            } else {
+                0.0
+            }
+        };
+        self.rows_per_second = per_second(rows_loaded);
+        self.mb_per_second = per_second(bytes_loaded) / 1e6;
+    }
+
     pub(crate) fn new(
         options: &LoadOptions,
         workers: usize,
