@@ -397,13 +397,8 @@ fn atomic_load_killed_at_random_moments_is_all_or_nothing_then_resumes() {
 #[test]
 fn gzip_input_resumes_and_stdin_says_it_cannot() {
     use std::io::Write;
-    let db = shared_cluster().create_database("resume_gzip");
-    db.client()
-        .batch_execute("CREATE TABLE t (id int, v text)")
-        .unwrap();
-    let dir = tempfile::tempdir().unwrap();
-    let plain = std::fs::read(input(dir.path())).unwrap();
-    let mut body = plain.clone();
+    let (db, dir, plain) = setup("resume_gzip");
+    let mut body = std::fs::read(&plain).unwrap();
     insert_line(&mut body, 1, 2, b"oops,x\n");
     let file = dir.path().join("rows.csv.gz");
     let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());

@@ -20,7 +20,7 @@ use crate::error::{Error, ServerError};
 use crate::frame::{copy_lines, count_byte, Eol, Framer, Syntax};
 use crate::reader::Chunk;
 use crate::reject::{BadRow, RejectBudget};
-use crate::validate::{preview, Validator};
+use crate::validate::{preview, Problem, Validator};
 
 /// Size of the CopyData messages a chunk is sent in.
 const COPY_MESSAGE_BYTES: usize = 64 * 1024;
@@ -111,34 +111,22 @@ impl<'a> ChunkLoader<'a> {
             || (std::str::from_utf8(&chunk.data).is_ok() && !chunk.data.contains(&0));
         let mut loaded = Loaded::default();
         let mut pending: Vec<usize> = Vec::with_capacity(records.ranges.len());
+        let at = Rejecting {
+            chunk,
+            file,
+            records: &records,
+        };
         for (i, range) in records.ranges.iter().enumerate() {
-            if let Some((k, server)) = &known_bad {
-                if *k == i {
-                    let bad = bad_row(chunk, file, range.clone(), records.lines[i], server);
-                    self.budget.take(&bad)?;
-                    loaded.rejected.push(bad);
-                    continue;
-                }
-            }
-            match self
-                .validator
-                .check(&chunk.data[range.clone()], utf8_checked)
-            {
+            let refusal = match &known_bad {
+                Some((k, server)) if *k == i => Some(Refusal::from(server)),
+                _ => self
+                    .validator
+                    .check(&chunk.data[range.clone()], utf8_checked)
+                    .map(Refusal::from),
+            };
+            match refusal {
                 None => pending.push(i),
-                Some(problem) => {
-                    let bad = BadRow {
-                        file: file.to_string(),
-                        line: records.lines[i],
-                        byte: chunk.offset + range.start as u64,
-                        column: problem.column,
-                        value: problem.value,
-                        sqlstate: problem.sqlstate.to_string(),
-                        message: problem.message,
-                        bytes: chunk.data[range.clone()].to_vec(),
-                    };
-                    self.budget.take(&bad)?;
-                    loaded.rejected.push(bad);
-                }
+                Some(why) => self.reject(&mut loaded, &at, i, why)?,
             }
         }
 
@@ -154,7 +142,7 @@ impl<'a> ChunkLoader<'a> {
         let (mut sent, mut refused) = (0usize, 0usize);
         while !rest.is_empty() {
             let list = &rest[..piece.min(rest.len())];
-            let outcome = self.try_copy(&mut tx, &records, list, chunk)?;
+            let outcome = self.try_copy(&mut tx, &at, list)?;
             match outcome {
                 Ok(rows) => {
                     sent += list.len();
@@ -167,30 +155,21 @@ impl<'a> ChunkLoader<'a> {
                         Some(k) => {
                             sent += k + 1;
                             // The rows before the refused one passed: resend them.
-                            self.bisect(&mut tx, &records, &list[..k], chunk, file, &mut loaded)?;
-                            let i = list[k];
-                            let bad = bad_row(
-                                chunk,
-                                file,
-                                records.ranges[i].clone(),
-                                records.lines[i],
-                                &server,
-                            );
-                            self.budget.take(&bad)?;
-                            loaded.rejected.push(bad);
+                            self.bisect(&mut tx, &at, &list[..k], &mut loaded)?;
+                            self.reject(&mut loaded, &at, list[k], Refusal::from(&server))?;
                             rest = &rest[k + 1..];
                         }
                         // A line we cannot place: find the bad rows by bisection.
                         None => {
                             sent += list.len();
-                            self.bisect(&mut tx, &records, list, chunk, file, &mut loaded)?;
+                            self.bisect(&mut tx, &at, list, &mut loaded)?;
                             rest = &rest[list.len()..];
                         }
                     }
                 }
                 Err(Failure::Data(_)) => {
                     sent += list.len();
-                    self.bisect(&mut tx, &records, list, chunk, file, &mut loaded)?;
+                    self.bisect(&mut tx, &at, list, &mut loaded)?;
                     rest = &rest[list.len()..];
                 }
                 Err(Failure::Fatal(e)) => return Err(e),
@@ -235,16 +214,14 @@ impl<'a> ChunkLoader<'a> {
     fn bisect(
         &self,
         tx: &mut Transaction<'_>,
-        records: &Records,
+        at: &Rejecting<'_>,
         list: &[usize],
-        chunk: &Chunk,
-        file: &str,
         loaded: &mut Loaded,
     ) -> Result<(), Error> {
         if list.is_empty() {
             return Ok(());
         }
-        let server = match self.try_copy(tx, records, list, chunk)? {
+        let server = match self.try_copy(tx, at, list)? {
             Ok(rows) => {
                 loaded.rows += rows;
                 return Ok(());
@@ -253,20 +230,36 @@ impl<'a> ChunkLoader<'a> {
             Err(Failure::Fatal(e)) => return Err(e),
         };
         if let [i] = list {
-            let bad = bad_row(
-                chunk,
-                file,
-                records.ranges[*i].clone(),
-                records.lines[*i],
-                &server,
-            );
-            self.budget.take(&bad)?;
-            loaded.rejected.push(bad);
-            return Ok(());
+            return self.reject(loaded, at, *i, Refusal::from(&server));
         }
         let (left, right) = list.split_at(list.len() / 2);
-        self.bisect(tx, records, left, chunk, file, loaded)?;
-        self.bisect(tx, records, right, chunk, file, loaded)
+        self.bisect(tx, at, left, loaded)?;
+        self.bisect(tx, at, right, loaded)
+    }
+
+    /// Rejects record `i`: counted against `--max-errors`, kept for the
+    /// reject file and the journal.
+    fn reject(
+        &self,
+        loaded: &mut Loaded,
+        at: &Rejecting<'_>,
+        i: usize,
+        why: Refusal,
+    ) -> Result<(), Error> {
+        let range = at.records.ranges[i].clone();
+        let bad = BadRow {
+            file: at.file.to_string(),
+            line: at.records.lines[i],
+            byte: at.chunk.offset + range.start as u64,
+            column: why.column,
+            value: why.value,
+            sqlstate: why.sqlstate,
+            message: why.message,
+            bytes: at.chunk.data[range].to_vec(),
+        };
+        self.budget.take(&bad)?;
+        loaded.rejected.push(bad);
+        Ok(())
     }
 
     /// One COPY of the listed records under a savepoint: rolled back to the
@@ -274,13 +267,12 @@ impl<'a> ChunkLoader<'a> {
     fn try_copy(
         &self,
         tx: &mut Transaction<'_>,
-        records: &Records,
+        at: &Rejecting<'_>,
         list: &[usize],
-        chunk: &Chunk,
     ) -> Result<Result<u64, Failure>, Error> {
         let mut savepoint = tx.savepoint("pgpour_rows").map_err(fatal)?;
-        let ranges = records.runs(list);
-        let result = self.copy(&mut savepoint, &ranges, &chunk.data);
+        let ranges = at.records.runs(list);
+        let result = self.copy(&mut savepoint, &ranges, &at.chunk.data);
         match result {
             Ok(rows) => {
                 savepoint.commit().map_err(fatal)?;
@@ -310,18 +302,14 @@ impl<'a> ChunkLoader<'a> {
                     // The writer wraps the driver's error (say, the server
                     // refused the data mid-stream): unwrap it for the SQLSTATE.
                     return Err(
-                        match e
-                            .into_inner()
-                            .map(|inner| inner.downcast::<postgres::Error>())
-                        {
+                        match e.into_inner().map(|i| i.downcast::<postgres::Error>()) {
                             Some(Ok(db)) => classify(*db),
-                            Some(Err(other)) => Failure::Fatal(Error::Stream {
+                            other => Failure::Fatal(Error::Stream {
                                 context: "sending rows".into(),
-                                source: std::io::Error::other(other),
-                            }),
-                            None => Failure::Fatal(Error::Stream {
-                                context: "sending rows".into(),
-                                source: std::io::Error::other("the connection failed"),
+                                source: match other {
+                                    Some(Err(inner)) => std::io::Error::other(inner),
+                                    _ => std::io::Error::other("the connection failed"),
+                                },
                             }),
                         },
                     );
@@ -427,32 +415,47 @@ fn classify(e: postgres::Error) -> Failure {
     }
 }
 
-fn bad_row(
-    chunk: &Chunk,
-    file: &str,
-    range: Range<usize>,
-    line: u64,
-    server: &ServerError,
-) -> BadRow {
-    let (column, value) = server
-        .context
-        .as_deref()
-        .and_then(parse_copy_context)
-        .map_or((None, None), |(_, column)| (column, None));
-    let value = value.or_else(|| server.context.as_deref().and_then(context_value));
-    let mut message = server.message.clone();
-    if let Some(detail) = &server.detail {
-        message.push_str(&format!(" ({detail})"));
+/// The chunk being loaded carefully, for placing a rejected record.
+struct Rejecting<'a> {
+    chunk: &'a Chunk,
+    file: &'a str,
+    records: &'a Records,
+}
+
+/// Why a record was refused, whether the client or the server found it.
+struct Refusal {
+    sqlstate: String,
+    message: String,
+    column: Option<String>,
+    value: Option<String>,
+}
+
+impl From<Problem> for Refusal {
+    fn from(p: Problem) -> Self {
+        Refusal {
+            sqlstate: p.sqlstate.to_string(),
+            message: p.message,
+            column: p.column,
+            value: p.value,
+        }
     }
-    BadRow {
-        file: file.to_string(),
-        line,
-        byte: chunk.offset + range.start as u64,
-        column,
-        value,
-        sqlstate: server.sqlstate.clone(),
-        message,
-        bytes: chunk.data[range].to_vec(),
+}
+
+impl From<&ServerError> for Refusal {
+    fn from(server: &ServerError) -> Self {
+        let context = server.context.as_deref();
+        let mut message = server.message.clone();
+        if let Some(detail) = &server.detail {
+            message.push_str(&format!(" ({detail})"));
+        }
+        Refusal {
+            sqlstate: server.sqlstate.clone(),
+            message,
+            column: context
+                .and_then(parse_copy_context)
+                .and_then(|(_, column)| column),
+            value: context.and_then(context_value),
+        }
     }
 }
 

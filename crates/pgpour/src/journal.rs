@@ -283,13 +283,21 @@ pub(crate) fn record_chunk(
             &(rejected.len() as i64),
         ],
     )?;
-    for bad in rejected {
-        let reason = serde_json::to_string(bad).unwrap_or_default();
-        tx.execute(
-            "INSERT INTO pgpour.rejects (load_id, input, byte, reason, bytes) VALUES ($1, $2, $3, $4::text::jsonb, $5)",
-            &[&load_id, &(chunk.input as i32), &(bad.byte as i64), &reason, &bad.bytes],
-        )?;
+    if rejected.is_empty() {
+        return Ok(());
     }
+    // One statement for all of the chunk's rejects, not a round trip each.
+    let bytes_at: Vec<i64> = rejected.iter().map(|r| r.byte as i64).collect();
+    let reasons: Vec<String> = rejected
+        .iter()
+        .map(|r| serde_json::to_string(r).unwrap_or_default())
+        .collect();
+    let rows: Vec<&[u8]> = rejected.iter().map(|r| r.bytes.as_slice()).collect();
+    tx.execute(
+        "INSERT INTO pgpour.rejects (load_id, input, byte, reason, bytes) \
+         SELECT $1, $2, b, r::jsonb, d FROM unnest($3::int8[], $4::text[], $5::bytea[]) AS u(b, r, d)",
+        &[&load_id, &(chunk.input as i32), &bytes_at, &reasons, &rows],
+    )?;
     Ok(())
 }
 

@@ -212,27 +212,23 @@ fn load_pass(
             &sink,
         );
         s.atomic = atomic_note.clone();
+        if !options.journal {
+            // Without the journal there is nothing to resume: no id to show.
+            s.load_id.clear();
+        }
         s
     };
     let fail = |error| {
         let mut summary = summary(false);
         if atomic.is_some() {
             // Nothing of an atomic load that failed is visible.
-            summary.rows_loaded = 0;
-            summary.rows_rejected = 0;
-            summary.rows_read = 0;
-            summary.bytes_loaded = 0;
+            summary.set_counts(0, 0, 0);
             summary.reject_file = None;
             summary.reject_log = None;
         }
         Box::new(LoadFailure { error, summary })
     };
     let load_id = options.load_id.clone().unwrap_or_default();
-    if options.atomic && !options.journal {
-        return Err(fail(Error::Config(
-            "--atomic needs the journal (its commit decision is recorded there)".into(),
-        )));
-    }
     let previous = first_client
         .as_mut()
         .filter(|_| options.journal)
@@ -242,7 +238,6 @@ fn load_pass(
     let done_chunks = match previous {
         Some(Previous::Done) => {
             let mut summary = summary(false);
-            summary.load_id = load_id;
             summary.already_done = true;
             return Ok(Pass {
                 summary,
@@ -292,7 +287,6 @@ fn load_pass(
         journal: options.journal.then_some(load_id.as_str()),
     };
     let committed = AtomicU64::new(0);
-    let expected_header = target.columns.clone();
 
     let read_end = std::thread::scope(|scope| {
         let (tx, rx) = crossbeam_channel::bounded::<Chunk>(2 * workers);
@@ -331,7 +325,7 @@ fn load_pass(
             inputs: &options.inputs,
             segments: &segments,
             format: &options.format,
-            expected_header: &expected_header,
+            expected_header: &target.columns,
             chunk_size: options.chunk_size,
             header_out: &sink.header,
             progress,
@@ -350,13 +344,7 @@ fn load_pass(
         let mut client = connect_retrying(connect, cancel)?;
         crate::journal::set_state(&mut client, &load_id, state)
     };
-    let with_id = |mut summary: LoadSummary| {
-        // Without the journal there is nothing to resume: no id to show.
-        summary.load_id = if options.journal {
-            load_id.clone()
-        } else {
-            String::new()
-        };
+    let with_resumed = |mut summary: LoadSummary| {
         summary.resumed_chunks = done_chunks.len() as u64;
         summary
     };
@@ -374,7 +362,7 @@ fn load_pass(
         // Best effort: the journal is right either way, the state is a label.
         let _ = end_state("failed");
         let mut failure = fail(e);
-        failure.summary = with_id(failure.summary);
+        failure.summary = with_resumed(failure.summary);
         return Err(failure);
     }
     // --truncate with no data at all: the table must still end up empty.
@@ -395,7 +383,7 @@ fn load_pass(
             )));
         }
         return Ok(Pass {
-            summary: with_id(summary(true)),
+            summary: with_resumed(summary(true)),
             chunks_lost: false,
             before,
             after: None,
@@ -424,7 +412,7 @@ fn load_pass(
     })()
     .map_err(fail)?;
     Ok(Pass {
-        summary: with_id(summary(false)),
+        summary: with_resumed(summary(false)),
         chunks_lost: finished.is_none(),
         before,
         after: finished,
@@ -438,6 +426,11 @@ fn prepare(
     progress: &Progress,
 ) -> Result<(Option<Client>, Target)> {
     options.format.validate()?;
+    if options.atomic && !options.journal {
+        return Err(Error::Config(
+            "--atomic needs the journal (its commit decision is recorded there)".into(),
+        ));
+    }
     if options.chunk_size == 0 {
         return Err(Error::Config("the chunk size must be positive".into()));
     }
