@@ -15,6 +15,7 @@ pgpour load votes.csv --table votes --columns username,link,score\n  \
 pgpour load 'parts/part-*.tsv.gz' --table extract --null '' --workers 4\n  \
 zcat big.csv.gz | pgpour load - --table t --header\n  \
 pgpour gen votes --rows 7500000 -o votes.csv\n  \
+pgpour bench --throwaway --report bench.html\n  \
 pgpour demo"
 )]
 pub struct Cli {
@@ -27,12 +28,13 @@ pub enum Command {
     /// Load files (or stdin) into an existing table.
     #[command(long_about = LOAD_ABOUT)]
     Load(Box<LoadArgs>),
-    /// Write a deterministic benchmark dataset (votes, extract, kv).
+    /// Write a deterministic benchmark dataset (votes, extract, kv, customer).
     #[command(
         long_about = "Write a deterministic benchmark dataset: the same name, row count and seed \
 always give the same bytes.\n\n  votes    username,link,score (csv), like the Reddit votes of the \
 bulk-insert write-ups\n  extract  29 tab-separated columns of ints, numerics, text and bit; empty \
-means NULL (load with --null '')\n  kv       id,value (csv), value = id as text\n\nExamples:\n  \
+means NULL (load with --null '')\n  kv       id,value (csv), value = id as text\n  customer the 21-column customer table of DBT-2 (TPC-C), csv; \
+its table has a primary key and a second index\n\nExamples:\n  \
 pgpour gen votes --rows 7500000 -o votes.csv\n  pgpour gen kv --rows 10 \n  pgpour gen extract --ddl"
     )]
     Gen(GenArgs),
@@ -53,6 +55,131 @@ removed at the end.\n\nExamples:\n  pgpour demo\n  pgpour demo --rows 2000000\n 
 postgres://me@localhost/scratch"
     )]
     Demo(DemoArgs),
+    /// Measure every way of loading side by side on your server (INSERT
+    /// variants, COPY variants, parallel COPY, pgpour), with a table and charts.
+    #[command(long_about = bench_about())]
+    Bench(Box<BenchArgs>),
+}
+
+const BENCH_ABOUT: &str = "Measure every way of loading data side by side, on your server and, if \
+you want, your data: the comparison people otherwise run by hand.
+
+Methods (--methods, in the order run; default all):
+{methods}
+server-file is skipped, with the reason, when the server cannot read this machine's files or the \
+role may not.
+
+The insert-* methods are too slow for big data: each run loads the first rows, as many as fit in \
+--sample-seconds, and their rate is measured on that sample (the table says so). Every other method \
+loads the whole dataset. Each run starts from the same state: a fresh table (made LIKE the dataset's, \
+with its indexes and constraints) and a CHECKPOINT. After each run the table's row count is checked; a \
+run that loaded the wrong number of rows marks the method failed, and it is not timed.
+
+The data is loaded once into a staging table, and the server itself writes it out as csv, text and \
+binary files (in a temporary directory under --work-dir), so every method sends exactly that format.
+
+Everything bench creates lives in a schema of its own (pgpour_bench_<id>), dropped at the end, also \
+after an error or Ctrl-C. It changes no server setting and writes to no other table; for --file, \
+the --table is only read for its structure.
+
+Output: a table on stdout (median rows/s, MB/s of the data as csv, seconds, spread, ratio to copy-csv), \
+the server's settings that matter for loading and the machine; --json prints the raw figures instead; \
+--report writes a self-contained HTML page with a bar chart of the methods and a throughput-over-time \
+chart of copy-csv, parallel and pgpour.
+
+Exit codes: 0 every method ran or was skipped with a reason, 1 a method failed, 2 error, 130 interrupted.
+
+Examples:
+  pgpour bench --throwaway
+  pgpour bench --dataset extract --rows 2000000 --methods copy-csv,parallel,pgpour
+  pgpour bench --file mydata.csv --table mytable --report bench.html
+  pgpour bench --dataset kv --rows 10000000 --repeat 5 --json > kv.json";
+
+/// The bench's help, with the method list taken from the engine.
+fn bench_about() -> String {
+    let methods: Vec<String> = pgpour::bench::Method::ALL
+        .iter()
+        .map(|m| format!("  {:<22} {}", m.name(), m.description()))
+        .collect();
+    BENCH_ABOUT.replace("{methods}", &methods.join("\n"))
+}
+
+#[derive(Debug, Args)]
+pub struct BenchArgs {
+    /// Built-in dataset: votes, extract, kv or customer (see `pgpour gen`).
+    #[arg(long, default_value = "votes")]
+    pub dataset: String,
+
+    /// Rows of the built-in dataset.
+    #[arg(long, short = 'n', default_value_t = 1_000_000)]
+    pub rows: u64,
+
+    /// Your own data instead of a dataset: a file as `pgpour load` takes it
+    /// (csv or text, gzip or zstd, with the format options below).
+    #[arg(long, value_name = "FILE", requires = "table")]
+    pub file: Option<String>,
+
+    /// With --file: the table whose structure each case copies (LIKE ...
+    /// INCLUDING ALL). It is only read.
+    #[arg(long, short = 't', value_name = "TABLE", requires = "file")]
+    pub table: Option<String>,
+
+    /// With --file: the table columns the file's fields go to, in file order.
+    #[arg(long, short = 'c', value_name = "COLS", requires = "file")]
+    pub columns: Option<String>,
+
+    #[command(flatten)]
+    pub format: FormatArgs,
+
+    /// Methods to run, comma-separated, or 'all'.
+    #[arg(long, short = 'm', value_name = "LIST", default_value = "all")]
+    pub methods: String,
+
+    /// Runs of each method; the figures are medians.
+    #[arg(long, short = 'r', value_name = "N", default_value_t = 3)]
+    pub repeat: usize,
+
+    /// Time budget of one run of an insert-* method.
+    #[arg(long, value_name = "SECONDS", default_value_t = 5.0)]
+    pub sample_seconds: f64,
+
+    /// Sessions of the `parallel` method (default: as pgpour's workers).
+    #[arg(long, value_name = "N")]
+    pub parallel: Option<usize>,
+
+    /// Workers of the `pgpour` method (default: as for `load`).
+    #[arg(long, short = 'j', value_name = "N")]
+    pub workers: Option<usize>,
+
+    /// Also write the results as a self-contained HTML page with charts.
+    #[arg(long, value_name = "FILE.html")]
+    pub report: Option<std::path::PathBuf>,
+
+    /// Print the raw figures as one JSON object on stdout instead of the table.
+    #[arg(long)]
+    pub json: bool,
+
+    /// Directory for the dataset's temporary files (default: the system's
+    /// temp directory). Needs room for about 3 times the data as csv.
+    #[arg(long, value_name = "DIR")]
+    pub work_dir: Option<std::path::PathBuf>,
+
+    /// After each run, also compare every loaded row with the data (EXCEPT
+    /// ALL against the staging table; slow on big data), not only the count.
+    #[arg(long)]
+    pub check_rows: bool,
+
+    /// Start a throwaway local PostgreSQL (as `demo` does) instead of
+    /// connecting to a server.
+    #[arg(long, conflicts_with = "db")]
+    pub throwaway: bool,
+
+    #[command(flatten)]
+    pub connection: ConnectionArgs,
+
+    /// No progress lines on stderr.
+    #[arg(long, short = 'q')]
+    pub quiet: bool,
 }
 
 const LOAD_ABOUT: &str = "Load files (or stdin) into an existing table through parallel COPY.
@@ -235,7 +362,7 @@ pub struct LoadArgs {
 }
 
 /// COPY's format options, with COPY's names and meanings.
-#[derive(Debug, Args)]
+#[derive(Debug, Args, Default, PartialEq)]
 pub struct FormatArgs {
     /// csv or text. Default from the file name (.csv -> csv; .tsv, .txt,
     /// .tab -> text), else csv (stdin too).
@@ -281,7 +408,7 @@ pub struct FormatArgs {
 
 #[derive(Debug, Args)]
 pub struct GenArgs {
-    /// votes, extract or kv.
+    /// votes, extract, kv or customer.
     pub dataset: String,
 
     /// Number of rows.

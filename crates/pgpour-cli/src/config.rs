@@ -49,7 +49,7 @@ impl LoadConfig {
 }
 
 /// Expands globs (for quoted patterns the shell left alone), keeping order.
-fn expand_inputs(args: &[String]) -> Result<Vec<InputSpec>> {
+pub fn expand_inputs(args: &[String]) -> Result<Vec<InputSpec>> {
     let mut inputs = Vec::new();
     for arg in args {
         let is_pattern = arg.contains(['*', '?', '[']) && !std::path::Path::new(arg).exists();
@@ -70,7 +70,7 @@ fn expand_inputs(args: &[String]) -> Result<Vec<InputSpec>> {
     Ok(inputs)
 }
 
-fn format_options(args: &FormatArgs, inputs: &[InputSpec]) -> Result<FormatOptions> {
+pub fn format_options(args: &FormatArgs, inputs: &[InputSpec]) -> Result<FormatOptions> {
     let format = match args.format.as_deref() {
         Some("csv") => Format::Csv,
         Some("text") => Format::Text,

@@ -2,6 +2,7 @@
 //! part of pgpour that prints.
 
 mod args;
+mod bench;
 mod config;
 mod demo;
 mod display;
@@ -23,7 +24,7 @@ use config::LoadConfig;
 /// Exit codes (also in `pgpour load --help`).
 const EXIT_REJECTED: u8 = 1;
 const EXIT_ERROR: u8 = 2;
-const EXIT_INTERRUPTED: u8 = 130;
+pub(crate) const EXIT_INTERRUPTED: u8 = 130;
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
@@ -34,6 +35,7 @@ fn main() -> ExitCode {
         Command::Status(args) => journal::status(args).map(|()| ExitCode::SUCCESS),
         Command::Forget(args) => journal::forget(args),
         Command::Demo(args) => demo::run(args).map(|()| ExitCode::SUCCESS),
+        Command::Bench(args) => bench::run(*args),
     };
     result.unwrap_or_else(|e| {
         eprintln!("pgpour: error: {e:#}");
@@ -41,17 +43,16 @@ fn main() -> ExitCode {
     })
 }
 
-/// Ctrl-C asks the load to stop at a chunk boundary; a second one exits now.
-fn install_interrupt_handler() -> Arc<AtomicBool> {
+/// Ctrl-C asks the engine to stop at a safe point (`what_happens` says
+/// which); a second one exits now.
+pub(crate) fn install_interrupt_handler(what_happens: &'static str) -> Arc<AtomicBool> {
     let cancel = Arc::new(AtomicBool::new(false));
     let flag = cancel.clone();
     let _ = ctrlc::set_handler(move || {
         if flag.swap(true, Ordering::SeqCst) {
             std::process::exit(i32::from(EXIT_INTERRUPTED));
         }
-        eprintln!(
-            "\npgpour: interrupted, finishing the chunks in flight (Ctrl-C again to quit now)"
-        );
+        eprintln!("\npgpour: interrupted, {what_happens} (Ctrl-C again to quit now)");
     });
     cancel
 }
@@ -71,7 +72,7 @@ fn run_load(mut config: LoadConfig) -> Result<ExitCode> {
     } else {
         "it cannot be resumed (--no-journal)".to_string()
     };
-    let cancel = install_interrupt_handler();
+    let cancel = install_interrupt_handler("finishing the chunks in flight");
     let progress = Progress::default();
     let done = AtomicBool::new(false);
     let show_bar = display::wants_progress_bar(config.quiet, config.json);

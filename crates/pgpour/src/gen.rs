@@ -8,6 +8,9 @@
 //!   table of the "Praca domowa SysAdmina" write-up.
 //! * kv: `id,value` csv with value = id as text, 1..=N, like the
 //!   "Bulk load performance in PostgreSQL" write-up (10M rows there).
+//! * customer: the 21-column customer table of DBT-2 (TPC-C) as csv, with a
+//!   primary key on an ascending integer and a second index on a random
+//!   integer column, like the pg_bulkload project's COPY comparison.
 
 use std::io::{self, Write};
 use std::str::FromStr;
@@ -19,6 +22,7 @@ pub enum Dataset {
     Votes,
     Extract,
     Kv,
+    Customer,
 }
 
 impl FromStr for Dataset {
@@ -28,26 +32,35 @@ impl FromStr for Dataset {
             "votes" => Ok(Dataset::Votes),
             "extract" => Ok(Dataset::Extract),
             "kv" => Ok(Dataset::Kv),
-            other => Err(format!("unknown dataset {other:?} (votes, extract, kv)")),
+            "customer" => Ok(Dataset::Customer),
+            other => Err(format!(
+                "unknown dataset {other:?} (votes, extract, kv, customer)"
+            )),
         }
     }
 }
 
 impl Dataset {
-    pub const ALL: [Dataset; 3] = [Dataset::Votes, Dataset::Extract, Dataset::Kv];
+    pub const ALL: [Dataset; 4] = [
+        Dataset::Votes,
+        Dataset::Extract,
+        Dataset::Kv,
+        Dataset::Customer,
+    ];
 
     pub fn name(self) -> &'static str {
         match self {
             Dataset::Votes => "votes",
             Dataset::Extract => "extract",
             Dataset::Kv => "kv",
+            Dataset::Customer => "customer",
         }
     }
 
     /// File extension that makes pgpour pick the right format.
     pub fn extension(self) -> &'static str {
         match self {
-            Dataset::Votes | Dataset::Kv => "csv",
+            Dataset::Votes | Dataset::Kv | Dataset::Customer => "csv",
             Dataset::Extract => "tsv",
         }
     }
@@ -55,7 +68,7 @@ impl Dataset {
     /// The format options that load the generated file as intended.
     pub fn format(self) -> FormatOptions {
         match self {
-            Dataset::Votes | Dataset::Kv => FormatOptions::new(Format::Csv),
+            Dataset::Votes | Dataset::Kv | Dataset::Customer => FormatOptions::new(Format::Csv),
             Dataset::Extract => {
                 let mut f = FormatOptions::new(Format::Text);
                 f.null = Some(String::new());
@@ -70,12 +83,13 @@ impl Dataset {
             Dataset::Votes => &["username", "link", "score"],
             Dataset::Kv => &["id", "value"],
             Dataset::Extract => &EXTRACT_COLUMNS.map(|(name, _)| name),
+            Dataset::Customer => &CUSTOMER_COLUMNS.map(|(name, _)| name),
         };
         names.iter().map(|s| s.to_string()).collect()
     }
 
-    /// `CREATE TABLE` for the dataset's benchmark table, named `table`
-    /// (already quoted).
+    /// `CREATE TABLE` (and `CREATE INDEX` for customer) for the dataset's
+    /// benchmark table, named `table` (already quoted).
     pub fn ddl(self, table: &str) -> String {
         match self {
             Dataset::Votes => format!(
@@ -89,6 +103,16 @@ impl Dataset {
                     .map(|(name, ty)| format!("{name} {ty}"))
                     .collect();
                 format!("CREATE TABLE {table} ({})", cols.join(", "))
+            }
+            Dataset::Customer => {
+                let cols: Vec<String> = CUSTOMER_COLUMNS
+                    .iter()
+                    .map(|(name, ty)| format!("{name} {ty}"))
+                    .collect();
+                format!(
+                    "CREATE TABLE {table} ({}); CREATE INDEX ON {table} (c_w_id)",
+                    cols.join(", ")
+                )
             }
         }
     }
@@ -136,6 +160,7 @@ impl Dataset {
                 }
                 Dataset::Kv => write!(line, "{0},{0}", i + 1)?,
                 Dataset::Extract => extract_row(&mut rng, &mut line)?,
+                Dataset::Customer => customer_row(i + 1, &mut rng, &mut line)?,
             }
             line.push(b'\n');
             out.write_all(&line)?;
@@ -148,7 +173,7 @@ impl Dataset {
     fn bad_row(self, n: u64, line: &mut Vec<u8>) {
         let sep = match self {
             Dataset::Extract => "\t",
-            Dataset::Votes | Dataset::Kv => ",",
+            Dataset::Votes | Dataset::Kv | Dataset::Customer => ",",
         };
         let width = self.columns().len();
         let fields: Vec<&[u8]> = match n % 4 {
@@ -268,6 +293,85 @@ fn extract_row(rng: &mut SplitMix64, line: &mut Vec<u8>) -> io::Result<()> {
     Ok(())
 }
 
+const CUSTOMER_COLUMNS: [(&str, &str); 21] = [
+    ("c_id", "int PRIMARY KEY"),
+    ("c_d_id", "smallint NOT NULL"),
+    ("c_w_id", "int NOT NULL"),
+    ("c_first", "varchar(16)"),
+    ("c_middle", "char(2)"),
+    ("c_last", "varchar(16)"),
+    ("c_street_1", "varchar(20)"),
+    ("c_street_2", "varchar(20)"),
+    ("c_city", "varchar(20)"),
+    ("c_state", "char(2)"),
+    ("c_zip", "char(9)"),
+    ("c_phone", "char(16)"),
+    ("c_since", "timestamp"),
+    ("c_credit", "char(2)"),
+    ("c_credit_lim", "numeric(12, 2)"),
+    ("c_discount", "numeric(4, 4)"),
+    ("c_balance", "numeric(12, 2)"),
+    ("c_ytd_payment", "numeric(12, 2)"),
+    ("c_payment_cnt", "numeric(4, 0)"),
+    ("c_delivery_cnt", "numeric(4, 0)"),
+    ("c_data", "varchar(500)"),
+];
+
+/// One customer row, with TPC-C's shapes: a last name made of three
+/// syllables, random strings of the specified lengths, 10% bad credit.
+fn customer_row(id: u64, rng: &mut SplitMix64, line: &mut Vec<u8>) -> io::Result<()> {
+    const SYLLABLES: [&str; 10] = [
+        "BAR", "OUGHT", "ABLE", "PRI", "PRES", "ESE", "ANTI", "CALLY", "ATION", "EING",
+    ];
+    write!(
+        line,
+        "{id},{},{},",
+        1 + rng.below(10),
+        1 + rng.below(100_000)
+    )?;
+    random_letters(rng, 8, 16, line);
+    line.extend_from_slice(b",OE,");
+    let last = rng.below(1000) as usize;
+    for digit in [last / 100, last / 10 % 10, last % 10] {
+        line.extend_from_slice(SYLLABLES[digit].as_bytes());
+    }
+    for _ in 0..3 {
+        line.push(b',');
+        random_letters(rng, 10, 20, line);
+    }
+    line.push(b',');
+    random_letters(rng, 2, 2, line);
+    write!(
+        line,
+        ",{:04}11111,{:016},2026-{:02}-{:02} {:02}:{:02}:{:02},{},50000.00,0.{:04},-10.00,10.00,1,0,",
+        rng.below(10_000),
+        rng.below(10_000_000_000_000_000),
+        1 + rng.below(12),
+        1 + rng.below(28),
+        rng.below(24),
+        rng.below(60),
+        rng.below(60),
+        if rng.below(10) == 0 { "BC" } else { "GC" },
+        rng.below(5001),
+    )?;
+    random_letters(rng, 300, 500, line);
+    Ok(())
+}
+
+/// Appends `min..=max` random letters and digits, ten per random number.
+fn random_letters(rng: &mut SplitMix64, min: u64, max: u64, out: &mut Vec<u8>) {
+    const ALPHABET: &[u8] = b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789ab";
+    let mut left = min + rng.below(max - min + 1);
+    while left > 0 {
+        let mut bits = rng.next();
+        for _ in 0..left.min(10) {
+            out.push(ALPHABET[(bits & 63) as usize]);
+            bits >>= 6;
+        }
+        left -= left.min(10);
+    }
+}
+
 fn random_username(rng: &mut SplitMix64, out: &mut Vec<u8>) {
     const ALPHABET: &[u8] = b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-";
     out.clear();
@@ -331,6 +435,21 @@ mod tests {
         Dataset::Extract.write(200, 1, &mut out).unwrap();
         for line in out.split(|&c| c == b'\n').filter(|l| !l.is_empty()) {
             assert_eq!(line.split(|&c| c == b'\t').count(), 29);
+        }
+    }
+
+    #[test]
+    fn customer_rows_have_21_fields_and_ascending_ids() {
+        let mut out = Vec::new();
+        Dataset::Customer.write(300, 1, &mut out).unwrap();
+        let lines: Vec<&[u8]> = out
+            .split(|&c| c == b'\n')
+            .filter(|l| !l.is_empty())
+            .collect();
+        for (i, line) in lines.iter().enumerate() {
+            let fields: Vec<&[u8]> = line.split(|&c| c == b',').collect();
+            assert_eq!(fields.len(), 21);
+            assert_eq!(fields[0], (i + 1).to_string().as_bytes());
         }
     }
 }

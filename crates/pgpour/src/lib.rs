@@ -26,6 +26,7 @@
 //! # Ok::<(), pgpour::Error>(())
 //! ```
 
+pub mod bench;
 pub mod conn;
 mod copy;
 pub mod error;

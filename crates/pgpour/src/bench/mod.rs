@@ -1,0 +1,283 @@
+//! `pgpour bench`: the ways people load data into PostgreSQL (INSERT
+//! variants, COPY variants, UNLOGGED, FREEZE, binary, parallel sessions,
+//! server-side files, pgpour itself) measured side by side on the user's own
+//! server, each from the same starting state, with row counts checked.
+//!
+//! Everything bench creates lives in a schema of its own that is dropped at
+//! the end, also after an error or an interruption; it changes no server
+//! setting and touches no other table.
+
+mod cases;
+pub mod html;
+mod insert;
+pub mod method;
+mod prepare;
+pub mod results;
+
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use postgres::Client;
+
+use crate::error::{Error, Result};
+use crate::ConnectOptions;
+pub use method::Method;
+pub use prepare::Source;
+pub use results::{BenchReport, CaseResult, Machine, Run, ServerInfo, Status};
+
+use cases::{Bench, NotRun};
+
+#[derive(Clone, Debug)]
+pub struct BenchOptions {
+    pub source: Source,
+    pub methods: Vec<Method>,
+    /// Runs of each method; the report gives the median.
+    pub repeat: usize,
+    /// Time budget of one run of a sampled (INSERT) method.
+    pub sample_seconds: f64,
+    /// Sessions of the `parallel` method.
+    pub parallel_sessions: usize,
+    /// Workers of the `pgpour` method (None: its default).
+    pub pgpour_workers: Option<usize>,
+    /// Where the dataset's files go (default: the system's temp directory).
+    pub work_dir: Option<PathBuf>,
+    /// After each run, compare every row with the data, not only the count.
+    pub check_rows: bool,
+}
+
+/// What bench is doing, for a caller that shows progress.
+#[derive(Debug)]
+pub enum Event<'a> {
+    Preparing,
+    Prepared {
+        rows: u64,
+        csv_bytes: u64,
+    },
+    Ran {
+        method: Method,
+        run: usize,
+        of: usize,
+        result: &'a Run,
+    },
+    NotRun {
+        method: Method,
+        status: &'a Status,
+    },
+}
+
+/// Settings that decide how fast a load can go, shown with the results.
+const SETTINGS: [&str; 11] = [
+    "wal_level",
+    "shared_buffers",
+    "max_wal_size",
+    "checkpoint_timeout",
+    "synchronous_commit",
+    "fsync",
+    "full_page_writes",
+    "wal_compression",
+    "wal_buffers",
+    "maintenance_work_mem",
+    "max_connections",
+];
+
+pub fn run(
+    connect: &ConnectOptions,
+    options: &BenchOptions,
+    cancel: &AtomicBool,
+    on_event: &dyn Fn(Event),
+) -> Result<BenchReport> {
+    let mut admin = connect.connect()?;
+    let server = server_info(&mut admin, connect)?;
+    let workspace = prepare::Workspace::create(&mut admin, connect)?;
+    on_event(Event::Preparing);
+    let data = prepare::prepare(
+        &mut admin,
+        connect,
+        &workspace,
+        &options.source,
+        options.work_dir.as_deref(),
+        cancel,
+    )?;
+    on_event(Event::Prepared {
+        rows: data.rows,
+        csv_bytes: data.csv_bytes,
+    });
+
+    let mut notes = standing_notes(options);
+    let can_checkpoint = match admin.batch_execute("CHECKPOINT") {
+        Ok(()) => true,
+        Err(e) => {
+            notes.push(format!(
+                "no CHECKPOINT before the runs ({}): pages dirtied by one run may be written \
+                 during the next",
+                Error::db("CHECKPOINT")(e)
+            ));
+            false
+        }
+    };
+    let bench = Bench {
+        connect,
+        workspace: &workspace,
+        data: &data,
+        sample_seconds: options.sample_seconds,
+        parallel_sessions: options.parallel_sessions.max(1),
+        pgpour_workers: options.pgpour_workers,
+        check_rows: options.check_rows,
+        cancel,
+    };
+    let bytes_per_row = data.csv_bytes as f64 / data.rows as f64;
+    let mut cases = Vec::new();
+    let mut interrupted = false;
+    for &method in &options.methods {
+        let mut runs = Vec::new();
+        let mut status = Status::Ok;
+        for run in 1..=options.repeat.max(1) {
+            if cancel.load(Ordering::Relaxed) {
+                interrupted = true;
+                break;
+            }
+            if can_checkpoint {
+                admin
+                    .batch_execute("CHECKPOINT")
+                    .map_err(Error::db("CHECKPOINT"))?;
+            }
+            match bench.run_once(&mut admin, method) {
+                Ok(result) => {
+                    on_event(Event::Ran {
+                        method,
+                        run,
+                        of: options.repeat.max(1),
+                        result: &result,
+                    });
+                    runs.push(result);
+                }
+                Err(_) if cancel.load(Ordering::Relaxed) => {
+                    interrupted = true;
+                    break;
+                }
+                Err(not_run) => {
+                    status = match not_run {
+                        NotRun::Skipped(reason) => Status::Skipped { reason },
+                        NotRun::Failed(e) => Status::Failed {
+                            reason: e.to_string(),
+                        },
+                    };
+                    on_event(Event::NotRun {
+                        method,
+                        status: &status,
+                    });
+                    // A failed run times nothing: its figures are dropped.
+                    runs.clear();
+                    break;
+                }
+            }
+        }
+        if interrupted {
+            break;
+        }
+        cases.push(CaseResult::new(
+            method,
+            status,
+            runs,
+            data.rows,
+            bytes_per_row,
+        ));
+    }
+    if interrupted {
+        notes.push("interrupted: the methods after the last one shown did not run".into());
+    }
+    let mut report = BenchReport {
+        data: options.source.describe(),
+        rows: data.rows,
+        csv_bytes: data.csv_bytes,
+        repeat: options.repeat.max(1),
+        sample_seconds: options.sample_seconds,
+        parallel_sessions: bench.parallel_sessions,
+        machine: this_machine(),
+        server,
+        notes,
+        baseline: None,
+        cases,
+        interrupted,
+    };
+    report.set_baseline();
+    Ok(report)
+}
+
+fn standing_notes(options: &BenchOptions) -> Vec<String> {
+    let mut notes = Vec::new();
+    if options.methods.iter().any(|m| m.is_sampled()) {
+        notes.push(format!(
+            "insert-* methods run on the first rows of the data, as many as fit in {} s per run \
+             (--sample-seconds); their rates are measured on that sample, into a table that \
+             starts empty, and not on the whole dataset",
+            options.sample_seconds
+        ));
+    }
+    if options.methods.contains(&Method::CopyBinary) {
+        notes.push(
+            "copy-binary sends a file the server wrote with COPY TO (FORMAT binary): what a \
+             client spends encoding binary is not included"
+                .into(),
+        );
+    }
+    if options.methods.contains(&Method::Pgpour) {
+        notes.push(
+            "pgpour runs without its journal, so that bench leaves nothing outside its own \
+             schema (the journal costs about 1% of a load)"
+                .into(),
+        );
+    }
+    notes.push(
+        "MB/s are of the data as csv, whatever format a method sends, so that methods compare \
+         on the same bytes"
+            .into(),
+    );
+    notes
+}
+
+fn server_info(client: &mut Client, connect: &ConnectOptions) -> Result<ServerInfo> {
+    let show = |client: &mut Client, name: &str| -> Result<String> {
+        client
+            .query_one(&format!("SHOW {name}"), &[])
+            .map(|row| row.get(0))
+            .map_err(Error::db(format!("SHOW {name}")))
+    };
+    let version = show(client, "server_version")?;
+    let mut settings = Vec::new();
+    for name in SETTINGS {
+        settings.push((name.to_string(), show(client, name)?));
+    }
+    Ok(ServerInfo {
+        target: connect.describe(),
+        version,
+        same_machine: connect.is_local(),
+        settings,
+    })
+}
+
+fn this_machine() -> Machine {
+    let read = |path: &str| std::fs::read_to_string(path).unwrap_or_default();
+    let cpuinfo = read("/proc/cpuinfo");
+    let cpu = cpuinfo
+        .lines()
+        .find_map(|l| l.strip_prefix("model name"))
+        .map(|rest| rest.trim_start_matches([' ', '\t', ':']).to_string())
+        .unwrap_or_else(|| "unknown".into());
+    let meminfo = read("/proc/meminfo");
+    let memory_kib: f64 = meminfo
+        .lines()
+        .find_map(|l| l.strip_prefix("MemTotal:"))
+        .and_then(|rest| rest.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap_or(0.0);
+    Machine {
+        client_cores: std::thread::available_parallelism().map_or(1, |n| n.get()),
+        cpu,
+        memory_gib: (memory_kib / 1_048_576.0 * 10.0).round() / 10.0,
+        os: format!(
+            "{} {}",
+            std::env::consts::OS,
+            read("/proc/sys/kernel/osrelease").trim()
+        ),
+    }
+}

@@ -1,0 +1,237 @@
+//! `pgpour bench` on small data: every method loads the right rows (each
+//! compared row by row with the data), the report is complete, and nothing
+//! is left behind in the database.
+
+use std::sync::atomic::AtomicBool;
+
+use pgpour::bench::{self, BenchOptions, BenchReport, Method, Source, Status};
+use pgpour::gen::Dataset;
+use pgpour::{Format, FormatOptions, InputSpec, TableName};
+use pgpour_testkit::{shared_cluster, TestDb};
+
+use crate::harness::connect;
+
+fn options(source: Source, methods: &[Method]) -> BenchOptions {
+    BenchOptions {
+        source,
+        methods: methods.to_vec(),
+        repeat: 1,
+        sample_seconds: 0.3,
+        parallel_sessions: 3,
+        pgpour_workers: Some(2),
+        work_dir: None,
+        check_rows: true,
+    }
+}
+
+fn run(db: &TestDb, options: &BenchOptions) -> BenchReport {
+    bench::run(&connect(db), options, &AtomicBool::new(false), &|_| {}).expect("bench runs")
+}
+
+fn bench_schemas(db: &TestDb) -> i64 {
+    db.client()
+        .query_one(
+            "SELECT count(*) FROM pg_namespace WHERE nspname LIKE 'pgpour_bench%'",
+            &[],
+        )
+        .unwrap()
+        .get(0)
+}
+
+/// Every case ran, loaded what it should, and has figures.
+fn assert_all_ran(report: &BenchReport, methods: &[Method]) {
+    assert_eq!(report.cases.len(), methods.len());
+    for (case, method) in report.cases.iter().zip(methods) {
+        assert_eq!(case.method, method.name());
+        assert!(
+            matches!(case.status, Status::Ok),
+            "{}: {:?}",
+            case.method,
+            case.status
+        );
+        let stats = case.stats.expect("figures");
+        assert_eq!(case.runs.len(), report.repeat);
+        assert!(stats.rows_per_second > 0.0);
+        match method.is_sampled() {
+            true => assert!(stats.rows > 0 && stats.rows <= report.rows),
+            false => assert_eq!(stats.rows, report.rows, "{}", case.method),
+        }
+        if method.has_timeline() {
+            let timeline = &case.runs[0].timeline;
+            assert_eq!(timeline.last().map(|p| p.1), Some(report.rows));
+        }
+    }
+}
+
+#[test]
+fn every_method_loads_the_votes_rows() {
+    let db = shared_cluster().create_database("bench_all");
+    let report = run(
+        &db,
+        &options(
+            Source::Dataset {
+                dataset: Dataset::Votes,
+                rows: 3000,
+            },
+            &Method::ALL,
+        ),
+    );
+    assert_eq!(report.rows, 3000);
+    assert_all_ran(&report, &Method::ALL);
+    assert_eq!(report.baseline.as_deref(), Some("copy-csv"));
+    assert!(report.server.settings.iter().any(|(n, _)| n == "wal_level"));
+    assert!(report.machine.client_cores >= 1);
+    assert_eq!(bench_schemas(&db), 0, "the bench's schema is dropped");
+
+    // The JSON and HTML reports hold every method.
+    let json: serde_json::Value = serde_json::to_value(&report).unwrap();
+    assert_eq!(json["cases"].as_array().unwrap().len(), Method::ALL.len());
+    assert_eq!(json["cases"][0]["status"], "ok");
+    let html = bench::html::render(&report);
+    for method in Method::ALL {
+        assert!(
+            html.contains(&format!(">{}", method.name())),
+            "{}",
+            method.name()
+        );
+    }
+    assert!(html.contains("<svg id=\"rate-chart\"") && html.contains("<svg id=\"timeline-chart\""));
+    // Self-contained: nothing to fetch, nothing to run.
+    assert!(!html.contains("src=") && !html.contains("href=") && !html.contains("<script"));
+}
+
+#[test]
+fn the_other_datasets_load_with_every_encoding() {
+    // NULLs, numerics, bit, timestamps and a second index, through text,
+    // csv, binary, INSERT parameters and pgpour.
+    let methods = [
+        Method::InsertMultiPrepared,
+        Method::InsertTransaction,
+        Method::CopyBinary,
+        Method::CopyCsv,
+        Method::Parallel,
+        Method::Pgpour,
+    ];
+    let db = shared_cluster().create_database("bench_datasets");
+    for dataset in [Dataset::Extract, Dataset::Kv, Dataset::Customer] {
+        let report = run(
+            &db,
+            &options(
+                Source::Dataset {
+                    dataset,
+                    rows: 1200,
+                },
+                &methods,
+            ),
+        );
+        assert_eq!(report.rows, 1200, "{}", dataset.name());
+        assert_all_ran(&report, &methods);
+    }
+}
+
+#[test]
+fn a_users_file_is_loaded_into_copies_and_the_users_table_is_untouched() {
+    let db = shared_cluster().create_database("bench_file");
+    let mut client = db.client();
+    client
+        .batch_execute(
+            "CREATE TABLE people (id serial PRIMARY KEY, name text NOT NULL, age int CHECK (age >= 0)); \
+             CREATE INDEX ON people (name); INSERT INTO people (name, age) VALUES ('kept', 1)",
+        )
+        .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("people.csv");
+    let mut csv = String::from("name,age\n");
+    for i in 0..500 {
+        csv.push_str(&format!("\"person, {i}\",{}\n", i % 90));
+    }
+    csv.push_str("\"no age\",\n");
+    std::fs::write(&file, csv).unwrap();
+    let mut format = FormatOptions::new(Format::Csv);
+    format.header = pgpour::Header::Skip;
+    let methods = [Method::InsertPrepared, Method::CopyText, Method::Pgpour];
+    let report = run(
+        &db,
+        &options(
+            Source::File {
+                inputs: vec![InputSpec::File(file)],
+                table: TableName::parse("people").unwrap(),
+                columns: Some(vec!["name".into(), "age".into()]),
+                format,
+            },
+            &methods,
+        ),
+    );
+    assert_eq!(report.rows, 501);
+    assert_all_ran(&report, &methods);
+    // The serial's sequence is the user's: bench must not have advanced it.
+    let (rows, next): (i64, i64) = {
+        let row = client
+            .query_one(
+                "SELECT (SELECT count(*) FROM people), nextval('people_id_seq')",
+                &[],
+            )
+            .unwrap();
+        (row.get(0), row.get(1))
+    };
+    assert_eq!((rows, next), (1, 2));
+    assert_eq!(bench_schemas(&db), 0);
+}
+
+#[test]
+fn a_method_the_table_refuses_fails_and_is_not_timed() {
+    // The file loads into the staging table (no constraints) but breaks the
+    // table's CHECK: every method must fail, none may report a figure.
+    let db = shared_cluster().create_database("bench_fail");
+    db.client()
+        .batch_execute("CREATE TABLE t (v int CHECK (v < 100))")
+        .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("t.csv");
+    std::fs::write(&file, "1\n2\n300\n").unwrap();
+    let methods = [Method::CopyCsv, Method::InsertMulti, Method::Pgpour];
+    let report = run(
+        &db,
+        &options(
+            Source::File {
+                inputs: vec![InputSpec::File(file)],
+                table: TableName::parse("t").unwrap(),
+                columns: None,
+                format: FormatOptions::new(Format::Csv),
+            },
+            &methods,
+        ),
+    );
+    for case in &report.cases {
+        match &case.status {
+            Status::Failed { reason } => assert!(reason.contains("check"), "{reason}"),
+            other => panic!("{}: {other:?}", case.method),
+        }
+        assert!(case.stats.is_none() && case.runs.is_empty());
+    }
+    assert_eq!(report.baseline, None);
+    assert_eq!(bench_schemas(&db), 0);
+}
+
+#[test]
+fn an_interrupted_bench_drops_its_schema() {
+    let db = shared_cluster().create_database("bench_cancel");
+    let cancel = AtomicBool::new(true);
+    let outcome = bench::run(
+        &connect(&db),
+        &options(
+            Source::Dataset {
+                dataset: Dataset::Kv,
+                rows: 100,
+            },
+            &[Method::CopyCsv],
+        ),
+        &cancel,
+        &|_| {},
+    );
+    // Either the preparation saw the interruption, or the report says so.
+    if let Ok(report) = outcome {
+        assert!(report.interrupted && report.cases.is_empty());
+    }
+    assert_eq!(bench_schemas(&db), 0);
+}
