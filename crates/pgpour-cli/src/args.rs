@@ -72,8 +72,9 @@ role may not.
 The insert-* methods are too slow for big data: each run loads the first rows, as many as fit in \
 --sample-seconds, and their rate is measured on that sample (the table says so). Every other method \
 loads the whole dataset. Each run starts from the same state: a fresh table (made LIKE the dataset's, \
-with its indexes and constraints) and a CHECKPOINT. After each run the table's row count is checked; a \
-run that loaded the wrong number of rows marks the method failed, and it is not timed.
+with its indexes and constraints) and a CHECKPOINT. After each run the table's row count is checked \
+(with --check-rows, every row against the data); a run that loaded the wrong rows marks the method \
+failed, and it is not timed.
 
 The data is loaded once into a staging table, and the server itself writes it out as csv, text and \
 binary files (in a temporary directory under --work-dir), so every method sends exactly that format.
