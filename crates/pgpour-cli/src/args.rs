@@ -64,14 +64,16 @@ postgres://me@localhost/scratch"
 const BENCH_ABOUT: &str = "Measure every way of loading data side by side, on your server and, if \
 you want, your data: the comparison people otherwise run by hand.
 
-Methods (--methods, in the order run; default all):
+Methods (--methods; default all):
 {methods}
 server-file is skipped, with the reason, when the server cannot read this machine's files or the \
 role may not.
 
 The insert-* methods are too slow for big data: each run loads the first rows, as many as fit in \
 --sample-seconds, and their rate is measured on that sample (the table says so). Every other method \
-loads the whole dataset. Each run starts from the same state: a fresh table (made LIKE the dataset's, \
+loads the whole dataset. The methods run in rounds (--repeat of them), each round starting one method \
+later, so that a slow spell of the machine does not always hit the same method. Each run starts from \
+the same state: a fresh table (made LIKE the dataset's, \
 with its indexes and constraints) and a CHECKPOINT. After each run the table's row count is checked \
 (with --check-rows, every row against the data); a run that loaded the wrong rows marks the method \
 failed, and it is not timed.

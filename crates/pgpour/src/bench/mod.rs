@@ -126,37 +126,46 @@ pub fn run(
         cancel,
     };
     let bytes_per_row = data.csv_bytes as f64 / data.rows as f64;
-    let mut cases = Vec::new();
+    let repeat = options.repeat.max(1);
+    let methods = &options.methods;
+    let mut runs: Vec<Vec<Run>> = vec![Vec::new(); methods.len()];
+    let mut statuses: Vec<Status> = vec![Status::Ok; methods.len()];
     let mut interrupted = false;
-    for &method in &options.methods {
-        let mut runs = Vec::new();
-        let mut status = Status::Ok;
-        for run in 1..=options.repeat.max(1) {
+    'rounds: for round in 0..repeat {
+        // Each round starts one method later, so that a slow stretch of the
+        // machine, or the first run after the preparation, does not always
+        // fall on the same method.
+        for k in 0..methods.len() {
+            let i = (k + round) % methods.len();
+            if !matches!(statuses[i], Status::Ok) {
+                continue;
+            }
             if cancel.load(Ordering::Relaxed) {
                 interrupted = true;
-                break;
+                break 'rounds;
             }
             if can_checkpoint {
                 admin
                     .batch_execute("CHECKPOINT")
                     .map_err(Error::db("CHECKPOINT"))?;
             }
+            let method = methods[i];
             match bench.run_once(&mut admin, method) {
                 Ok(result) => {
                     on_event(Event::Ran {
                         method,
-                        run,
-                        of: options.repeat.max(1),
+                        run: round + 1,
+                        of: repeat,
                         result: &result,
                     });
-                    runs.push(result);
+                    runs[i].push(result);
                 }
                 Err(_) if cancel.load(Ordering::Relaxed) => {
                     interrupted = true;
-                    break;
+                    break 'rounds;
                 }
                 Err(not_run) => {
-                    status = match not_run {
+                    statuses[i] = match not_run {
                         NotRun::Skipped(reason) => Status::Skipped { reason },
                         NotRun::Failed(e) => Status::Failed {
                             reason: e.to_string(),
@@ -164,33 +173,32 @@ pub fn run(
                     };
                     on_event(Event::NotRun {
                         method,
-                        status: &status,
+                        status: &statuses[i],
                     });
-                    // A failed run times nothing: its figures are dropped.
-                    runs.clear();
-                    break;
+                    // A failed method times nothing: its figures are dropped.
+                    runs[i].clear();
                 }
             }
         }
-        if interrupted {
-            break;
-        }
-        cases.push(CaseResult::new(
-            method,
-            status,
-            runs,
-            data.rows,
-            bytes_per_row,
-        ));
     }
     if interrupted {
-        notes.push("interrupted: the methods after the last one shown did not run".into());
+        notes.push("interrupted: some methods ran fewer times than --repeat, or not at all".into());
     }
+    let cases = methods
+        .iter()
+        .zip(runs)
+        .zip(statuses)
+        // Methods an interruption kept from running at all are left out.
+        .filter(|((_, runs), status)| !runs.is_empty() || !matches!(status, Status::Ok))
+        .map(|((&method, runs), status)| {
+            CaseResult::new(method, status, runs, data.rows, bytes_per_row)
+        })
+        .collect();
     let mut report = BenchReport {
         data: options.source.describe(),
         rows: data.rows,
         csv_bytes: data.csv_bytes,
-        repeat: options.repeat.max(1),
+        repeat,
         sample_seconds: options.sample_seconds,
         parallel_sessions: bench.parallel_sessions,
         machine: this_machine(),
