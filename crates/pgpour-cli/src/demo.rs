@@ -88,19 +88,15 @@ fn compare(
     eprintln!("single COPY stream (like psql \\copy): {copy_rows} rows in {copy_secs:.2} s");
 
     let options = LoadOptions {
-        inputs: vec![InputSpec::File(file.to_path_buf())],
-        table: TableName::parse(&format!("{SCHEMA}.votes"))?,
         columns: Some(columns.clone()),
-        format: Dataset::Votes.format(),
         workers: args.workers,
-        truncate: false,
-        chunk_size: pgpour::DEFAULT_CHUNK_SIZE,
-        max_errors: Some(0),
-        reject_file: None,
-        load_id: None,
-        atomic: false,
         // The demo promises to leave nothing behind in a given database.
         journal: false,
+        ..LoadOptions::new(
+            vec![InputSpec::File(file.to_path_buf())],
+            TableName::parse(&format!("{SCHEMA}.votes"))?,
+            Dataset::Votes.format(),
+        )
     };
     let summary = pgpour::load(
         connect,

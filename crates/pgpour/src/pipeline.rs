@@ -63,6 +63,28 @@ fn yes() -> bool {
     true
 }
 
+impl LoadOptions {
+    /// The options of `pgpour load inputs --table table` with nothing else
+    /// given: all the table's columns, default workers and chunk size, the
+    /// first bad row stops the load, journal on.
+    pub fn new(inputs: Vec<InputSpec>, table: TableName, format: FormatOptions) -> Self {
+        LoadOptions {
+            inputs,
+            table,
+            columns: None,
+            format,
+            workers: None,
+            truncate: false,
+            chunk_size: DEFAULT_CHUNK_SIZE,
+            max_errors: Some(0),
+            reject_file: None,
+            load_id: None,
+            atomic: false,
+            journal: true,
+        }
+    }
+}
+
 /// How an `--atomic` load makes all its rows visible at once.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum AtomicMode {

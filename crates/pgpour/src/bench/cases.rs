@@ -16,7 +16,7 @@ use super::method::Method;
 use super::prepare::{fresh_target, Prepared, Workspace};
 use super::results::Run;
 use crate::error::{Error, Result};
-use crate::pipeline::{LoadOptions, DEFAULT_CHUNK_SIZE};
+use crate::pipeline::LoadOptions;
 use crate::progress::Progress;
 use crate::sql::quote_literal;
 use crate::ConnectOptions;
@@ -281,19 +281,15 @@ impl Bench<'_> {
 
     fn pgpour(&self) -> Result<Run> {
         let options = LoadOptions {
-            inputs: self.data.load_inputs.clone(),
-            table: self.workspace.table_name("target"),
             columns: Some(self.data.load_columns.clone()),
-            format: self.data.load_format.clone(),
             workers: self.pgpour_workers,
-            truncate: false,
-            chunk_size: DEFAULT_CHUNK_SIZE,
-            max_errors: Some(0),
-            reject_file: None,
-            load_id: None,
-            atomic: false,
             // Bench leaves nothing behind outside its own schema.
             journal: false,
+            ..LoadOptions::new(
+                self.data.load_inputs.clone(),
+                self.workspace.table_name("target"),
+                self.data.load_format.clone(),
+            )
         };
         let progress = Progress::default();
         let rows_loaded = || progress.rows_loaded.load(Ordering::Relaxed);

@@ -15,7 +15,7 @@ use crate::error::{Error, Result};
 use crate::format::FormatOptions;
 use crate::gen::Dataset;
 use crate::input::InputSpec;
-use crate::pipeline::{LoadOptions, DEFAULT_CHUNK_SIZE};
+use crate::pipeline::LoadOptions;
 use crate::progress::Progress;
 use crate::sql::{quote_ident, quote_literal, TableName};
 use crate::ConnectOptions;
@@ -176,22 +176,18 @@ pub fn prepare(
         ))
         .map_err(Error::db("creating the staging table"))?;
     let options = LoadOptions {
-        inputs: load_inputs.clone(),
-        table: workspace.table_name("stage"),
         columns: Some(columns.clone()),
-        format: load_format.clone(),
         // One session, so that the heap, and the files written from it, keep
         // the input's row order: parallel sessions would interleave their
         // chunks, and keys that arrive out of order make every later load
         // into a primary key slower (kv: 12 s instead of 8 s for 10M rows).
         workers: Some(1),
-        truncate: false,
-        chunk_size: DEFAULT_CHUNK_SIZE,
-        max_errors: Some(0),
-        reject_file: None,
-        load_id: None,
-        atomic: false,
         journal: false,
+        ..LoadOptions::new(
+            load_inputs.clone(),
+            workspace.table_name("stage"),
+            load_format.clone(),
+        )
     };
     let summary =
         crate::load(connect, &options, &Progress::default(), cancel).map_err(|failure| {
