@@ -36,7 +36,14 @@ pub fn run(args: BenchArgs) -> Result<ExitCode> {
             eprintln!("{}", describe(&event));
         }
     };
-    let report = pgpour::bench::run(&connect, &options, &cancel, &on_event)?;
+    let report = match pgpour::bench::run(&connect, &options, &cancel, &on_event) {
+        Ok(report) => report,
+        Err(e) if cancel.load(std::sync::atomic::Ordering::Relaxed) => {
+            eprintln!("pgpour: {e}");
+            return Ok(ExitCode::from(crate::EXIT_INTERRUPTED));
+        }
+        Err(e) => return Err(e.into()),
+    };
 
     if args.json {
         println!("{}", serde_json::to_string_pretty(&report)?);

@@ -196,6 +196,9 @@ pub fn prepare(
                 failure.error
             ))
         })?;
+    if summary.interrupted {
+        return Err(Error::Config("interrupted while preparing the data".into()));
+    }
     if summary.rows_loaded == 0 {
         return Err(Error::Config("the bench's data has no rows".into()));
     }

@@ -229,9 +229,37 @@ fn an_interrupted_bench_drops_its_schema() {
         &cancel,
         &|_| {},
     );
-    // Either the preparation saw the interruption, or the report says so.
-    if let Ok(report) = outcome {
-        assert!(report.interrupted && report.cases.is_empty());
+    // The preparation sees the interruption and says so.
+    match outcome {
+        Err(e) => assert!(e.to_string().contains("interrupted"), "{e}"),
+        Ok(report) => panic!("ran while interrupted: {report:?}"),
     }
+    assert_eq!(bench_schemas(&db), 0);
+}
+
+#[test]
+fn ctrl_c_between_runs_keeps_what_ran_and_drops_the_schema() {
+    let db = shared_cluster().create_database("bench_cancel_mid");
+    let cancel = AtomicBool::new(false);
+    let mut options = options(
+        Source::Dataset {
+            dataset: Dataset::Kv,
+            rows: 500,
+        },
+        &[Method::CopyCsv, Method::CopyText, Method::Pgpour],
+    );
+    options.repeat = 2;
+    let stop_after_first_run = |event: bench::Event| {
+        if matches!(event, bench::Event::Ran { .. }) {
+            cancel.store(true, std::sync::atomic::Ordering::Relaxed);
+        }
+    };
+    let report = bench::run(&connect(&db), &options, &cancel, &stop_after_first_run)
+        .expect("a report of what ran");
+    assert!(report.interrupted);
+    assert_eq!(report.cases.len(), 1);
+    assert_eq!(report.cases[0].method, "copy-csv");
+    assert_eq!(report.cases[0].runs.len(), 1);
+    assert!(report.notes.iter().any(|n| n.starts_with("interrupted")));
     assert_eq!(bench_schemas(&db), 0);
 }
