@@ -66,6 +66,7 @@ you want, your data: the comparison people otherwise run by hand.
 
 Methods (--methods; default all):
 {methods}
+
 server-file is skipped, with the reason, when the server cannot read this machine's files or the \
 role may not.
 
@@ -80,6 +81,7 @@ failed, and it is not timed.
 
 The data is loaded once into a staging table, and the server itself writes it out as csv, text and \
 binary files (in a temporary directory under --work-dir), so every method sends exactly that format.
+The defaults (votes, 1M rows, all methods, 3 rounds) take about 2 minutes on 2 cores.
 
 Everything bench creates lives in a schema of its own (pgpour_bench_<id>), dropped at the end, also \
 after an error or Ctrl-C. It changes no server setting and writes to no other table; for --file, \
