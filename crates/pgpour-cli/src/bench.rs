@@ -145,11 +145,14 @@ fn describe(event: &Event) -> String {
 fn table(report: &BenchReport) -> String {
     let baseline = report.baseline.as_deref().unwrap_or("copy");
     let mut out = format!(
-        "\npgpour bench: {}, {} rows ({:.1} MB as csv), median of {} runs\n\n",
+        "\npgpour bench: {}, {} rows ({:.1} MB as csv), median of {} runs; parallel: {} \
+         sessions; pgpour: {} workers\n\n",
         report.data,
         thousands(report.rows),
         report.csv_bytes as f64 / 1e6,
-        report.repeat
+        report.repeat,
+        report.parallel_sessions,
+        report.pgpour_workers
     );
     out += &format!(
         "{:<22} {:>12} {:>8} {:>9} {:>7} {:>19} {:>8}\n",

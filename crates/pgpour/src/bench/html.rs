@@ -33,7 +33,7 @@ pub fn render(report: &BenchReport) -> String {
     let _ = writeln!(
         page,
         "<p class=\"context\">PostgreSQL {} at {} ({}). Client: {} cores, {}, {} GiB, {}. \
-         Median of {} runs per method.</p>",
+         Median of {} runs per method; parallel: {} sessions; pgpour: {} workers.</p>",
         escape(&report.server.version),
         escape(&report.server.target),
         if report.server.same_machine {
@@ -45,7 +45,9 @@ pub fn render(report: &BenchReport) -> String {
         escape(&report.machine.cpu),
         report.machine.memory_gib,
         escape(&report.machine.os),
-        report.repeat
+        report.repeat,
+        report.parallel_sessions,
+        report.pgpour_workers
     );
     page.push_str("<h2>Rows per second by method</h2>\n");
     page.push_str(&rate_chart(&report.cases, report.baseline.as_deref()));

@@ -201,6 +201,9 @@ pub fn run(
         repeat,
         sample_seconds: options.sample_seconds,
         parallel_sessions: bench.parallel_sessions,
+        pgpour_workers: options
+            .pgpour_workers
+            .unwrap_or_else(crate::default_workers),
         machine: this_machine(),
         server,
         notes,

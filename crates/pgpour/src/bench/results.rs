@@ -17,6 +17,8 @@ pub struct BenchReport {
     pub repeat: usize,
     pub sample_seconds: f64,
     pub parallel_sessions: usize,
+    /// Workers of the `pgpour` method.
+    pub pgpour_workers: usize,
     pub machine: Machine,
     pub server: ServerInfo,
     /// Things the reader must know to read the figures right.
@@ -245,6 +247,7 @@ mod tests {
             repeat: 1,
             sample_seconds: 1.0,
             parallel_sessions: 2,
+            pgpour_workers: 2,
             machine: Machine {
                 client_cores: 2,
                 cpu: String::new(),
