@@ -270,7 +270,8 @@ impl Bench<'_> {
                     .is_some_and(|c| c.code() == "58P01" || c.code() == "42501") =>
             {
                 Err(NotRun::Skipped(format!(
-                    "the server cannot read {}: {}",
+                    "the server cannot read {}: {} (a server on this host with a private \
+                     /tmp may read another --work-dir)",
                     path.display(),
                     Error::db("")(e).to_string().trim_start_matches(": ")
                 )))
