@@ -8,7 +8,7 @@ use crossbeam_channel::Sender;
 
 use crate::error::{Error, Position, Result};
 use crate::format::{FormatOptions, Header};
-use crate::frame::{count_byte, split_fields, trim_terminator, Eol, Framer};
+use crate::frame::{count_byte, end_of_data, split_fields, trim_terminator, Eol, Framer};
 use crate::input::InputSpec;
 use crate::progress::Progress;
 
@@ -118,6 +118,16 @@ pub(crate) struct Reader<'a> {
     pub cancel: &'a AtomicBool,
 }
 
+/// How reading a segment ended.
+enum SegmentEnd {
+    /// All of it was read.
+    Read,
+    /// At an end-of-data marker: the rest of the input is not data.
+    EndMarker,
+    /// The load was stopped meanwhile.
+    Stopped,
+}
+
 /// How the reader ended: all input sent, or stopped early.
 #[derive(Debug, PartialEq, Eq)]
 pub(crate) enum ReadEnd {
@@ -130,15 +140,18 @@ impl Reader<'_> {
         let mut seq = 0;
         for (index, input) in self.inputs.iter().enumerate() {
             for segment in &self.segments[index] {
-                if !self.read_segment(index, input, segment, tx, &mut seq)? {
-                    return Ok(ReadEnd::Stopped);
+                match self.read_segment(index, input, segment, tx, &mut seq)? {
+                    SegmentEnd::Read => {}
+                    // COPY reads nothing of an input after its marker.
+                    SegmentEnd::EndMarker => break,
+                    SegmentEnd::Stopped => return Ok(ReadEnd::Stopped),
                 }
             }
         }
         Ok(ReadEnd::Done { chunks: seq })
     }
 
-    /// Reads one segment of an input; false when the load was stopped meanwhile.
+    /// Reads one segment of an input, up to its end or an end-of-data marker.
     fn read_segment(
         &self,
         index: usize,
@@ -146,7 +159,7 @@ impl Reader<'_> {
         segment: &Segment,
         tx: &Sender<Chunk>,
         seq: &mut u64,
-    ) -> Result<bool> {
+    ) -> Result<SegmentEnd> {
         let stream = input.open_at(segment.from, &self.progress.input_bytes_read)?;
         let mut stream: Box<dyn Read + Send> = match segment.to {
             Some(to) => Box::new(stream.take(to - segment.from)),
@@ -203,14 +216,14 @@ impl Reader<'_> {
 
         loop {
             if self.stop.load(Ordering::Relaxed) || self.cancel.load(Ordering::Relaxed) {
-                return Ok(false);
+                return Ok(SegmentEnd::Stopped);
             }
             while buf.len() < self.chunk_size && !eof {
                 fill(&mut buf, &mut eof)?;
             }
             let cut = match framer.find_cut(&buf, self.chunk_size, eof) {
                 Some(end) => end,
-                None if eof => return Ok(true),
+                None if eof => return Ok(SegmentEnd::Read),
                 None => {
                     self.check_record_length(input, line, buf.len())?;
                     fill(&mut buf, &mut eof)?;
@@ -219,8 +232,15 @@ impl Reader<'_> {
             };
             let rest = buf[cut..].to_vec();
             buf.truncate(cut);
-            let data = std::mem::replace(&mut buf, rest);
+            let mut data = std::mem::replace(&mut buf, rest);
             buf.reserve(self.chunk_size + READ_BLOCK);
+            let marker = end_of_data(self.format.syntax(), &data);
+            if let Some(end) = marker {
+                data.truncate(end);
+                if data.is_empty() {
+                    return Ok(SegmentEnd::EndMarker);
+                }
+            }
             let lines = self.count_lines(&framer, &data);
             let chunk = Chunk {
                 seq: *seq,
@@ -236,7 +256,10 @@ impl Reader<'_> {
             *seq += 1;
             if tx.send(chunk).is_err() {
                 // Every worker has gone: the load stopped.
-                return Ok(false);
+                return Ok(SegmentEnd::Stopped);
+            }
+            if marker.is_some() {
+                return Ok(SegmentEnd::EndMarker);
             }
         }
     }

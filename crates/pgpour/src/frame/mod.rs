@@ -12,6 +12,7 @@
 //! * The line ending (LF, CRLF or CR) is learned from the first record.
 
 mod chunker;
+mod end_marker;
 mod fields;
 mod records;
 
@@ -19,6 +20,7 @@ mod records;
 mod props;
 
 pub use chunker::Framer;
+pub use end_marker::end_of_data;
 pub use fields::{split_fields, trim_terminator};
 pub use records::{copy_lines, RecordIter};
 

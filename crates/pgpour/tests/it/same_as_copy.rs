@@ -242,3 +242,26 @@ fn benchmark_datasets_with_their_types() {
             .check(d.name());
     }
 }
+
+#[test]
+fn end_of_data_markers_stop_each_input_like_copy() {
+    // Text: `\.` before a line end ends the input, also mid-line (what comes
+    // before it is the last row); an escaped backslash before a period is data.
+    Case::text(
+        "a text, b text",
+        b"1\tx\n2\ty\\\\.\n3\tz\\.\n4\tnever\n\\.\n5\tnever\n",
+    )
+    .check("text_end_marker");
+    // csv: a line that is exactly `\.` ends it; `\.` inside a line is data.
+    Case::csv(ABC, b"a,b\\.,c\n\\.\nnever,x,y\n").check("csv_end_marker");
+    Case::csv(ABC, b"a,b,c\r\n\\.\r\nnever,x,y\r\n").check("csv_end_marker_crlf");
+    // Each file stops at its own marker; the next file is read.
+    Case::csv(ABC, b"")
+        .files(vec![
+            b"1,2,3\n\\.\nnever,x,y\n".to_vec(),
+            b"4,5,6\n\\.\n".to_vec(),
+            b"\\.\nnever,x,y\n".to_vec(),
+            b"7,8,9\n".to_vec(),
+        ])
+        .check("csv_end_marker_files");
+}
