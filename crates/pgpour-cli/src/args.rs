@@ -246,7 +246,8 @@ pub struct ResumeArgs {
     #[arg(long, short = 'j', value_name = "N")]
     pub workers: Option<usize>,
 
-    /// Override the load's --max-errors (a number or 'all').
+    /// Override the load's --max-errors (a number or 'all'). The limit is
+    /// for the whole load: rows rejected by earlier runs count.
     #[arg(long, value_name = "N|all")]
     pub max_errors: Option<String>,
 

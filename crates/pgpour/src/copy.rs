@@ -91,6 +91,8 @@ impl<'a> ChunkLoader<'a> {
     }
 
     /// The careful path: client checks, then savepoints around every COPY.
+    /// A chunk that fails does not commit its rejects: they are given back
+    /// to `--max-errors`, so a retry of the chunk does not count them twice.
     fn careful(
         &self,
         client: &mut impl GenericClient,
@@ -99,6 +101,25 @@ impl<'a> ChunkLoader<'a> {
         file: &str,
         refused: Option<(u64, ServerError)>,
     ) -> Result<Loaded, Error> {
+        let mut loaded = Loaded::default();
+        match self.careful_into(&mut loaded, client, before, chunk, file, refused) {
+            Ok(()) => Ok(loaded),
+            Err(e) => {
+                self.budget.give_back(loaded.rejected.len() as u64);
+                Err(e)
+            }
+        }
+    }
+
+    fn careful_into(
+        &self,
+        loaded: &mut Loaded,
+        client: &mut impl GenericClient,
+        before: Option<&str>,
+        chunk: &Chunk,
+        file: &str,
+        refused: Option<(u64, ServerError)>,
+    ) -> Result<(), Error> {
         let records = Records::new(self.syntax, chunk);
         // The row the plain attempt was refused on, found in this same
         // record list so that it cannot be rejected twice.
@@ -109,7 +130,6 @@ impl<'a> ChunkLoader<'a> {
         });
         let utf8_checked = !self.validator.utf8
             || (std::str::from_utf8(&chunk.data).is_ok() && !chunk.data.contains(&0));
-        let mut loaded = Loaded::default();
         let mut pending: Vec<usize> = Vec::with_capacity(records.ranges.len());
         let at = Rejecting {
             chunk,
@@ -126,7 +146,7 @@ impl<'a> ChunkLoader<'a> {
             };
             match refusal {
                 None => pending.push(i),
-                Some(why) => self.reject(&mut loaded, &at, i, why)?,
+                Some(why) => self.reject(loaded, &at, i, why)?,
             }
         }
 
@@ -155,21 +175,21 @@ impl<'a> ChunkLoader<'a> {
                         Some(k) => {
                             sent += k + 1;
                             // The rows before the refused one passed: resend them.
-                            self.bisect(&mut tx, &at, &list[..k], &mut loaded)?;
-                            self.reject(&mut loaded, &at, list[k], Refusal::from(&server))?;
+                            self.bisect(&mut tx, &at, &list[..k], loaded)?;
+                            self.reject(loaded, &at, list[k], Refusal::from(&server))?;
                             rest = &rest[k + 1..];
                         }
                         // A line we cannot place: find the bad rows by bisection.
                         None => {
                             sent += list.len();
-                            self.bisect(&mut tx, &at, list, &mut loaded)?;
+                            self.bisect(&mut tx, &at, list, loaded)?;
                             rest = &rest[list.len()..];
                         }
                     }
                 }
                 Err(Failure::Data(_)) => {
                     sent += list.len();
-                    self.bisect(&mut tx, &at, list, &mut loaded)?;
+                    self.bisect(&mut tx, &at, list, loaded)?;
                     rest = &rest[list.len()..];
                 }
                 Err(Failure::Fatal(e)) => return Err(e),
@@ -180,7 +200,7 @@ impl<'a> ChunkLoader<'a> {
         loaded.rejected.sort_by_key(|r| r.byte);
         self.journal_chunk(&mut tx, chunk, loaded.rows, &loaded.rejected)?;
         tx.commit().map_err(fatal)?;
-        Ok(loaded)
+        Ok(())
     }
 
     /// Records the chunk in the journal, in the chunk's own transaction.

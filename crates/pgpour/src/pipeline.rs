@@ -300,7 +300,7 @@ fn load_pass(
     };
     let gate = Gate::new(!truncate);
     let validator = target.validator(&options.format);
-    let budget = RejectBudget::new(options.max_errors);
+    let budget = RejectBudget::new(options.max_errors, before.rows_rejected);
     let loader = ChunkLoader {
         copy_sql: &target.copy_sql,
         syntax: options.format.syntax(),

@@ -56,11 +56,18 @@ pub(crate) struct RejectBudget {
 }
 
 impl RejectBudget {
-    pub fn new(max: Option<u64>) -> Self {
+    /// `already`: rows of this load rejected by earlier runs (a resumed load
+    /// has one limit in all, not one per run).
+    pub fn new(max: Option<u64>, already: u64) -> Self {
         RejectBudget {
             max,
-            seen: AtomicU64::new(0),
+            seen: AtomicU64::new(already),
         }
+    }
+
+    /// Uncounts rows whose chunk did not commit (it will be tried again).
+    pub fn give_back(&self, rows: u64) {
+        self.seen.fetch_sub(rows, Ordering::SeqCst);
     }
 
     /// Counts one more bad row; an error once more than the maximum were seen.

@@ -345,6 +345,55 @@ fn more_bad_rows_than_allowed_stops_the_load() {
     );
 }
 
+#[test]
+fn max_errors_counts_the_rejects_of_earlier_runs_of_the_load() {
+    let db = shared_cluster().create_database("max_errors_resumed");
+    let mut client = db.client();
+    client.batch_execute("CREATE TABLE t (n int)").unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("in.csv");
+    std::fs::write(&path, "1\nx\n2\ny\n3\nz\n4\n").unwrap();
+    let mut options = csv_into_t(path, dir.path().join("r.csv"), 1, Some(1));
+    options.chunk_size = 1; // a chunk per row: x commits, y stops the load
+    options.load_id = Some("budget".into());
+    let run = |options: &LoadOptions| {
+        pgpour::load(
+            &connect(&db),
+            options,
+            &Progress::default(),
+            &AtomicBool::new(false),
+        )
+    };
+    let count = |client: &mut postgres::Client| -> i64 {
+        client
+            .query_one("SELECT count(*) FROM t", &[])
+            .unwrap()
+            .get(0)
+    };
+    let first = run(&options).unwrap_err();
+    assert!(
+        matches!(first.error, Error::Rejected { .. }),
+        "{}",
+        first.error
+    );
+    assert_eq!(count(&mut client), 2);
+    // Resumed with the same limit: x already used it, so y stops the load
+    // at once (counting per run would reject y and stop only at z).
+    let second = run(&options).unwrap_err();
+    let Error::Rejected { row, .. } = &second.error else {
+        panic!("{}", second.error)
+    };
+    assert_eq!(row.line, 4);
+    assert_eq!(count(&mut client), 2);
+    // A higher limit lets it finish, with each bad row rejected once.
+    options.max_errors = Some(3);
+    let summary = run(&options).unwrap();
+    assert_eq!(count(&mut client), 4);
+    assert_eq!(summary.rows_rejected, 2, "this run's: y and z");
+    let rejected = std::fs::read_to_string(dir.path().join("r.csv")).unwrap();
+    assert_eq!(rejected, "x\ny\nz\n");
+}
+
 fn row_strategy() -> impl Strategy<Value = (String, Option<&'static str>)> {
     prop_oneof![
         4 => ("[a-z \"]{0,6}", 0i32..1000).prop_map(|(s, n)| (format!("\"{}\",{n}\n", s.replace('"', "\"\"")), None)),
