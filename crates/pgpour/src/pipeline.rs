@@ -425,8 +425,11 @@ fn load_pass(
             crate::journal::commit_prepared(&mut client, &load_id, &prepared)?;
         }
         let finished = crate::journal::finish_if_complete(&mut client, &load_id, expected)?;
-        if atomic.is_some() {
-            // Rejects of an atomic load are known for sure only now.
+        let rejected = finished.as_ref().is_some_and(|t| t.rows_rejected > 0);
+        if atomic.is_some() || rejected {
+            // Rejects of an atomic load are known for sure only now; and
+            // workers wrote them in the order their chunks committed: the
+            // journal gives them back in file order.
             let rows = crate::journal::rejected_rows(&mut client, &load_id)?;
             sink.rewrite(&rows)?;
         }
