@@ -235,7 +235,8 @@ fn standing_notes(options: &BenchOptions) -> Vec<String> {
     if options.methods.contains(&Method::Pgpour) {
         notes.push(
             "pgpour runs without its journal, so that bench leaves nothing outside its own \
-             schema (the journal costs about 1% of a load)"
+             schema (the journal's cost was within the noise when measured on votes, 7.5M \
+             rows: 6.68 s with it, 6.70 s without)"
                 .into(),
         );
     }
