@@ -175,8 +175,8 @@ pub struct BenchArgs {
     pub check_rows: bool,
 
     /// Start a throwaway local PostgreSQL (as `demo` does) instead of
-    /// connecting to a server.
-    #[arg(long, conflicts_with = "db")]
+    /// connecting to a server; for the built-in datasets.
+    #[arg(long, conflicts_with_all = ["db", "file"])]
     pub throwaway: bool,
 
     #[command(flatten)]

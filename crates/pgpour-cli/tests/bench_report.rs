@@ -94,6 +94,25 @@ fn bench_table_on_stdout_and_bad_options() {
     );
     assert_eq!(out.status.code(), Some(2));
     assert!(text(&out.stderr).contains("unknown bench method \"copy-json\""));
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("x.csv");
+    std::fs::write(&file, "1,2\n").unwrap();
+    let args = [
+        "bench",
+        "--file",
+        file.to_str().unwrap(),
+        "--table",
+        "missing",
+    ];
+    let out = pgpour(&[&args[..], &["--db", &db.conninfo()]].concat(), None);
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = text(&out.stderr);
+    assert!(
+        stderr.contains(
+            "reading the columns of table \"missing\": relation \"missing\" does not exist"
+        ),
+        "{stderr}"
+    );
     let out = pgpour(&["bench", "--delimiter", ";", "--db", &db.conninfo()], None);
     assert_eq!(out.status.code(), Some(2));
     assert!(text(&out.stderr).contains("--file"));

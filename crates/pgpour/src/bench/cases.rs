@@ -15,7 +15,7 @@ use super::insert::{self, InsertJob};
 use super::method::Method;
 use super::prepare::{fresh_target, Prepared, Workspace};
 use super::results::Run;
-use crate::error::{Error, Result};
+use crate::error::{Error, Result, ServerError};
 use crate::pipeline::LoadOptions;
 use crate::progress::Progress;
 use crate::sql::quote_literal;
@@ -273,7 +273,7 @@ impl Bench<'_> {
                     "the server cannot read {}: {} (a server on this host with a private \
                      /tmp may read another --work-dir)",
                     path.display(),
-                    Error::db("")(e).to_string().trim_start_matches(": ")
+                    ServerError::from_db(&e).map_or_else(|| e.to_string(), |s| s.to_string())
                 )))
             }
             Err(e) => Err(Error::db("server-side COPY")(e).into()),

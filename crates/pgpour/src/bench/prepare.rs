@@ -306,7 +306,7 @@ fn table_columns(client: &mut Client, table: &TableName) -> Result<Vec<String>> 
                AND NOT attisdropped AND attgenerated = '' ORDER BY attnum",
             &[&table.quoted()],
         )
-        .map_err(|e| Error::Target(format!("table {table}: {}", Error::db("")(e))))?;
+        .map_err(Error::db(format!("reading the columns of table {table}")))?;
     Ok(rows.iter().map(|r| r.get(0)).collect())
 }
 
