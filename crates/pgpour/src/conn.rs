@@ -197,10 +197,7 @@ impl ConnectOptions {
             SslMode::VerifyFull | SslMode::Disable => {}
         }
         if let Some(path) = &self.root_cert {
-            let pem = std::fs::read(path).map_err(|source| Error::Input {
-                path: path.clone(),
-                source,
-            })?;
+            let pem = std::fs::read(path).map_err(Error::io(path))?;
             let cert = native_tls::Certificate::from_pem(&pem)
                 .map_err(|e| Error::Config(format!("sslrootcert {}: {e}", path.display())))?;
             builder.add_root_certificate(cert);

@@ -121,6 +121,15 @@ pub enum Error {
 }
 
 impl Error {
+    /// For `map_err`: an I/O failure reading or writing `path`.
+    pub fn io(path: impl Into<PathBuf>) -> impl Fn(std::io::Error) -> Error {
+        let path = path.into();
+        move |source| Error::Input {
+            path: path.clone(),
+            source,
+        }
+    }
+
     pub fn db(context: impl Into<String>) -> impl FnOnce(postgres::Error) -> Error {
         let context = context.into();
         move |source| Error::Db { context, source }

@@ -519,10 +519,7 @@ fn fingerprints(inputs: &[InputSpec]) -> Result<serde_json::Value> {
     for input in inputs {
         out.push(match input {
             InputSpec::Stdin => serde_json::json!({ "name": "<stdin>" }),
-            InputSpec::File(path) => fingerprint(path).map_err(|source| Error::Input {
-                path: path.clone(),
-                source,
-            })?,
+            InputSpec::File(path) => fingerprint(path).map_err(Error::io(path))?,
         });
     }
     Ok(serde_json::Value::Array(out))

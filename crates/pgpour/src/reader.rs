@@ -79,10 +79,7 @@ pub(crate) fn header_line(input: &InputSpec, format: &FormatOptions) -> Result<V
     let mut buf = Vec::new();
     let mut block = vec![0; 64 * 1024];
     loop {
-        let n = stream.read(&mut block).map_err(|e| Error::Input {
-            path: input.name().into(),
-            source: e,
-        })?;
+        let n = stream.read(&mut block).map_err(Error::io(input.name()))?;
         buf.extend_from_slice(&block[..n]);
         let body = buf.strip_prefix(UTF8_BOM).unwrap_or(&buf);
         if let Some(end) = framer.find_cut(body, 1, n == 0) {
@@ -165,10 +162,7 @@ impl Reader<'_> {
             Some(to) => Box::new(stream.take(to - segment.from)),
             None => stream,
         };
-        let read_error = |e| Error::Input {
-            path: input.name().into(),
-            source: e,
-        };
+        let read_error = Error::io(input.name());
         let mut framer = Framer::new(self.format.syntax());
         let mut buf = Vec::with_capacity(self.chunk_size + READ_BLOCK);
         let mut eof = false;
@@ -179,7 +173,7 @@ impl Reader<'_> {
         let mut fill = |buf: &mut Vec<u8>, eof: &mut bool| -> Result<()> {
             let len = buf.len();
             buf.resize(len + READ_BLOCK, 0);
-            let n = stream.read(&mut buf[len..]).map_err(read_error)?;
+            let n = stream.read(&mut buf[len..]).map_err(&read_error)?;
             buf.truncate(len + n);
             *eof = n == 0;
             Ok(())

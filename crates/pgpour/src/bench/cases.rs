@@ -13,7 +13,7 @@ use postgres::Client;
 
 use super::insert::{self, InsertJob};
 use super::method::Method;
-use super::prepare::{fresh_target, Prepared, Workspace};
+use super::prepare::{file_size, fresh_target, Prepared, Workspace};
 use super::results::Run;
 use crate::error::{Error, Result, ServerError};
 use crate::pipeline::LoadOptions;
@@ -156,7 +156,7 @@ impl Bench<'_> {
             self.data.column_list,
             if freeze { ", FREEZE" } else { "" }
         );
-        let length = file_length(file)?;
+        let length = file_size(file)?;
         let sent = AtomicU64::new(0);
         let mut client = self.connect.connect()?;
         let rows_sent = || self.data.rows * sent.load(Ordering::Relaxed) / length.max(1);
@@ -185,7 +185,7 @@ impl Bench<'_> {
 
     fn parallel_copy(&self, target: &str) -> Result<Run> {
         let file = &self.data.text;
-        let length = file_length(file)?;
+        let length = file_size(file)?;
         let ranges = split_at_lines(file, length, self.parallel_sessions)?;
         let sql = format!(
             "COPY {target} ({}) FROM STDIN (FORMAT text)",
@@ -245,10 +245,7 @@ impl Bench<'_> {
             .data
             .csv
             .canonicalize()
-            .map_err(|source| Error::Input {
-                path: self.data.csv.clone(),
-                source,
-            })?;
+            .map_err(Error::io(&self.data.csv))?;
         let sql = format!(
             "COPY {target} ({}) FROM {} (FORMAT csv)",
             self.data.column_list,
@@ -350,12 +347,9 @@ fn copy_range(
     sent: &AtomicU64,
     cancel: &AtomicBool,
 ) -> Result<()> {
-    let io_error = |source| Error::Input {
-        path: path.to_path_buf(),
-        source,
-    };
-    let mut file = File::open(path).map_err(io_error)?;
-    file.seek(SeekFrom::Start(range.start)).map_err(io_error)?;
+    let io_error = Error::io(path);
+    let mut file = File::open(path).map_err(&io_error)?;
+    file.seek(SeekFrom::Start(range.start)).map_err(&io_error)?;
     let mut part = file.take(range.end - range.start);
     let mut writer = client.copy_in(sql).map_err(Error::db("starting COPY"))?;
     let mut buf = vec![0; COPY_BUFFER];
@@ -364,7 +358,7 @@ fn copy_range(
             // Dropping the writer unfinished makes the server abort the COPY.
             return Err(Error::Config("interrupted".into()));
         }
-        let n = part.read(&mut buf).map_err(io_error)?;
+        let n = part.read(&mut buf).map_err(&io_error)?;
         if n == 0 {
             break;
         }
@@ -383,20 +377,17 @@ fn copy_range(
 /// Cuts the file into `parts` byte ranges of about equal size, each ending
 /// at a line end (in COPY's text format every newline ends a row).
 fn split_at_lines(path: &Path, length: u64, parts: usize) -> Result<Vec<Range<u64>>> {
-    let io_error = |source| Error::Input {
-        path: path.to_path_buf(),
-        source,
-    };
-    let mut file = File::open(path).map_err(io_error)?;
+    let io_error = Error::io(path);
+    let mut file = File::open(path).map_err(&io_error)?;
     let mut cuts = vec![0];
     for i in 1..parts.max(1) as u64 {
         let guess = (length * i / parts as u64).max(*cuts.last().unwrap_or(&0));
-        file.seek(SeekFrom::Start(guess)).map_err(io_error)?;
+        file.seek(SeekFrom::Start(guess)).map_err(&io_error)?;
         let mut tail = Vec::new();
         (&mut file)
             .take(1 << 20)
             .read_to_end(&mut tail)
-            .map_err(io_error)?;
+            .map_err(&io_error)?;
         let cut = match memchr::memchr(b'\n', &tail) {
             Some(at) => guess + at as u64 + 1,
             None => length,
@@ -406,15 +397,6 @@ fn split_at_lines(path: &Path, length: u64, parts: usize) -> Result<Vec<Range<u6
     cuts.push(length);
     cuts.dedup();
     Ok(cuts.windows(2).map(|w| w[0]..w[1]).collect())
-}
-
-fn file_length(path: &Path) -> Result<u64> {
-    std::fs::metadata(path)
-        .map(|m| m.len())
-        .map_err(|source| Error::Input {
-            path: path.to_path_buf(),
-            source,
-        })
 }
 
 #[cfg(test)]

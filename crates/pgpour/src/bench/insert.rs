@@ -61,9 +61,9 @@ fn row_by_row(client: &mut Client, job: &InsertJob, prepared: bool) -> Result<u6
     let mut rows = 0;
     for_each_row(job, |fields| {
         match &statement {
-            Some(statement) => execute(client, statement, fields)?,
+            Some(statement) => execute(client, statement, fields.iter())?,
             None => client
-                .batch_execute(&insert_sql(job, &[fields]))
+                .batch_execute(&insert_sql(job, &[fields.as_slice()]))
                 .map_err(Error::db("INSERT"))?,
         }
         rows += 1;
@@ -83,12 +83,13 @@ fn batches(client: &mut Client, job: &InsertJob, prepared: bool) -> Result<u64> 
     let mut rows = 0;
     let mut batch: Vec<Vec<Option<String>>> = Vec::with_capacity(batch_rows);
     let mut send = |client: &mut Client, batch: &mut Vec<Vec<Option<String>>>| -> Result<()> {
-        let flat: Vec<Option<String>> = batch.iter().flatten().cloned().collect();
         match (&full_batch, prepared) {
-            (Some(statement), _) if batch.len() == batch_rows => execute(client, statement, &flat)?,
+            (Some(statement), _) if batch.len() == batch_rows => {
+                execute(client, statement, batch.iter().flatten())?
+            }
             (_, true) => {
                 let statement = prepare(client, job, batch.len())?;
-                execute(client, &statement, &flat)?
+                execute(client, &statement, batch.iter().flatten())?
             }
             (_, false) => {
                 let rows: Vec<&[Option<String>]> = batch.iter().map(Vec::as_slice).collect();
@@ -103,7 +104,7 @@ fn batches(client: &mut Client, job: &InsertJob, prepared: bool) -> Result<u64> 
         Ok(())
     };
     for_each_row(job, |fields| {
-        batch.push(fields.to_vec());
+        batch.push(std::mem::take(fields));
         if batch.len() == batch_rows {
             send(client, &mut batch)?;
         }
@@ -117,16 +118,14 @@ fn batches(client: &mut Client, job: &InsertJob, prepared: bool) -> Result<u64> 
 
 /// Calls `each` with the fields of every line of the text file, until the
 /// file ends, the deadline passes or the user interrupts. The deadline is
-/// checked only between calls, so statements are never cut short.
+/// checked only between calls, so statements are never cut short. `each`
+/// may take the fields away (a batch keeps them without copying).
 fn for_each_row(
     job: &InsertJob,
-    mut each: impl FnMut(&[Option<String>]) -> Result<()>,
+    mut each: impl FnMut(&mut Vec<Option<String>>) -> Result<()>,
 ) -> Result<()> {
-    let io_error = |source| Error::Input {
-        path: job.text_file.to_path_buf(),
-        source,
-    };
-    let mut reader = BufReader::new(File::open(job.text_file).map_err(io_error)?);
+    let io_error = Error::io(job.text_file);
+    let mut reader = BufReader::new(File::open(job.text_file).map_err(&io_error)?);
     let mut line = Vec::new();
     let mut fields = Vec::with_capacity(job.columns);
     loop {
@@ -134,12 +133,12 @@ fn for_each_row(
             return Ok(());
         }
         line.clear();
-        if reader.read_until(b'\n', &mut line).map_err(io_error)? == 0 {
+        if reader.read_until(b'\n', &mut line).map_err(&io_error)? == 0 {
             return Ok(());
         }
         fields.clear();
         parse_text_line(&line, &mut fields);
-        each(&fields)?;
+        each(&mut fields)?;
     }
 }
 
@@ -213,8 +212,12 @@ fn prepare(client: &mut Client, job: &InsertJob, rows: usize) -> Result<Statemen
         .map_err(Error::db("preparing the INSERT"))
 }
 
-fn execute(client: &mut Client, statement: &Statement, fields: &[Option<String>]) -> Result<()> {
-    let values: Vec<AsText> = fields.iter().map(|f| AsText(f.as_deref())).collect();
+fn execute<'v>(
+    client: &mut Client,
+    statement: &Statement,
+    fields: impl IntoIterator<Item = &'v Option<String>>,
+) -> Result<()> {
+    let values: Vec<AsText> = fields.into_iter().map(|f| AsText(f.as_deref())).collect();
     let params: Vec<&(dyn ToSql + Sync)> = values.iter().map(|v| v as _).collect();
     client
         .execute(statement, &params)

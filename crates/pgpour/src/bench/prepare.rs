@@ -239,27 +239,17 @@ fn make_work_dir(parent: Option<&Path>) -> Result<tempfile::TempDir> {
     let dir = tempfile::Builder::new()
         .prefix("pgpour-bench-")
         .tempdir_in(&parent)
-        .map_err(|source| Error::Input {
-            path: parent.clone(),
-            source,
-        })?;
-    fs::set_permissions(dir.path(), fs::Permissions::from_mode(0o755)).map_err(|source| {
-        Error::Input {
-            path: dir.path().to_path_buf(),
-            source,
-        }
-    })?;
+        .map_err(Error::io(&parent))?;
+    fs::set_permissions(dir.path(), fs::Permissions::from_mode(0o755))
+        .map_err(Error::io(dir.path()))?;
     Ok(dir)
 }
 
 fn write_dataset(dataset: Dataset, rows: u64, path: &Path) -> Result<()> {
-    let io_error = |source| Error::Input {
-        path: path.to_path_buf(),
-        source,
-    };
-    let mut out = BufWriter::with_capacity(1 << 20, File::create(path).map_err(io_error)?);
-    dataset.write(rows, 1, &mut out).map_err(io_error)?;
-    out.flush().map_err(io_error)
+    let io_error = Error::io(path);
+    let mut out = BufWriter::with_capacity(1 << 20, File::create(path).map_err(&io_error)?);
+    dataset.write(rows, 1, &mut out).map_err(&io_error)?;
+    out.flush().map_err(&io_error)
 }
 
 fn export_table(
@@ -269,32 +259,24 @@ fn export_table(
     format: &str,
     path: &Path,
 ) -> Result<()> {
-    let io_error = |source| Error::Input {
-        path: path.to_path_buf(),
-        source,
-    };
+    let io_error = Error::io(path);
     let mut reader = client
         .copy_out(&format!(
             "COPY {table} ({column_list}) TO STDOUT (FORMAT {format})"
         ))
         .map_err(Error::db(format!("exporting the dataset as {format}")))?;
-    let mut out = BufWriter::with_capacity(1 << 20, File::create(path).map_err(io_error)?);
-    std::io::copy(&mut reader, &mut out).map_err(io_error)?;
+    let mut out = BufWriter::with_capacity(1 << 20, File::create(path).map_err(&io_error)?);
+    std::io::copy(&mut reader, &mut out).map_err(&io_error)?;
     // On disk now, rather than written back by the kernel during a timed run.
     out.into_inner()
         .map_err(|e| io_error(e.into_error()))?
         .sync_all()
-        .map_err(io_error)?;
-    fs::set_permissions(path, fs::Permissions::from_mode(0o644)).map_err(io_error)
+        .map_err(&io_error)?;
+    fs::set_permissions(path, fs::Permissions::from_mode(0o644)).map_err(&io_error)
 }
 
-fn file_size(path: &Path) -> Result<u64> {
-    fs::metadata(path)
-        .map(|m| m.len())
-        .map_err(|source| Error::Input {
-            path: path.to_path_buf(),
-            source,
-        })
+pub(super) fn file_size(path: &Path) -> Result<u64> {
+    fs::metadata(path).map(|m| m.len()).map_err(Error::io(path))
 }
 
 /// The table's columns a file fills by default: all but generated ones.
