@@ -63,6 +63,27 @@ fn input_of(dir: &std::path::Path, rows: u64) -> std::path::PathBuf {
     path
 }
 
+/// `pgpour load FILE -t t -d CONNINFO --load-id ID`, then `extra`.
+fn load_args<'a>(
+    file: &'a str,
+    conninfo: &'a str,
+    load_id: &'a str,
+    extra: &[&'a str],
+) -> Vec<&'a str> {
+    let mut args = vec![
+        "load",
+        file,
+        "-t",
+        "t",
+        "-d",
+        conninfo,
+        "--load-id",
+        load_id,
+    ];
+    args.extend_from_slice(extra);
+    args
+}
+
 const EXPECTED: (i64, i64, i64) = (ROWS as i64, ROWS as i64, (ROWS * (ROWS + 1) / 2) as i64);
 
 /// Kills loads (with `extra` options) with SIGKILL at random moments within
@@ -179,16 +200,8 @@ fn resume_refuses_a_changed_input() {
     let mut body = std::fs::read(&file).unwrap();
     body.extend_from_slice(b"oops,x\n");
     std::fs::write(&file, &body).unwrap();
-    let args = [
-        "load",
-        file.to_str().unwrap(),
-        "-t",
-        "t",
-        "-d",
-        &db.conninfo(),
-        "--load-id",
-        "chg",
-    ];
+    let conninfo = db.conninfo();
+    let args = load_args(file.to_str().unwrap(), &conninfo, "chg", &[]);
     let out = pgpour(&[&args[..], &["--chunk-size", "8KiB", "--workers", "1"]].concat());
     assert_eq!(out.status.code(), Some(2));
     assert!(
@@ -215,16 +228,7 @@ fn stopped_by_a_bad_row_then_resumed_with_rejects_allowed() {
     insert_line(&mut body, 1, 2, b"oops,x\n");
     std::fs::write(&file, &body).unwrap();
     let conninfo = db.conninfo();
-    let load = [
-        "load",
-        file.to_str().unwrap(),
-        "-t",
-        "t",
-        "-d",
-        &conninfo,
-        "--load-id",
-        "rej",
-    ];
+    let load = load_args(file.to_str().unwrap(), &conninfo, "rej", &[]);
     let out = pgpour(&[&load[..], &["--chunk-size", "8KiB", "--workers", "1"]].concat());
     assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
     let (partial, _, _) = multiset(&db);
@@ -405,16 +409,7 @@ fn gzip_input_resumes_and_stdin_says_it_cannot() {
     gz.write_all(&body).unwrap();
     std::fs::write(&file, gz.finish().unwrap()).unwrap();
     let conninfo = db.conninfo();
-    let load = [
-        "load",
-        file.to_str().unwrap(),
-        "-t",
-        "t",
-        "-d",
-        &conninfo,
-        "--load-id",
-        "gz",
-    ];
+    let load = load_args(file.to_str().unwrap(), &conninfo, "gz", &[]);
     let out = pgpour(&[&load[..], &["--chunk-size", "8KiB", "--workers", "2"]].concat());
     assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
     assert!(multiset(&db).0 > 0);
@@ -485,23 +480,20 @@ fn resumed_reject_file_keeps_the_header_and_every_rejected_row_once() {
     insert_line(&mut body, 3, 4, b"late,x\n");
     std::fs::write(&file, &body).unwrap();
     let conninfo = db.conninfo();
-    let out = pgpour(&[
-        "load",
+    let out = pgpour(&load_args(
         file.to_str().unwrap(),
-        "-t",
-        "t",
-        "-d",
         &conninfo,
-        "--header",
-        "--load-id",
         "hdr",
-        "--max-errors",
-        "1",
-        "--chunk-size",
-        "8KiB",
-        "--workers",
-        "1",
-    ]);
+        &[
+            "--header",
+            "--max-errors",
+            "1",
+            "--chunk-size",
+            "8KiB",
+            "--workers",
+            "1",
+        ],
+    ));
     assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
     let out = pgpour(&["resume", "hdr", "-d", &conninfo, "--max-errors", "all"]);
     assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
