@@ -352,6 +352,27 @@ pub struct LoadArgs {
     #[arg(long)]
     pub no_journal: bool,
 
+    /// Keep the table's indexes in place during the load. By default a
+    /// load into an empty table (or with --truncate) drops the indexes it
+    /// can rebuild safely and builds them once at the end, which is faster;
+    /// the journal keeps their definitions, so a crashed load gets them back
+    /// from `pgpour resume` or `pgpour forget`. --explain lists them.
+    #[arg(long)]
+    pub keep_indexes: bool,
+
+    /// Leave the CACHE of the sequences that fill serial or identity
+    /// columns alone. By default a parallel load sets it to 100 for the
+    /// load, so that workers do not contend for the sequence, and sets it
+    /// back at the end (or on resume or forget after a crash). Each worker
+    /// then takes values 100 at a time, and up to 99 per worker go unused.
+    #[arg(long)]
+    pub keep_sequences: bool,
+
+    /// Say what the load would do (table, COPY statement, workers, commits,
+    /// which indexes are rebuilt and why others are not), and load nothing.
+    #[arg(long)]
+    pub explain: bool,
+
     /// Name of this load in the journal (default: generated, printed at the
     /// start). Running again with the same id continues the load instead of
     /// loading twice; it refuses if the options or inputs differ.

@@ -12,6 +12,8 @@ pub struct LoadConfig {
     pub load: LoadOptions,
     pub json: bool,
     pub quiet: bool,
+    /// Say what the load would do, and do nothing.
+    pub explain: bool,
 }
 
 pub fn connect_options(db: Option<&str>) -> Result<ConnectOptions> {
@@ -41,9 +43,12 @@ impl LoadConfig {
                 load_id: args.load_id,
                 atomic: args.atomic,
                 journal: !args.no_journal,
+                keep_indexes: args.keep_indexes,
+                keep_sequences: args.keep_sequences,
             },
             json: args.json,
             quiet: args.quiet,
+            explain: args.explain,
         })
     }
 }

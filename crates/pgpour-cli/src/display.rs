@@ -65,6 +65,15 @@ pub fn summary_text(s: &LoadSummary, workers_note: &str) -> String {
         .atomic
         .as_ref()
         .map_or_else(String::new, |how| format!("\n  atomic   {how}"));
+    let restored = if s.restored.is_empty() {
+        String::new()
+    } else {
+        format!(
+            "\n  restored {} after the load ({:.2} s)",
+            s.restored.join(", "),
+            s.restore_seconds,
+        )
+    };
     let resumed = if s.resumed_chunks > 0 {
         format!(
             " (resumed: {} chunks were committed before)",
@@ -78,7 +87,7 @@ pub fn summary_text(s: &LoadSummary, workers_note: &str) -> String {
          rows     {} read = {} loaded + {} rejected\n  \
          input    {} file{} ({} read, {} loaded, {})\n  \
          time     {:.2} s  |  {:.0} rows/s  |  {:.1} MB/s\n  \
-         workers  {}{workers_note}{atomic}{rejects}",
+         workers  {}{workers_note}{atomic}{restored}{rejects}",
         HumanCount(s.rows_loaded),
         s.table,
         if s.load_id.is_empty() {
@@ -102,4 +111,29 @@ pub fn summary_text(s: &LoadSummary, workers_note: &str) -> String {
         s.mb_per_second,
         s.workers,
     )
+}
+
+/// `pgpour load --explain`, several lines, no trailing newline.
+pub fn explain_text(plan: &pgpour::pipeline::Explain) -> String {
+    let mut lines = vec![
+        format!("pgpour: would load {}", plan.table),
+        format!("  copy     {}", plan.copy_sql),
+        format!("  workers  {}", plan.workers),
+        format!(
+            "  commit   {} (chunks of about {})",
+            plan.commit,
+            HumanBytes(plan.chunk_size as u64)
+        ),
+    ];
+    lines.extend(
+        pgpour::indexes::describe(&plan.indexes)
+            .into_iter()
+            .map(|line| format!("  indexes  {line}")),
+    );
+    lines.extend(
+        pgpour::sequences::describe(&plan.sequences)
+            .into_iter()
+            .map(|line| format!("  sequence {line}")),
+    );
+    lines.join("\n")
 }

@@ -34,6 +34,7 @@ pub fn resume(args: ResumeArgs) -> Result<LoadConfig> {
         load,
         json: args.json,
         quiet: args.quiet,
+        explain: false,
     })
 }
 
@@ -76,6 +77,12 @@ pub fn status(args: StatusArgs) -> Result<()> {
             progress,
             load.started_at
         );
+        if !load.pending.is_empty() {
+            println!(
+                "    dropped for the load, restored by resume or forget: {}",
+                load.pending.join(", ")
+            );
+        }
         if load.state != "done" {
             println!(
                 "    resume: `pgpour resume {}` skips the {} committed chunks and loads the rest",
@@ -89,7 +96,10 @@ pub fn status(args: StatusArgs) -> Result<()> {
 pub fn forget(args: ForgetArgs) -> Result<ExitCode> {
     let connect = connect_options(args.connection.db.as_deref())?;
     let mut client = connect.connect()?;
-    if journal::forget(&mut client, &args.load_id)? {
+    if let Some(restored) = journal::forget(&mut client, &args.load_id)? {
+        for what in restored {
+            println!("restored {what}");
+        }
         println!("forgot load {} (its rows stay in the table)", args.load_id);
         Ok(ExitCode::SUCCESS)
     } else {

@@ -58,6 +58,15 @@ pub(crate) fn install_interrupt_handler(what_happens: &'static str) -> Arc<Atomi
 }
 
 fn run_load(mut config: LoadConfig) -> Result<ExitCode> {
+    if config.explain {
+        let plan = pgpour::explain(&config.connect, &config.load)?;
+        if config.json {
+            println!("{}", serde_json::to_string(&plan)?);
+        } else {
+            println!("{}", display::explain_text(&plan));
+        }
+        return Ok(ExitCode::SUCCESS);
+    }
     let load_id = config
         .load
         .load_id

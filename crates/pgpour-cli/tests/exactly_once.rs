@@ -86,22 +86,21 @@ fn load_args<'a>(
 
 const EXPECTED: (i64, i64, i64) = (ROWS as i64, ROWS as i64, (ROWS * (ROWS + 1) / 2) as i64);
 
-/// Kills loads (with `extra` options) with SIGKILL at random moments within
-/// a whole load's duration, `runs` times; after each kill runs `after_kill`,
-/// then resumes (or, if the load was killed before it was recorded, runs it
-/// again) and checks that every row is there exactly once. Returns how many
-/// loads were killed while still running.
+/// Kills loads (with `extra` options) into the table `ddl` makes, with
+/// SIGKILL at random moments within a whole load's duration, `runs` times;
+/// after each kill runs `after_kill`, then resumes (or, if the load was
+/// killed before it was recorded, runs it again) and checks that every row
+/// is there exactly once and nothing is left to restore. Returns how many
+/// loads were killed while still running, and the database.
 fn kill_and_resume(
     name: &str,
+    ddl: &str,
     extra: &[&str],
     runs: u64,
     after_kill: impl Fn(&TestDb, u64),
-) -> u64 {
+) -> (u64, TestDb<'static>) {
     let db = shared_cluster().create_database(name);
-    // No key: a row loaded twice would show.
-    db.client()
-        .batch_execute("CREATE TABLE t (id int, v text)")
-        .unwrap();
+    db.client().batch_execute(ddl).unwrap();
     let dir = tempfile::tempdir().unwrap();
     let file = input(dir.path());
     let conninfo = db.conninfo();
@@ -178,19 +177,62 @@ fn kill_and_resume(
             .unwrap()
             .get(0);
         assert_eq!(prepared, 0, "run {run}: prepared transactions left behind");
+        let pending: i64 = db
+            .client()
+            .query_one("SELECT count(*) FROM pgpour.restores", &[])
+            .unwrap()
+            .get(0);
+        assert_eq!(
+            pending, 0,
+            "run {run}: indexes or sequences left to restore"
+        );
     }
     eprintln!("{name}: {killed_mid_load} of {runs} loads were killed while running");
-    killed_mid_load
+    (killed_mid_load, db)
 }
+
+const PLAIN_TABLE: &str = "CREATE TABLE t (id int, v text)";
 
 #[test]
 fn sigkill_at_random_moments_then_resume_loads_every_row_once() {
-    let killed = kill_and_resume("kill", &[], 20, |_, _| {});
+    // No key: a row loaded twice would show.
+    let (killed, _) = kill_and_resume("kill", PLAIN_TABLE, &[], 20, |_, _| {});
     // The test means something only if most runs were killed mid-load.
     assert!(
         killed >= 8,
         "only {killed} of 20 runs were killed while loading"
     );
+}
+
+/// A table whose load drops two indexes and raises a sequence's cache:
+/// wherever the kill lands, resume loads every row once and puts the table
+/// back as it was.
+#[test]
+fn sigkill_while_indexes_are_dropped_then_resume_puts_them_back() {
+    let ddl = "CREATE TABLE t (n serial PRIMARY KEY, id int, v text); CREATE INDEX t_v ON t (v)";
+    let (killed, loaded) = kill_and_resume("rebuild", ddl, &["--columns", "id,v"], 8, |_, _| {});
+    assert!(
+        killed >= 3,
+        "only {killed} of 8 runs were killed while loading"
+    );
+    let db = shared_cluster().create_database("rebuild_reference");
+    db.client().batch_execute(ddl).unwrap();
+    let schema = |db: &TestDb| -> Vec<String> {
+        db.client()
+            .query(
+                "SELECT pg_get_indexdef(indexrelid) FROM pg_index WHERE indrelid = 't'::regclass \
+                 UNION ALL SELECT 'cache ' || seqcache FROM pg_sequence WHERE seqrelid = 't_n_seq'::regclass \
+                 ORDER BY 1",
+                &[],
+            )
+            .unwrap()
+            .iter()
+            .map(|r| r.get(0))
+            .collect()
+    };
+    let reference = schema(&db);
+    assert_eq!(reference.len(), 3, "{reference:?}");
+    assert_eq!(schema(&loaded), reference);
 }
 
 #[test]
@@ -389,7 +431,7 @@ fn atomic_load_failing_late_leaves_nothing() {
 
 #[test]
 fn atomic_load_killed_at_random_moments_is_all_or_nothing_then_resumes() {
-    kill_and_resume("atomic", &["--atomic"], 8, |db, run| {
+    let _ = kill_and_resume("atomic", PLAIN_TABLE, &["--atomic"], 8, |db, run| {
         let (rows, _, _) = multiset(db);
         assert!(
             rows == 0 || rows == EXPECTED.0,

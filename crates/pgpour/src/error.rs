@@ -111,6 +111,19 @@ pub enum Error {
         source: std::io::Error,
     },
 
+    /// A statement that restores the table after a load (an index rebuild)
+    /// failed; it stays in the journal for the next resume or forget.
+    #[error(
+        "the rows are loaded, but {what} could not be restored: {}; fix the cause, then `pgpour resume {load_id}` restores it",
+        driver_message(source)
+    )]
+    Restore {
+        what: String,
+        load_id: String,
+        #[source]
+        source: postgres::Error,
+    },
+
     /// Any other failure talking to the server.
     #[error("{context}: {}", driver_message(source))]
     Db {

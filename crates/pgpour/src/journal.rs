@@ -12,6 +12,9 @@
 //!   chunk impossible, whoever tries.
 //! * `pgpour.rejects`: the rejected rows of committed chunks (bytes and
 //!   reasons), from which the reject file can always be rebuilt.
+//! * `pgpour.restores`: statements that put the table back as it was
+//!   (rebuild an index the load dropped), each deleted in the transaction
+//!   that runs it (see `indexes`).
 
 use std::io::Read;
 use std::path::Path;
@@ -53,6 +56,13 @@ CREATE TABLE IF NOT EXISTS pgpour.rejects (
     reason jsonb NOT NULL,
     bytes bytea NOT NULL,
     PRIMARY KEY (load_id, input, byte)
+);
+CREATE TABLE IF NOT EXISTS pgpour.restores (
+    load_id text NOT NULL REFERENCES pgpour.loads ON DELETE CASCADE,
+    position int NOT NULL,
+    what text NOT NULL,
+    sql text NOT NULL,
+    PRIMARY KEY (load_id, position)
 );";
 
 /// A chunk already committed by an earlier run of the load.
@@ -109,6 +119,8 @@ pub struct LoadStatus {
     /// Decompressed bytes committed, and the inputs' total size when known.
     pub bytes_committed: i64,
     pub inputs: serde_json::Value,
+    /// What the load still has to restore (`index votes_pkey`).
+    pub pending: Vec<String>,
 }
 
 pub fn ensure_schema(client: &mut impl GenericClient) -> Result<()> {
@@ -301,6 +313,22 @@ pub(crate) fn record_chunk(
     Ok(())
 }
 
+/// Records a statement that restores what the load changed, to run at its
+/// end (in the caller's transaction, with the change itself).
+pub(crate) fn add_restore(
+    tx: &mut impl GenericClient,
+    load_id: &str,
+    what: &str,
+    sql: &str,
+) -> Result<(), postgres::Error> {
+    tx.execute(
+        "INSERT INTO pgpour.restores (load_id, position, what, sql) \
+         SELECT $1, coalesce(max(position) + 1, 0), $2, $3 FROM pgpour.restores WHERE load_id = $1",
+        &[&load_id, &what, &sql],
+    )
+    .map(drop)
+}
+
 /// The rejected rows of a load's committed chunks, in input order.
 pub fn rejected_rows(client: &mut impl GenericClient, load_id: &str) -> Result<Vec<BadRow>> {
     rejected_rows_within(client, load_id, None)
@@ -470,11 +498,14 @@ pub fn status(client: &mut impl GenericClient, load_id: Option<&str>) -> Result<
     if !has_schema {
         return Ok(Vec::new());
     }
+    // A journal made by an older pgpour lacks the newer tables.
+    ensure_schema(client)?;
     let rows = client
         .query(
             "SELECT l.load_id, l.target, l.state, l.started_at::text, count(c.*), \
                     coalesce(sum(c.rows_loaded), 0)::bigint, coalesce(sum(c.rows_rejected), 0)::bigint, \
-                    coalesce(sum(c.byte_end - c.byte_start), 0)::bigint, l.inputs::text \
+                    coalesce(sum(c.byte_end - c.byte_start), 0)::bigint, l.inputs::text, \
+                    array(SELECT what FROM pgpour.restores r WHERE r.load_id = l.load_id ORDER BY position) \
              FROM pgpour.loads l LEFT JOIN pgpour.chunks c USING (load_id) \
              WHERE $1::text IS NULL OR l.load_id = $1 \
              GROUP BY l.load_id ORDER BY l.started_at",
@@ -493,23 +524,26 @@ pub fn status(client: &mut impl GenericClient, load_id: Option<&str>) -> Result<
             rows_rejected: r.get(6),
             bytes_committed: r.get(7),
             inputs: serde_json::from_str(r.get(8)).unwrap_or_default(),
+            pending: r.get(9),
         })
         .collect())
 }
 
-/// Drops a load's journal entry; false when there was none.
-pub fn forget(client: &mut impl GenericClient, load_id: &str) -> Result<bool> {
+/// Drops a load's journal entry, after restoring what the load left to
+/// restore (indexes it dropped); `None` when there was no such load.
+pub fn forget(client: &mut postgres::Client, load_id: &str) -> Result<Option<Vec<String>>> {
     let has_schema: bool = client
         .query_one("SELECT to_regclass('pgpour.loads') IS NOT NULL", &[])
         .map_err(Error::db("reading the journal"))?
         .get(0);
     if !has_schema {
-        return Ok(false);
+        return Ok(None);
     }
+    let restored = crate::indexes::restore_pending(client, load_id)?;
     let n = client
         .execute("DELETE FROM pgpour.loads WHERE load_id = $1", &[&load_id])
         .map_err(Error::db("forgetting the load"))?;
-    Ok(n > 0)
+    Ok((n > 0).then_some(restored))
 }
 
 /// What identifies each input's content well enough to refuse a changed

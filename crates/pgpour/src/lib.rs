@@ -19,6 +19,8 @@
 //!     load_id: None,
 //!     atomic: false,
 //!     journal: true,
+//!     keep_indexes: false,
+//!     keep_sequences: false,
 //! };
 //! let summary = pgpour::load(&connect, &options, &Progress::default(), &AtomicBool::new(false))
 //!     .map_err(|failure| failure.error)?;
@@ -33,6 +35,7 @@ pub mod error;
 pub mod format;
 pub mod frame;
 pub mod gen;
+pub mod indexes;
 pub mod input;
 pub mod journal;
 pub mod pipeline;
@@ -41,6 +44,7 @@ pub mod progress;
 mod reader;
 pub mod reject;
 pub mod report;
+pub mod sequences;
 pub mod sql;
 pub mod validate;
 
@@ -48,7 +52,7 @@ pub use conn::ConnectOptions;
 pub use error::{Error, Position, Result};
 pub use format::{Format, FormatOptions, Header};
 pub use input::InputSpec;
-pub use pipeline::{default_workers, load, LoadFailure, LoadOptions, DEFAULT_CHUNK_SIZE};
+pub use pipeline::{default_workers, explain, load, LoadFailure, LoadOptions, DEFAULT_CHUNK_SIZE};
 pub use progress::Progress;
 pub use reject::{BadRow, RejectSink};
 pub use report::LoadSummary;

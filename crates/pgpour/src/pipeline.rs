@@ -57,6 +57,13 @@ pub struct LoadOptions {
     /// synchronously and nothing is created in the database.
     #[serde(default = "yes")]
     pub journal: bool,
+    /// Never drop and rebuild the target's indexes (see `indexes`).
+    #[serde(default)]
+    pub keep_indexes: bool,
+    /// Never raise the CACHE of the sequences the load draws from (see
+    /// `sequences`).
+    #[serde(default)]
+    pub keep_sequences: bool,
 }
 
 fn yes() -> bool {
@@ -81,6 +88,8 @@ impl LoadOptions {
             load_id: None,
             atomic: false,
             journal: true,
+            keep_indexes: false,
+            keep_sequences: false,
         }
     }
 }
@@ -93,6 +102,75 @@ enum AtomicMode {
     /// One worker, one transaction (with --truncate, whose lock would block
     /// the others, or when the server allows no prepared transactions).
     OneTransaction,
+}
+
+/// How an `--atomic` load of `workers` workers commits, if it is one.
+fn atomic_mode(client: &mut Client, options: &LoadOptions, workers: usize) -> Option<AtomicMode> {
+    match options.atomic {
+        false => None,
+        true if options.truncate || workers == 1 => Some(AtomicMode::OneTransaction),
+        true => {
+            let allowed: i64 = client
+                .query_one(
+                    "SELECT current_setting('max_prepared_transactions')::int8",
+                    &[],
+                )
+                .map_or(0, |r| r.get(0));
+            if allowed >= workers as i64 {
+                Some(AtomicMode::TwoPhase)
+            } else {
+                Some(AtomicMode::OneTransaction)
+            }
+        }
+    }
+}
+
+fn atomic_note(mode: AtomicMode, workers: usize) -> String {
+    match mode {
+        AtomicMode::TwoPhase => format!("two-phase commit across {workers} workers"),
+        AtomicMode::OneTransaction => "one transaction, one worker".to_string(),
+    }
+}
+
+/// What a load would do, for `--explain`. Nothing is changed.
+#[derive(Debug, serde::Serialize)]
+pub struct Explain {
+    pub table: String,
+    pub copy_sql: String,
+    pub workers: usize,
+    /// How chunks become visible.
+    pub commit: String,
+    pub chunk_size: usize,
+    pub indexes: crate::indexes::IndexPlan,
+    pub sequences: crate::sequences::SequencePlan,
+}
+
+/// Connects, resolves and checks the target as a load would, and says what
+/// it would do with it.
+pub fn explain(connect: &ConnectOptions, options: &LoadOptions) -> Result<Explain> {
+    let (client, target) = prepare(connect, options, &Progress::default())?;
+    let mut client = client.expect("connected");
+    let mut workers = options.workers.unwrap_or_else(default_workers).max(1);
+    let atomic = atomic_mode(&mut client, options, workers);
+    if atomic == Some(AtomicMode::OneTransaction) {
+        workers = 1;
+    }
+    let commit = match (atomic, options.journal) {
+        (Some(mode), _) => format!("all at once: {}", atomic_note(mode, workers)),
+        (None, true) => "a transaction per chunk, recorded in the journal (resumable)".into(),
+        (None, false) => "a transaction per chunk, no journal (not resumable)".into(),
+    };
+    let indexes = crate::indexes::plan(&mut client, &target, options)?;
+    let sequences = crate::sequences::plan(&mut client, &target, options, workers)?;
+    Ok(Explain {
+        table: target.qualified.clone(),
+        copy_sql: target.copy_sql.clone(),
+        workers,
+        commit,
+        chunk_size: options.chunk_size,
+        indexes,
+        sequences,
+    })
 }
 
 /// A load that stopped on an error, with what it had committed by then.
@@ -127,9 +205,42 @@ pub fn load(
     options
         .load_id
         .get_or_insert_with(|| crate::journal::new_load_id(&options.table.name));
+    let outcome = load_passes(connect, &options, progress, cancel, started);
+    if !options.journal {
+        return outcome;
+    }
+    // Indexes dropped for the load are rebuilt however it ended: a failed
+    // or interrupted load leaves the table as usable as before, and its
+    // resume goes on with the indexes in place.
+    let load_id = options.load_id.as_deref().unwrap_or_default();
+    let restored = connect_retrying(connect, cancel)
+        .and_then(|mut client| crate::indexes::restore_pending(&mut client, load_id));
+    match (outcome, restored) {
+        (Ok(mut summary), Ok(done)) => {
+            summary.restored(done, started.elapsed());
+            Ok(summary)
+        }
+        (Ok(summary), Err(error)) => Err(Box::new(LoadFailure { error, summary })),
+        (Err(mut failure), Ok(done)) => {
+            failure.summary.restored(done, started.elapsed());
+            Err(failure)
+        }
+        // The load's own error comes first; the restore stays pending.
+        (Err(failure), Err(_)) => Err(failure),
+    }
+}
+
+/// The passes of a load, until one finds every chunk in the journal.
+fn load_passes(
+    connect: &ConnectOptions,
+    options: &LoadOptions,
+    progress: &Progress,
+    cancel: &AtomicBool,
+    started: Instant,
+) -> Result<LoadSummary, Box<LoadFailure>> {
     let mut first: Option<(u64, Totals)> = None;
     for pass_number in 0..MAX_PASSES {
-        let pass = load_pass(connect, &options, progress, cancel, started)?;
+        let pass = load_pass(connect, options, progress, cancel, started)?;
         let (resumed, before) = *first.get_or_insert((pass.summary.resumed_chunks, pass.before));
         if !pass.chunks_lost {
             let mut summary = pass.summary;
@@ -153,7 +264,7 @@ pub fn load(
             options.load_id.as_deref().unwrap_or_default()
         )),
         summary: LoadSummary::new(
-            &options,
+            options,
             0,
             progress,
             started.elapsed(),
@@ -196,34 +307,13 @@ fn load_pass(
             return Err(Box::new(LoadFailure { error, summary }));
         }
     };
-    let atomic = match options.atomic {
-        false => None,
-        true if options.truncate || workers == 1 => Some(AtomicMode::OneTransaction),
-        true => {
-            let allowed: i64 = first_client
-                .as_mut()
-                .and_then(|c| {
-                    c.query_one(
-                        "SELECT current_setting('max_prepared_transactions')::int8",
-                        &[],
-                    )
-                    .ok()
-                })
-                .map_or(0, |r| r.get(0));
-            if allowed >= workers as i64 {
-                Some(AtomicMode::TwoPhase)
-            } else {
-                Some(AtomicMode::OneTransaction)
-            }
-        }
-    };
+    let atomic = first_client
+        .as_mut()
+        .and_then(|client| atomic_mode(client, options, workers));
     if atomic == Some(AtomicMode::OneTransaction) {
         workers = 1;
     }
-    let atomic_note = atomic.map(|mode| match mode {
-        AtomicMode::TwoPhase => format!("two-phase commit across {workers} workers"),
-        AtomicMode::OneTransaction => "one transaction, one worker".to_string(),
-    });
+    let atomic_note = atomic.map(|mode| atomic_note(mode, workers));
     let summary = |interrupted| {
         let mut s = LoadSummary::new(
             options,
@@ -257,6 +347,7 @@ fn load_pass(
         .map(|c| crate::journal::begin(c, &load_id, &target.qualified, options))
         .transpose()
         .map_err(fail)?;
+    let new_load = matches!(previous, Some(Previous::None));
     let done_chunks = match previous {
         Some(Previous::Done) => {
             let mut summary = summary(false);
@@ -283,6 +374,18 @@ fn load_pass(
             let _ = sink.header.set(header);
         }
         sink.rewrite(&rows).map_err(fail)?;
+    }
+    if new_load {
+        let client = first_client.as_mut().expect("connected");
+        // Which indexes went, and why others stayed, is for --explain; the
+        // summary names those rebuilt.
+        crate::indexes::drop_for_load(client, &target, options, &load_id).map_err(fail)?;
+    }
+    if options.journal {
+        // Every run, resumed ones too: the end of the last one set it back.
+        let client = first_client.as_mut().expect("connected");
+        crate::sequences::raise_for_load(client, &target, options, workers, &load_id)
+            .map_err(fail)?;
     }
     let before = Totals::of(&done_chunks);
     let segments = crate::reader::segments(options.inputs.len(), &done_chunks);

@@ -41,6 +41,10 @@ pub struct LoadSummary {
     pub interrupted: bool,
     /// How an `--atomic` load committed, when it was one.
     pub atomic: Option<String>,
+    /// What was restored after the load (`index votes_pkey`: indexes
+    /// dropped for speed), and the seconds that took (part of `seconds`).
+    pub restored: Vec<String>,
+    pub restore_seconds: f64,
 }
 
 impl LoadSummary {
@@ -59,6 +63,18 @@ impl LoadSummary {
         };
         self.rows_per_second = per_second(rows_loaded);
         self.mb_per_second = per_second(bytes_loaded) / 1e6;
+    }
+
+    /// Adds what the load restored at its end; `elapsed` is the whole
+    /// load's time, restores included, and the rates follow it.
+    pub(crate) fn restored(&mut self, restored: Vec<String>, elapsed: Duration) {
+        if restored.is_empty() {
+            return;
+        }
+        self.restored = restored;
+        self.restore_seconds = (elapsed.as_secs_f64() - self.seconds).max(0.0);
+        self.seconds = elapsed.as_secs_f64();
+        self.set_counts(self.rows_loaded, self.rows_rejected, self.bytes_loaded);
     }
 
     pub(crate) fn new(
@@ -98,6 +114,8 @@ impl LoadSummary {
             workers,
             interrupted,
             atomic: None,
+            restored: Vec::new(),
+            restore_seconds: 0.0,
         }
     }
 }

@@ -278,11 +278,13 @@ impl Bench<'_> {
     }
 
     fn pgpour(&self) -> Result<Run> {
+        // With the journal, as a user runs it (index rebuild and sequence
+        // cache need it); the entry is forgotten after the run.
+        let load_id = crate::journal::new_load_id(&self.workspace.schema);
         let options = LoadOptions {
             columns: Some(self.data.load_columns.clone()),
             workers: self.pgpour_workers,
-            // Bench leaves nothing behind outside its own schema.
-            journal: false,
+            load_id: Some(load_id.clone()),
             ..LoadOptions::new(
                 self.data.load_inputs.clone(),
                 self.workspace.table_name("target"),
@@ -294,7 +296,12 @@ impl Bench<'_> {
         let (outcome, seconds, timeline) = timed(Method::Pgpour, &rows_loaded, || {
             crate::load(self.connect, &options, &progress, self.cancel)
         });
+        let forgotten = self
+            .connect
+            .connect()
+            .and_then(|mut client| crate::journal::forget(&mut client, &load_id));
         let summary = outcome.map_err(|failure| failure.error)?;
+        forgotten?;
         Ok(Run {
             rows: summary.rows_loaded,
             seconds,

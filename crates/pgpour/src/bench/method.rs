@@ -72,7 +72,7 @@ impl Method {
             Method::CopyFreeze => "TRUNCATE and COPY text ... FREEZE in one transaction",
             Method::Parallel => "N COPY text sessions, each over its own part of the file",
             Method::ServerFile => "server-side COPY FROM '/file' (csv)",
-            Method::Pgpour => "pgpour load with its defaults (no journal)",
+            Method::Pgpour => "pgpour load with its defaults",
         }
     }
 

@@ -54,6 +54,10 @@ impl Source {
 pub struct Workspace {
     pub schema: String,
     connect: ConnectOptions,
+    /// The database had a pgpour journal before bench ran: bench forgets
+    /// its own loads but leaves the journal. Otherwise it drops the one its
+    /// pgpour runs created.
+    journal_existed: bool,
 }
 
 impl Workspace {
@@ -71,9 +75,14 @@ impl Workspace {
             .map_err(Error::db(
                 "creating the bench's schema (needs CREATE on the database)",
             ))?;
+        let journal_existed = client
+            .query_one("SELECT to_regclass('pgpour.loads') IS NOT NULL", &[])
+            .map_err(Error::db("looking for a pgpour journal"))?
+            .get(0);
         Ok(Workspace {
             schema,
             connect: connect.clone(),
+            journal_existed,
         })
     }
 
@@ -98,6 +107,14 @@ impl Drop for Workspace {
                 "DROP SCHEMA IF EXISTS {} CASCADE",
                 quote_ident(&self.schema)
             ));
+            if !self.journal_existed {
+                // Only if no load other than bench's own came to use it.
+                let _ = client.batch_execute(
+                    "DO $$ BEGIN IF to_regclass('pgpour.loads') IS NOT NULL \
+                     AND NOT EXISTS (SELECT 1 FROM pgpour.loads WHERE load_id NOT LIKE 'pgpour\\_bench\\_%') \
+                     THEN DROP SCHEMA pgpour CASCADE; END IF; END $$",
+                );
+            }
         }
     }
 }

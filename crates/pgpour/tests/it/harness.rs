@@ -145,6 +145,8 @@ impl Case {
             load_id: None,
             atomic: false,
             journal: true,
+            keep_indexes: false,
+            keep_sequences: false,
         }
     }
 

@@ -6,5 +6,6 @@ mod connection;
 mod harness;
 mod random_documents;
 mod rejects;
+mod restores;
 mod same_as_copy;
 mod targets;

@@ -76,6 +76,8 @@ impl RejectCase {
                 load_id: None,
                 atomic: false,
                 journal: true,
+                keep_indexes: false,
+                keep_sequences: false,
             };
             let run = format!("{name} (workers {workers}, chunk {chunk_size})");
             let summary = pgpour::load(
@@ -245,6 +247,8 @@ fn csv_into_t(
         load_id: None,
         atomic: false,
         journal: true,
+        keep_indexes: false,
+        keep_sequences: false,
     }
 }
 

@@ -29,6 +29,8 @@ fn options(
         load_id: None,
         atomic: false,
         journal: true,
+        keep_indexes: false,
+        keep_sequences: false,
     }
 }
 

@@ -1,0 +1,317 @@
+//! What a load changes for speed and puts back: indexes dropped from an
+//! empty table and rebuilt, a sequence's CACHE raised and set back. The
+//! table must end exactly as it was, whether the load finished, failed, or
+//! stopped and was resumed or forgotten.
+
+use std::sync::atomic::AtomicBool;
+
+use pgpour::{Format, FormatOptions, InputSpec, LoadOptions, Progress, TableName};
+use pgpour_testkit::{shared_cluster, TestDb};
+
+use crate::harness::{assert_same_rows, connect};
+
+const TABLE: &str = "
+CREATE TABLE actual (
+    id serial PRIMARY KEY,
+    name text NOT NULL,
+    score int,
+    code text
+);
+CREATE INDEX actual_name ON actual (name);
+CREATE INDEX actual_partial ON actual (lower(name)) WHERE score > 0;
+CREATE UNIQUE INDEX actual_code ON actual (code);
+CREATE INDEX actual_commented ON actual (score);
+COMMENT ON INDEX actual_commented IS 'kept: a rebuild would lose this';
+CREATE TABLE expected (name text, score int, code text);";
+
+const COLUMNS: &str = "name,score,code";
+
+/// Rows with codes unique, `bad` bad score values at the end when asked.
+fn input(rows: usize, bad: bool) -> Vec<u8> {
+    let mut out = String::new();
+    for i in 0..rows {
+        out.push_str(&format!("name {i},{},code-{i}\n", i as i64 - 50));
+    }
+    if bad {
+        out.push_str("bad,not a number,code-bad\n");
+    }
+    out.into_bytes()
+}
+
+fn options(dir: &tempfile::TempDir, bytes: &[u8]) -> LoadOptions {
+    let path = dir.path().join("in.csv");
+    std::fs::write(&path, bytes).unwrap();
+    LoadOptions {
+        columns: Some(pgpour::sql::parse_column_list(COLUMNS).unwrap()),
+        workers: Some(2),
+        chunk_size: 300,
+        reject_file: Some(dir.path().join("rejects.csv")),
+        ..LoadOptions::new(
+            vec![InputSpec::File(path)],
+            TableName::parse("actual").unwrap(),
+            FormatOptions::new(Format::Csv),
+        )
+    }
+}
+
+fn run(
+    db: &TestDb,
+    options: &LoadOptions,
+) -> Result<pgpour::LoadSummary, Box<pgpour::LoadFailure>> {
+    pgpour::load(
+        &connect(db),
+        options,
+        &Progress::default(),
+        &AtomicBool::new(false),
+    )
+}
+
+/// Everything about the table's indexes, constraints and sequence that a
+/// rebuild could get wrong, as text.
+fn schema_of(client: &mut postgres::Client) -> Vec<String> {
+    client
+        .query(
+            "SELECT format('%s %s valid=%s', c.relname, pg_get_indexdef(i.indexrelid), i.indisvalid)
+               FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid
+              WHERE i.indrelid = 'actual'::regclass
+             UNION ALL
+             SELECT format('%s %s', conname, pg_get_constraintdef(oid)) FROM pg_constraint
+              WHERE conrelid = 'actual'::regclass
+             UNION ALL
+             SELECT format('%s notnull=%s', attname, attnotnull) FROM pg_attribute
+              WHERE attrelid = 'actual'::regclass AND attnum > 0
+             UNION ALL
+             SELECT format('cache=%s', seqcache) FROM pg_sequence
+              WHERE seqrelid = 'actual_id_seq'::regclass
+             UNION ALL
+             SELECT format('comment %s', obj_description('actual_commented'::regclass, 'pg_class'))
+             ORDER BY 1",
+            &[],
+        )
+        .unwrap()
+        .iter()
+        .map(|r| r.get(0))
+        .collect()
+}
+
+fn setup(name: &str, rows: usize) -> (TestDb<'static>, postgres::Client, Vec<String>) {
+    let db = shared_cluster().create_database(name);
+    let mut client = db.client();
+    client.batch_execute(TABLE).unwrap();
+    let before = schema_of(&mut client);
+    let mut copy = client
+        .copy_in("COPY expected FROM STDIN WITH (FORMAT csv)")
+        .unwrap();
+    std::io::Write::write_all(&mut copy, &input(rows, false)).unwrap();
+    copy.finish().unwrap();
+    (db, client, before)
+}
+
+fn assert_loaded_once(client: &mut postgres::Client, name: &str) {
+    let columns: Vec<String> = COLUMNS.split(',').map(str::to_string).collect();
+    assert_same_rows(client, name, Some(&columns));
+    let ids: (i64, i64) = client
+        .query_one("SELECT count(*), count(DISTINCT id) FROM actual", &[])
+        .map(|r| (r.get(0), r.get(1)))
+        .unwrap();
+    assert_eq!(ids.0, ids.1, "{name}: ids are distinct");
+}
+
+#[test]
+fn indexes_are_dropped_then_rebuilt_exactly_as_they_were() {
+    let (db, mut client, before) = setup("restores_rebuilt", 2000);
+    let dir = tempfile::tempdir().unwrap();
+    let options = options(&dir, &input(2000, false));
+
+    let plan = pgpour::explain(&connect(&db), &options).unwrap();
+    let names = |list: Vec<&str>| list.into_iter().map(str::to_string).collect::<Vec<_>>();
+    assert_eq!(
+        plan.indexes
+            .rebuild
+            .iter()
+            .map(|r| r.name.clone())
+            .collect::<Vec<_>>(),
+        names(vec!["actual_name", "actual_partial", "actual_pkey"])
+    );
+    let kept: Vec<(String, String)> = plan
+        .indexes
+        .kept
+        .iter()
+        .map(|k| (k.name.clone(), k.reason.clone()))
+        .collect();
+    assert_eq!(kept.len(), 2, "{kept:?}");
+    assert!(
+        kept[0].0 == "actual_code" && kept[0].1.contains("unique on values read from the file")
+    );
+    assert!(kept[1].0 == "actual_commented" && kept[1].1.contains("comment"));
+    assert_eq!(
+        plan.sequences.raise,
+        vec![("public.actual_id_seq".to_string(), 1)]
+    );
+    assert_eq!(schema_of(&mut client), before, "--explain changed nothing");
+
+    let summary = run(&db, &options).unwrap();
+    assert_eq!(summary.rows_loaded, 2000);
+    assert_eq!(
+        summary.restored,
+        names(vec![
+            "index actual_name",
+            "index actual_partial",
+            "index actual_pkey",
+            "sequence public.actual_id_seq CACHE 1"
+        ])
+    );
+    assert_eq!(schema_of(&mut client), before);
+    assert_loaded_once(&mut client, "rebuilt");
+    let pending: i64 = client
+        .query_one("SELECT count(*) FROM pgpour.restores", &[])
+        .unwrap()
+        .get(0);
+    assert_eq!(pending, 0);
+}
+
+#[test]
+fn a_table_with_rows_keeps_its_indexes_unless_truncated() {
+    let (db, mut client, before) = setup("restores_not_empty", 500);
+    client
+        .batch_execute("INSERT INTO actual (name, code) VALUES ('there before', 'x')")
+        .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let mut options = options(&dir, &input(500, false));
+    let plan = pgpour::explain(&connect(&db), &options).unwrap();
+    assert_eq!(
+        plan.indexes.not_used.as_deref(),
+        Some("the table is not empty")
+    );
+    let summary = run(&db, &options).unwrap();
+    // The sequence still gets its cache for the load: that is safe on any table.
+    assert_eq!(
+        summary.restored,
+        vec!["sequence public.actual_id_seq CACHE 1"]
+    );
+
+    options.truncate = true;
+    options.load_id = None;
+    let summary = run(&db, &options).unwrap();
+    assert_eq!(summary.restored.len(), 4, "{:?}", summary.restored);
+    assert_eq!(schema_of(&mut client), before);
+    assert_loaded_once(&mut client, "truncated");
+
+    client.batch_execute("TRUNCATE actual").unwrap();
+    options.keep_indexes = true;
+    options.keep_sequences = true;
+    options.load_id = None;
+    let plan = pgpour::explain(&connect(&db), &options).unwrap();
+    assert_eq!(plan.indexes.not_used.as_deref(), Some("--keep-indexes"));
+    assert_eq!(plan.sequences.kept[0].1, "--keep-sequences");
+    assert!(run(&db, &options).unwrap().restored.is_empty());
+    assert_loaded_once(&mut client, "kept");
+}
+
+#[test]
+fn a_failed_load_puts_everything_back() {
+    let (db, mut client, before) = setup("restores_failed", 800);
+    let dir = tempfile::tempdir().unwrap();
+    let options = options(&dir, &input(800, true));
+    let failure = run(&db, &options).expect_err("the bad row stops the load");
+    assert!(
+        failure.error.to_string().contains("not a number"),
+        "{}",
+        failure.error
+    );
+    assert_eq!(
+        failure.summary.restored.len(),
+        4,
+        "{:?}",
+        failure.summary.restored
+    );
+    assert_eq!(schema_of(&mut client), before);
+}
+
+/// A crash between the drop and the end of the load: the journal keeps the
+/// statements, and resume (or forget) runs them.
+#[test]
+fn a_crashed_load_is_put_back_by_resume_or_forget() {
+    let (db, mut client, before) = setup("restores_crash", 600);
+    let dir = tempfile::tempdir().unwrap();
+    for ending in ["resume", "forget"] {
+        client.batch_execute("TRUNCATE actual").unwrap();
+        let mut options = options(&dir, &input(600, false));
+        let load_id = format!("crash-{ending}");
+        options.load_id = Some(load_id.clone());
+        // What a load does before its first chunk, then nothing: as if
+        // killed there.
+        let target = pgpour::plan::Target::resolve(
+            &mut client,
+            &options.table,
+            options.columns.as_deref(),
+            &options.format,
+        )
+        .unwrap();
+        pgpour::journal::begin(&mut client, &load_id, &target.qualified, &options).unwrap();
+        pgpour::indexes::drop_for_load(&mut client, &target, &options, &load_id).unwrap();
+        pgpour::sequences::raise_for_load(&mut client, &target, &options, 2, &load_id).unwrap();
+        assert_ne!(
+            schema_of(&mut client),
+            before,
+            "{ending}: the crash left changes"
+        );
+        let status = pgpour::journal::status(&mut client, Some(&load_id)).unwrap();
+        assert_eq!(status[0].pending.len(), 4, "{:?}", status[0].pending);
+
+        if ending == "resume" {
+            let summary = run(&db, &options).unwrap();
+            assert_eq!(summary.rows_loaded, 600);
+            assert_loaded_once(&mut client, "resumed");
+        } else {
+            let restored = pgpour::journal::forget(&mut client, &load_id).unwrap();
+            assert_eq!(restored.map(|r| r.len()), Some(4));
+        }
+        assert_eq!(schema_of(&mut client), before, "{ending}");
+    }
+}
+
+/// A rebuild the server refuses stays pending, says why and how to finish,
+/// and runs when asked again once the cause is gone.
+#[test]
+fn a_rebuild_that_fails_stays_pending_until_it_can_run() {
+    let (db, mut client, before) = setup("restores_refused", 10);
+    let dir = tempfile::tempdir().unwrap();
+    let mut options = options(&dir, &input(10, false));
+    options.load_id = Some("refused".into());
+    let target = pgpour::plan::Target::resolve(
+        &mut client,
+        &options.table,
+        options.columns.as_deref(),
+        &options.format,
+    )
+    .unwrap();
+    pgpour::journal::begin(&mut client, "refused", &target.qualified, &options).unwrap();
+    pgpour::indexes::drop_for_load(&mut client, &target, &options, "refused").unwrap();
+    // Someone else writes a duplicate key while the primary key is gone.
+    client
+        .batch_execute("INSERT INTO actual (id, name) VALUES (-7, 'a'), (-7, 'b')")
+        .unwrap();
+    let error = pgpour::indexes::restore_pending(&mut client, "refused").unwrap_err();
+    let message = error.to_string();
+    assert!(
+        message.contains("index actual_pkey could not be restored"),
+        "{message}"
+    );
+    assert!(message.contains("pgpour resume refused"), "{message}");
+    assert_eq!(
+        pgpour::indexes::pending(&mut client, "refused").unwrap(),
+        vec!["index actual_pkey"],
+        "the rebuilds before it are done; it and those after it wait"
+    );
+    client
+        .batch_execute("DELETE FROM actual WHERE name = 'b'")
+        .unwrap();
+    let summary = run(&db, &options).unwrap();
+    assert!(
+        summary.restored.contains(&"index actual_pkey".to_string()),
+        "{:?}",
+        summary.restored
+    );
+    assert_eq!(schema_of(&mut client), before);
+}
