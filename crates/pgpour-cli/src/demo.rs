@@ -87,11 +87,15 @@ fn compare(
     );
     eprintln!("single COPY stream (like psql \\copy): {copy_rows} rows in {copy_secs:.2} s");
 
+    // With the journal, as `pgpour load` runs: the demo then forgets the
+    // load, and drops the journal if it made it, so that it leaves nothing
+    // behind in a given database.
+    let journal_existed = pgpour::journal::exists(client)?;
+    let load_id = pgpour::journal::new_load_id("demo");
     let options = LoadOptions {
         columns: Some(columns.clone()),
         workers: args.workers,
-        // The demo promises to leave nothing behind in a given database.
-        journal: false,
+        load_id: Some(load_id.clone()),
         ..LoadOptions::new(
             vec![InputSpec::File(file.to_path_buf())],
             TableName::parse(&format!("{SCHEMA}.votes"))?,
@@ -104,8 +108,12 @@ fn compare(
         &Progress::default(),
         &AtomicBool::new(false),
     )
-    .map_err(|failure| failure.error)
-    .context("pgpour load")?;
+    .map_err(|failure| failure.error);
+    pgpour::journal::forget(client, &load_id)?;
+    if !journal_existed {
+        pgpour::journal::drop_if_empty(client)?;
+    }
+    let summary = summary.context("pgpour load")?;
     println!("{}", summary_text(&summary, ""));
     ensure!(
         summary.rows_loaded == args.rows,

@@ -546,6 +546,25 @@ pub fn forget(client: &mut postgres::Client, load_id: &str) -> Result<Option<Vec
     Ok((n > 0).then_some(restored))
 }
 
+/// Whether the database has a journal.
+pub fn exists(client: &mut impl GenericClient) -> Result<bool> {
+    Ok(client
+        .query_one("SELECT to_regclass('pgpour.loads') IS NOT NULL", &[])
+        .map_err(Error::db("looking for the pgpour journal"))?
+        .get(0))
+}
+
+/// Drops the journal if it holds no load: for commands that run loads of
+/// their own (bench, demo), forget them, and must leave nothing behind.
+pub fn drop_if_empty(client: &mut impl GenericClient) -> Result<()> {
+    client
+        .batch_execute(
+            "DO $$ BEGIN IF to_regclass('pgpour.loads') IS NOT NULL \
+             AND NOT EXISTS (SELECT 1 FROM pgpour.loads) THEN DROP SCHEMA pgpour CASCADE; END IF; END $$",
+        )
+        .map_err(Error::db("dropping the empty pgpour journal"))
+}
+
 /// What identifies each input's content well enough to refuse a changed
 /// file: size, modification time, and a hash of its first and last 64 KiB.
 fn fingerprints(inputs: &[InputSpec]) -> Result<serde_json::Value> {

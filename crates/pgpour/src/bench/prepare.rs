@@ -75,10 +75,7 @@ impl Workspace {
             .map_err(Error::db(
                 "creating the bench's schema (needs CREATE on the database)",
             ))?;
-        let journal_existed = client
-            .query_one("SELECT to_regclass('pgpour.loads') IS NOT NULL", &[])
-            .map_err(Error::db("looking for a pgpour journal"))?
-            .get(0);
+        let journal_existed = crate::journal::exists(client)?;
         Ok(Workspace {
             schema,
             connect: connect.clone(),
@@ -108,12 +105,7 @@ impl Drop for Workspace {
                 quote_ident(&self.schema)
             ));
             if !self.journal_existed {
-                // Only if no load other than bench's own came to use it.
-                let _ = client.batch_execute(
-                    "DO $$ BEGIN IF to_regclass('pgpour.loads') IS NOT NULL \
-                     AND NOT EXISTS (SELECT 1 FROM pgpour.loads WHERE load_id NOT LIKE 'pgpour\\_bench\\_%') \
-                     THEN DROP SCHEMA pgpour CASCADE; END IF; END $$",
-                );
+                let _ = crate::journal::drop_if_empty(&mut client);
             }
         }
     }
