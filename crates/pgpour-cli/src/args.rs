@@ -44,7 +44,8 @@ pgpour gen votes --rows 7500000 -o votes.csv\n  pgpour gen kv --rows 10 \n  pgpo
     Resume(ResumeArgs),
     /// List loads in the target database's journal, or show one.
     Status(StatusArgs),
-    /// Drop a load's journal entry (the loaded rows stay).
+    /// Drop a load's journal entry, after putting back the indexes and sequence
+    /// settings it changed (the loaded rows stay).
     Forget(ForgetArgs),
     /// Run a real load end to end on a throwaway local PostgreSQL (or --db).
     #[command(
