@@ -51,6 +51,12 @@ impl ServerError {
             context: db.where_().map(str::to_string),
         })
     }
+
+    /// The server's message for a refused statement, or the driver's words
+    /// when the server never answered.
+    pub fn message_of(e: &postgres::Error) -> String {
+        Self::from_db(e).map_or_else(|| e.to_string(), |s| s.message)
+    }
 }
 
 #[derive(Debug, thiserror::Error)]

@@ -215,7 +215,7 @@ pub fn drop_for_load(
     if let Err(e) = locked {
         return Ok(IndexPlan::not_used(format!(
             "could not lock the table: {}",
-            crate::error::ServerError::from_db(&e).map_or_else(|| e.to_string(), |s| s.message)
+            crate::error::ServerError::message_of(&e)
         )));
     }
     let plan = plan(&mut tx, target, options)?;
@@ -239,7 +239,7 @@ pub fn drop_for_load(
         Err(e) => Ok(IndexPlan {
             not_used: Some(format!(
                 "could not drop them: {}",
-                crate::error::ServerError::from_db(&e).map_or_else(|| e.to_string(), |s| s.message)
+                crate::error::ServerError::message_of(&e)
             )),
             kept: plan
                 .rebuild

@@ -241,15 +241,7 @@ fn a_crashed_load_is_put_back_by_resume_or_forget() {
         options.load_id = Some(load_id.clone());
         // What a load does before its first chunk, then nothing: as if
         // killed there.
-        let target = pgpour::plan::Target::resolve(
-            &mut client,
-            &options.table,
-            options.columns.as_deref(),
-            &options.format,
-        )
-        .unwrap();
-        pgpour::journal::begin(&mut client, &load_id, &target.qualified, &options).unwrap();
-        pgpour::indexes::drop_for_load(&mut client, &target, &options, &load_id).unwrap();
+        let target = begin_and_drop_indexes(&mut client, &options, &load_id);
         pgpour::sequences::raise_for_load(&mut client, &target, &options, 2, &load_id).unwrap();
         assert_ne!(
             schema_of(&mut client),
@@ -271,6 +263,25 @@ fn a_crashed_load_is_put_back_by_resume_or_forget() {
     }
 }
 
+/// What a load does before its first chunk as far as the indexes: resolve
+/// the target, open the journal entry, drop what the planner drops.
+fn begin_and_drop_indexes(
+    client: &mut postgres::Client,
+    options: &LoadOptions,
+    load_id: &str,
+) -> pgpour::plan::Target {
+    let target = pgpour::plan::Target::resolve(
+        client,
+        &options.table,
+        options.columns.as_deref(),
+        &options.format,
+    )
+    .unwrap();
+    pgpour::journal::begin(client, load_id, &target.qualified, options).unwrap();
+    pgpour::indexes::drop_for_load(client, &target, options, load_id).unwrap();
+    target
+}
+
 /// A rebuild the server refuses stays pending, says why and how to finish,
 /// and runs when asked again once the cause is gone.
 #[test]
@@ -279,15 +290,7 @@ fn a_rebuild_that_fails_stays_pending_until_it_can_run() {
     let dir = tempfile::tempdir().unwrap();
     let mut options = options(&dir, &input(10, false));
     options.load_id = Some("refused".into());
-    let target = pgpour::plan::Target::resolve(
-        &mut client,
-        &options.table,
-        options.columns.as_deref(),
-        &options.format,
-    )
-    .unwrap();
-    pgpour::journal::begin(&mut client, "refused", &target.qualified, &options).unwrap();
-    pgpour::indexes::drop_for_load(&mut client, &target, &options, "refused").unwrap();
+    begin_and_drop_indexes(&mut client, &options, "refused");
     // Someone else writes a duplicate key while the primary key is gone.
     client
         .batch_execute("INSERT INTO actual (id, name) VALUES (-7, 'a'), (-7, 'b')")
