@@ -39,20 +39,36 @@ fn parse_args() -> Args {
     };
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
-        let mut value = || it.next().unwrap_or_else(|| panic!("{flag} needs a value"));
+        let mut value = || {
+            it.next()
+                .unwrap_or_else(|| usage(&format!("{flag} needs a value")))
+        };
         match flag.as_str() {
-            "--dataset" => args.dataset = value().parse().unwrap(),
-            "--rows" => args.rows = value().parse().unwrap(),
-            "--repeat" => args.repeat = value().parse().unwrap(),
+            "--dataset" => args.dataset = value().parse().unwrap_or_else(|e: String| usage(&e)),
+            "--rows" => args.rows = number(&value()),
+            "--repeat" => args.repeat = number(&value()) as usize,
             // e.g. "default;--workers 3;--chunk-size 16MiB": one pgpour
             // method per variant, each adding its arguments to `pgpour load`
             "--variants" => args.variants = value().split(';').map(str::to_string).collect(),
             "--db" => args.db = Some(value()),
-            "--bad-every" => args.bad_every = Some(value().parse().unwrap()),
-            other => panic!("unknown flag {other}"),
+            "--bad-every" => args.bad_every = Some(number(&value())),
+            other => usage(&format!("unknown flag {other}")),
         }
     }
     args
+}
+
+fn number(text: &str) -> u64 {
+    text.parse()
+        .unwrap_or_else(|_| usage(&format!("{text:?} is not a number")))
+}
+
+fn usage(problem: &str) -> ! {
+    eprintln!(
+        "e2e_bench: {problem}\nusage: e2e_bench [--dataset votes|extract|kv|customer] [--rows N] \
+         [--repeat N] [--variants 'default;--workers 3'] [--db CONNINFO] [--bad-every N]"
+    );
+    std::process::exit(2)
 }
 
 /// CPU seconds of a finished run: the client process, and the server.

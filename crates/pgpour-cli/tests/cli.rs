@@ -175,6 +175,29 @@ fn unknown_table_exits_2_and_never_prints_the_password() {
 
 #[test]
 fn missing_file_fails_before_connecting() {
+    // A socket where the server would be counts the connections it gets,
+    // and closes each at once (so that a wrong pgpour fails, not hangs).
+    let dir = tempfile::tempdir().unwrap();
+    let listener =
+        std::os::unix::net::UnixListener::bind(dir.path().join(".s.PGSQL.5432")).unwrap();
+    let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let counter = std::thread::spawn({
+        let done = done.clone();
+        move || {
+            listener.set_nonblocking(true).unwrap();
+            let mut attempts = 0;
+            loop {
+                // Read before accepting: a connection made before pgpour
+                // exited is queued by then, and this last sweep sees it.
+                let last = done.load(std::sync::atomic::Ordering::SeqCst);
+                match listener.accept() {
+                    Ok(_) => attempts += 1,
+                    Err(_) if last => return attempts,
+                    Err(_) => std::thread::sleep(std::time::Duration::from_millis(10)),
+                }
+            }
+        }
+    });
     let out = pgpour(
         &[
             "load",
@@ -182,7 +205,7 @@ fn missing_file_fails_before_connecting() {
             "-t",
             "t",
             "-d",
-            "host=/nonexistent",
+            &format!("host={} port=5432", dir.path().display()),
         ],
         None,
     );
@@ -191,6 +214,12 @@ fn missing_file_fails_before_connecting() {
         text(&out.stderr).contains("/nonexistent/x.csv"),
         "{}",
         text(&out.stderr)
+    );
+    done.store(true, std::sync::atomic::Ordering::SeqCst);
+    let attempts = counter.join().unwrap();
+    assert_eq!(
+        attempts, 0,
+        "pgpour connected although it had nothing to load"
     );
 }
 

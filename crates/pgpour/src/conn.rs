@@ -9,10 +9,12 @@
 
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use postgres::config::{Host, SslMode as DriverSslMode};
 use postgres::{Client, Config};
+use postgres_native_tls::MakeTlsConnector;
 
 use crate::error::{Error, Result};
 
@@ -48,6 +50,10 @@ pub struct ConnectOptions {
     config: Config,
     ssl: SslMode,
     root_cert: Option<PathBuf>,
+    /// Built on first use and shared by every connection of the load:
+    /// building one reads the system's CA store, about 40 ms of CPU each
+    /// time (a load opens a connection per worker, plus its journal's).
+    tls: Arc<Mutex<Option<MakeTlsConnector>>>,
 }
 
 /// Unix socket directories tried when no host is given: Debian's, then upstream's.
@@ -131,6 +137,7 @@ impl ConnectOptions {
             config,
             ssl,
             root_cert,
+            tls: Arc::default(),
         })
     }
 
@@ -168,7 +175,19 @@ impl ConnectOptions {
             target: self.describe(),
             source,
         };
-        let mut client = if self.ssl == SslMode::Disable {
+        // The server never speaks TLS over a unix socket, so the modes that
+        // only prefer it need no connector there.
+        let unix_only = self
+            .config
+            .get_hosts()
+            .iter()
+            .all(|h| matches!(h, Host::Unix(_)));
+        let tls_unused = match self.ssl {
+            SslMode::Disable => true,
+            SslMode::Allow | SslMode::Prefer => unix_only,
+            SslMode::Require | SslMode::VerifyCa | SslMode::VerifyFull => false,
+        };
+        let mut client = if tls_unused {
             self.config
                 .connect(postgres::NoTls)
                 .map_err(connect_error)?
@@ -183,7 +202,17 @@ impl ConnectOptions {
         Ok(client)
     }
 
-    fn tls_connector(&self) -> Result<postgres_native_tls::MakeTlsConnector> {
+    fn tls_connector(&self) -> Result<MakeTlsConnector> {
+        let mut cached = self.tls.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(connector) = &*cached {
+            return Ok(connector.clone());
+        }
+        let connector = self.build_tls_connector()?;
+        *cached = Some(connector.clone());
+        Ok(connector)
+    }
+
+    fn build_tls_connector(&self) -> Result<MakeTlsConnector> {
         let mut builder = native_tls::TlsConnector::builder();
         match self.ssl {
             // libpq encrypts without checking the certificate in these modes.
@@ -205,7 +234,7 @@ impl ConnectOptions {
         let connector = builder
             .build()
             .map_err(|e| Error::Config(format!("cannot set up TLS: {e}")))?;
-        Ok(postgres_native_tls::MakeTlsConnector::new(connector))
+        Ok(MakeTlsConnector::new(connector))
     }
 }
 

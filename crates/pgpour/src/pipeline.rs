@@ -205,16 +205,25 @@ pub fn load(
     options
         .load_id
         .get_or_insert_with(|| crate::journal::new_load_id(&options.table.name));
-    let outcome = load_passes(connect, &options, progress, cancel, started);
-    if !options.journal {
+    let journaled = AtomicBool::new(false);
+    let outcome = load_passes(connect, &options, progress, cancel, started, &journaled);
+    // A load that failed before the journal had it (a missing file, a wrong
+    // host) changed nothing: it does not even try to connect again.
+    if !journaled.load(Ordering::SeqCst) {
         return outcome;
     }
     // Indexes dropped for the load are rebuilt however it ended: a failed
     // or interrupted load leaves the table as usable as before, and its
-    // resume goes on with the indexes in place.
+    // resume goes on with the indexes in place. After a failure the server
+    // may well be gone, so one attempt only: what stays pending waits in
+    // the journal for resume or forget.
     let load_id = options.load_id.as_deref().unwrap_or_default();
-    let restored = connect_retrying(connect, cancel)
-        .and_then(|mut client| crate::indexes::restore_pending(&mut client, load_id));
+    let client = match outcome {
+        Ok(_) => connect_retrying(connect, cancel),
+        Err(_) => connect.connect(),
+    };
+    let restored =
+        client.and_then(|mut client| crate::indexes::restore_pending(&mut client, load_id));
     match (outcome, restored) {
         (Ok(mut summary), Ok(done)) => {
             summary.restored(done, started.elapsed());
@@ -237,10 +246,11 @@ fn load_passes(
     progress: &Progress,
     cancel: &AtomicBool,
     started: Instant,
+    journaled: &AtomicBool,
 ) -> Result<LoadSummary, Box<LoadFailure>> {
     let mut first: Option<(u64, Totals)> = None;
     for pass_number in 0..MAX_PASSES {
-        let pass = load_pass(connect, options, progress, cancel, started)?;
+        let pass = load_pass(connect, options, progress, cancel, started, journaled)?;
         let (resumed, before) = *first.get_or_insert((pass.summary.resumed_chunks, pass.before));
         if !pass.chunks_lost {
             let mut summary = pass.summary;
@@ -291,6 +301,8 @@ fn load_pass(
     progress: &Progress,
     cancel: &AtomicBool,
     started: Instant,
+    // Set once the journal has the load: its restores may then be pending.
+    journaled: &AtomicBool,
 ) -> Result<Pass, Box<LoadFailure>> {
     let mut workers = options.workers.unwrap_or_else(default_workers).max(1);
     let sink = RejectSink::new(
@@ -347,6 +359,10 @@ fn load_pass(
         .map(|c| crate::journal::begin(c, &load_id, &target.qualified, options))
         .transpose()
         .map_err(fail)?;
+    // From here the journal has the load, and may hold restores for it (a
+    // run that crashed before putting the indexes back): the load's end
+    // runs them, even when every chunk is already done.
+    journaled.store(previous.is_some(), Ordering::SeqCst);
     let new_load = matches!(previous, Some(Previous::None));
     let done_chunks = match previous {
         Some(Previous::Done) => {
