@@ -362,7 +362,9 @@ fn load_pass(
     // From here the journal has the load, and may hold restores for it (a
     // run that crashed before putting the indexes back): the load's end
     // runs them, even when every chunk is already done.
-    journaled.store(previous.is_some(), Ordering::SeqCst);
+    if previous.is_some() {
+        journaled.store(true, Ordering::SeqCst);
+    }
     let new_load = matches!(previous, Some(Previous::None));
     let done_chunks = match previous {
         Some(Previous::Done) => {
