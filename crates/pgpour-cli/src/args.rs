@@ -336,6 +336,8 @@ pub struct LoadArgs {
     pub reject_file: Option<std::path::PathBuf>,
 
     /// Target size of a chunk (one transaction): bytes, or with KiB/MiB/GiB.
+    /// Files too small to give each worker four chunks of this size are cut
+    /// finer, down to 256 KiB, so that every worker has work.
     #[arg(long, value_name = "SIZE", default_value = "4MiB")]
     pub chunk_size: String,
 

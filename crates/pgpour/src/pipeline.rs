@@ -29,6 +29,25 @@ use crate::sql::TableName;
 /// enough that workers share the tail of a load evenly.
 pub const DEFAULT_CHUNK_SIZE: usize = 4 << 20;
 
+/// The smallest chunk a small input is cut into (see `chunk_size_for`).
+const MIN_SPLIT_CHUNK: usize = 256 << 10;
+
+/// The chunk size a load uses. An input too small to give each worker a few
+/// chunks at the configured size is cut finer, into about four chunks per
+/// worker but none under `MIN_SPLIT_CHUNK`: a 3 MB file is otherwise one
+/// 4 MiB chunk, which one worker loads while the others wait. Stdin, of
+/// unknown size, keeps the configured size, and so does a smaller one.
+fn chunk_size_for(options: &LoadOptions, workers: usize) -> usize {
+    let total: Option<u64> = options.inputs.iter().map(InputSpec::size).sum();
+    match total {
+        Some(total) if workers > 1 => {
+            let per_chunk = usize::try_from(total / (workers as u64 * 4)).unwrap_or(usize::MAX);
+            options.chunk_size.min(per_chunk.max(MIN_SPLIT_CHUNK))
+        }
+        _ => options.chunk_size,
+    }
+}
+
 /// What to load where, validated: the engine's whole input.
 #[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub struct LoadOptions {
@@ -167,7 +186,7 @@ pub fn explain(connect: &ConnectOptions, options: &LoadOptions) -> Result<Explai
         copy_sql: target.copy_sql.clone(),
         workers,
         commit,
-        chunk_size: options.chunk_size,
+        chunk_size: chunk_size_for(options, workers),
         indexes,
         sequences,
     })
@@ -469,7 +488,7 @@ fn load_pass(
             segments: &segments,
             format: &options.format,
             expected_header: &target.columns,
-            chunk_size: options.chunk_size,
+            chunk_size: chunk_size_for(options, workers),
             header_out: &sink.header,
             progress,
             stop: &stop,
@@ -835,5 +854,56 @@ impl Gate {
             .opened
             .wait_while(guard, |open| !*open)
             .unwrap_or_else(|p| p.into_inner());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn options_for(inputs: Vec<InputSpec>, chunk_size: usize) -> LoadOptions {
+        LoadOptions {
+            chunk_size,
+            ..LoadOptions::new(
+                inputs,
+                TableName::parse("t").unwrap(),
+                FormatOptions::new(crate::Format::Csv),
+            )
+        }
+    }
+
+    #[test]
+    fn small_inputs_are_cut_into_a_few_chunks_per_worker() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = |name: &str, len: usize| {
+            let path = dir.path().join(name);
+            std::fs::write(&path, vec![b'x'; len]).unwrap();
+            InputSpec::File(path)
+        };
+        let three_mb = file("a.csv", 3 << 20);
+        let one_kb = file("b.csv", 1 << 10);
+        let big = |inputs| options_for(inputs, DEFAULT_CHUNK_SIZE);
+        // 3 MiB over 2 workers: 8 chunks of 384 KiB instead of one.
+        assert_eq!(chunk_size_for(&big(vec![three_mb.clone()]), 2), 384 << 10);
+        // Sizes add up over the inputs.
+        assert_eq!(
+            chunk_size_for(&big(vec![three_mb.clone(), three_mb.clone()]), 2),
+            768 << 10
+        );
+        // Never finer than MIN_SPLIT_CHUNK, never coarser than configured.
+        assert_eq!(chunk_size_for(&big(vec![one_kb]), 2), MIN_SPLIT_CHUNK);
+        assert_eq!(
+            chunk_size_for(&options_for(vec![three_mb.clone()], 1000), 2),
+            1000
+        );
+        // One worker, or stdin of unknown size: as configured.
+        assert_eq!(
+            chunk_size_for(&big(vec![three_mb.clone()]), 1),
+            DEFAULT_CHUNK_SIZE
+        );
+        assert_eq!(
+            chunk_size_for(&big(vec![three_mb, InputSpec::Stdin]), 2),
+            DEFAULT_CHUNK_SIZE
+        );
     }
 }
