@@ -19,7 +19,7 @@
 use postgres::{Client, GenericClient};
 
 use crate::error::{Error, Result};
-use crate::pipeline::LoadOptions;
+use crate::options::LoadOptions;
 use crate::plan::Target;
 use crate::sql::quote_ident;
 

@@ -23,7 +23,7 @@ use postgres::GenericClient;
 
 use crate::error::{Error, Result};
 use crate::input::InputSpec;
-use crate::pipeline::LoadOptions;
+use crate::options::LoadOptions;
 use crate::reject::BadRow;
 
 const SCHEMA_SQL: &str = "

@@ -3,7 +3,7 @@
 use std::time::Duration;
 
 use crate::format::Format;
-use crate::pipeline::LoadOptions;
+use crate::options::LoadOptions;
 use crate::progress::Progress;
 use crate::reject::RejectSink;
 

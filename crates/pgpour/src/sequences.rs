@@ -14,7 +14,7 @@
 use postgres::{Client, GenericClient};
 
 use crate::error::{Error, Result};
-use crate::pipeline::LoadOptions;
+use crate::options::LoadOptions;
 use crate::plan::Target;
 
 /// The CACHE a sequence gets during a parallel load.

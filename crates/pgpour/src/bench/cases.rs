@@ -16,7 +16,7 @@ use super::method::Method;
 use super::prepare::{file_size, fresh_target, Prepared, Workspace};
 use super::results::Run;
 use crate::error::{Error, Result, ServerError};
-use crate::pipeline::LoadOptions;
+use crate::options::LoadOptions;
 use crate::progress::Progress;
 use crate::sql::quote_literal;
 use crate::ConnectOptions;

@@ -15,7 +15,7 @@ use crate::error::{Error, Result};
 use crate::format::FormatOptions;
 use crate::gen::Dataset;
 use crate::input::InputSpec;
-use crate::pipeline::LoadOptions;
+use crate::options::LoadOptions;
 use crate::progress::Progress;
 use crate::sql::{quote_ident, quote_literal, TableName};
 use crate::ConnectOptions;

@@ -1,0 +1,155 @@
+//! What to load where: the options of a load, and the defaults pgpour
+//! chooses for what they leave open (workers, chunk size).
+
+use std::path::PathBuf;
+
+use crate::format::FormatOptions;
+use crate::input::InputSpec;
+use crate::sql::TableName;
+
+/// What to load where, validated: the engine's whole input.
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
+pub struct LoadOptions {
+    pub inputs: Vec<InputSpec>,
+    pub table: TableName,
+    /// Table columns in file order; `None` for all columns in table order.
+    pub columns: Option<Vec<String>>,
+    pub format: FormatOptions,
+    /// Parallel connections; `None` lets pgpour choose.
+    pub workers: Option<usize>,
+    /// Empty the table in the transaction of the first chunk.
+    pub truncate: bool,
+    pub chunk_size: usize,
+    /// Rejected rows tolerated before the load stops; `None` for no limit.
+    pub max_errors: Option<u64>,
+    /// Where rejected rows go; `None` for beside the first input.
+    pub reject_file: Option<PathBuf>,
+    /// The load's id in the journal; `None` to generate one. Running again
+    /// with the same id continues the load.
+    pub load_id: Option<String>,
+    /// All rows or none become visible (two-phase commit across workers).
+    #[serde(default)]
+    pub atomic: bool,
+    /// Record progress in the target database's journal (schema `pgpour`),
+    /// which makes the load resumable. Without it chunks commit
+    /// synchronously and nothing is created in the database.
+    #[serde(default = "yes")]
+    pub journal: bool,
+    /// Never drop and rebuild the target's indexes (see `indexes`).
+    #[serde(default)]
+    pub keep_indexes: bool,
+    /// Never raise the CACHE of the sequences the load draws from (see
+    /// `sequences`).
+    #[serde(default)]
+    pub keep_sequences: bool,
+}
+
+fn yes() -> bool {
+    true
+}
+
+impl LoadOptions {
+    /// The options of `pgpour load inputs --table table` with nothing else
+    /// given: all the table's columns, default workers and chunk size, the
+    /// first bad row stops the load, journal on.
+    pub fn new(inputs: Vec<InputSpec>, table: TableName, format: FormatOptions) -> Self {
+        LoadOptions {
+            inputs,
+            table,
+            columns: None,
+            format,
+            workers: None,
+            truncate: false,
+            chunk_size: DEFAULT_CHUNK_SIZE,
+            max_errors: Some(0),
+            reject_file: None,
+            load_id: None,
+            atomic: false,
+            journal: true,
+            keep_indexes: false,
+            keep_sequences: false,
+        }
+    }
+}
+
+/// How many workers to use by default: one per client core, at least two
+/// (one can wait on the network while the other's backend works), and at most
+/// eight. With a remote server its cores are unknown, so the client's stand in.
+pub fn default_workers() -> usize {
+    let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
+    cores.clamp(2, 8)
+}
+
+/// Default chunk size: big enough that per-transaction costs vanish, small
+/// enough that workers share the tail of a load evenly.
+pub const DEFAULT_CHUNK_SIZE: usize = 4 << 20;
+
+/// The smallest chunk a small input is cut into (see `chunk_size_for`).
+const MIN_SPLIT_CHUNK: usize = 256 << 10;
+
+/// The chunk size a load uses. An input too small to give each worker a few
+/// chunks at the configured size is cut finer, into about four chunks per
+/// worker but none under `MIN_SPLIT_CHUNK`: a 3 MB file is otherwise one
+/// 4 MiB chunk, which one worker loads while the others wait. Stdin, of
+/// unknown size, keeps the configured size, and so does a smaller one.
+pub(crate) fn chunk_size_for(options: &LoadOptions, workers: usize) -> usize {
+    let total: Option<u64> = options.inputs.iter().map(InputSpec::size).sum();
+    match total {
+        Some(total) if workers > 1 => {
+            let per_chunk = usize::try_from(total / (workers as u64 * 4)).unwrap_or(usize::MAX);
+            options.chunk_size.min(per_chunk.max(MIN_SPLIT_CHUNK))
+        }
+        _ => options.chunk_size,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn options_for(inputs: Vec<InputSpec>, chunk_size: usize) -> LoadOptions {
+        LoadOptions {
+            chunk_size,
+            ..LoadOptions::new(
+                inputs,
+                TableName::parse("t").unwrap(),
+                FormatOptions::new(crate::Format::Csv),
+            )
+        }
+    }
+
+    #[test]
+    fn small_inputs_are_cut_into_a_few_chunks_per_worker() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = |name: &str, len: usize| {
+            let path = dir.path().join(name);
+            std::fs::write(&path, vec![b'x'; len]).unwrap();
+            InputSpec::File(path)
+        };
+        let three_mb = file("a.csv", 3 << 20);
+        let one_kb = file("b.csv", 1 << 10);
+        let big = |inputs| options_for(inputs, DEFAULT_CHUNK_SIZE);
+        // 3 MiB over 2 workers: 8 chunks of 384 KiB instead of one.
+        assert_eq!(chunk_size_for(&big(vec![three_mb.clone()]), 2), 384 << 10);
+        // Sizes add up over the inputs.
+        assert_eq!(
+            chunk_size_for(&big(vec![three_mb.clone(), three_mb.clone()]), 2),
+            768 << 10
+        );
+        // Never finer than MIN_SPLIT_CHUNK, never coarser than configured.
+        assert_eq!(chunk_size_for(&big(vec![one_kb]), 2), MIN_SPLIT_CHUNK);
+        assert_eq!(
+            chunk_size_for(&options_for(vec![three_mb.clone()], 1000), 2),
+            1000
+        );
+        // One worker, or stdin of unknown size: as configured.
+        assert_eq!(
+            chunk_size_for(&big(vec![three_mb.clone()]), 1),
+            DEFAULT_CHUNK_SIZE
+        );
+        assert_eq!(
+            chunk_size_for(&big(vec![three_mb, InputSpec::Stdin]), 2),
+            DEFAULT_CHUNK_SIZE
+        );
+    }
+}
