@@ -16,11 +16,14 @@ use std::ops::Range;
 
 use postgres::{GenericClient, Transaction};
 
+use crate::copy_context::CopyContext;
 use crate::error::{Error, ServerError};
-use crate::frame::{copy_lines, count_byte, Eol, Framer, Syntax};
+use crate::frame::{
+    copy_lines, count_byte, first_terminator, stray_line_break, Eol, Framer, Syntax,
+};
 use crate::reader::Chunk;
 use crate::reject::{BadRow, RejectBudget};
-use crate::validate::{preview, Problem, Validator};
+use crate::validate::{Problem, Validator};
 
 /// Size of the CopyData messages a chunk is sent in.
 const COPY_MESSAGE_BYTES: usize = 64 * 1024;
@@ -35,6 +38,10 @@ pub(crate) struct Loaded {
 /// Loads chunks for one worker; shared settings of the load.
 pub(crate) struct ChunkLoader<'a> {
     pub copy_sql: &'a str,
+    /// The table's bare name and the loaded columns, as the server names
+    /// them in the context of a refused row.
+    pub relation: &'a str,
+    pub columns: &'a [String],
     pub syntax: Syntax,
     pub validator: &'a Validator,
     pub budget: &'a RejectBudget,
@@ -64,6 +71,11 @@ impl<'a> ChunkLoader<'a> {
         chunk: &Chunk,
         file: &str,
     ) -> Result<Loaded, Error> {
+        if starts_with_stray_line_ending(self.syntax, chunk) {
+            // Sent first, the record's ending would be taken for the input's
+            // and the good records after it refused.
+            return self.careful(client, before, chunk, file, None);
+        }
         let first = (|| {
             let mut tx = client.transaction().map_err(|e| Failure::Fatal(fatal(e)))?;
             if let Some(sql) = before {
@@ -74,7 +86,7 @@ impl<'a> ChunkLoader<'a> {
             let rows = self.copy(&mut tx, std::slice::from_ref(&whole), &chunk.data)?;
             self.journal_chunk(&mut tx, chunk, rows, &[])
                 .map_err(Failure::Fatal)?;
-            tx.commit().map_err(classify)?;
+            tx.commit().map_err(|e| self.classify(e))?;
             Ok(rows)
         })();
         match first {
@@ -137,12 +149,14 @@ impl<'a> ChunkLoader<'a> {
             records: &records,
         };
         for (i, range) in records.ranges.iter().enumerate() {
+            let record = &chunk.data[range.clone()];
             let refusal = match &known_bad {
-                Some((k, server)) if *k == i => Some(Refusal::from(server)),
-                _ => self
-                    .validator
-                    .check(&chunk.data[range.clone()], utf8_checked)
-                    .map(Refusal::from),
+                Some((k, server)) if *k == i => Some(self.refusal(server)),
+                _ => records.stray_line_break(self.syntax, record).or_else(|| {
+                    self.validator
+                        .check(record, utf8_checked)
+                        .map(Refusal::from)
+                }),
             };
             match refusal {
                 None => pending.push(i),
@@ -176,7 +190,7 @@ impl<'a> ChunkLoader<'a> {
                             sent += k + 1;
                             // The rows before the refused one passed: resend them.
                             self.bisect(&mut tx, &at, &list[..k], loaded)?;
-                            self.reject(loaded, &at, list[k], Refusal::from(&server))?;
+                            self.reject(loaded, &at, list[k], self.refusal(&server))?;
                             rest = &rest[k + 1..];
                         }
                         // A line we cannot place: find the bad rows by bisection.
@@ -250,7 +264,7 @@ impl<'a> ChunkLoader<'a> {
             Err(Failure::Fatal(e)) => return Err(e),
         };
         if let [i] = list {
-            return self.reject(loaded, at, *i, Refusal::from(&server));
+            return self.reject(loaded, at, *i, self.refusal(&server));
         }
         let (left, right) = list.split_at(list.len() / 2);
         self.bisect(tx, at, left, loaded)?;
@@ -312,7 +326,7 @@ impl<'a> ChunkLoader<'a> {
         ranges: &[Range<usize>],
         data: &[u8],
     ) -> Result<u64, Failure> {
-        let mut writer = tx.copy_in(self.copy_sql).map_err(classify)?;
+        let mut writer = tx.copy_in(self.copy_sql).map_err(|e| self.classify(e))?;
         // Many modest CopyData messages rather than one big one: the server
         // reads a whole message before parsing it, so big messages stop the
         // network transfer and the server's parsing from overlapping.
@@ -323,7 +337,7 @@ impl<'a> ChunkLoader<'a> {
                     // refused the data mid-stream): unwrap it for the SQLSTATE.
                     return Err(
                         match e.into_inner().map(|i| i.downcast::<postgres::Error>()) {
-                            Some(Ok(db)) => classify(*db),
+                            Some(Ok(db)) => self.classify(*db),
                             other => Failure::Fatal(Error::Stream {
                                 context: "sending rows".into(),
                                 source: match other {
@@ -336,7 +350,7 @@ impl<'a> ChunkLoader<'a> {
                 }
             }
         }
-        writer.finish().map_err(classify)
+        writer.finish().map_err(|e| self.classify(e))
     }
 }
 
@@ -399,10 +413,9 @@ impl Records {
         copy_line: u64,
         data: &[u8],
     ) -> Option<usize> {
-        let eol_byte = self.eol.map_or(b'\n', Eol::last_byte);
         let mut before = 0;
         for (k, &i) in list.iter().enumerate() {
-            before += copy_lines(syntax, eol_byte, &data[self.ranges[i].clone()]);
+            before += copy_lines(syntax, self.eol, k == 0, &data[self.ranges[i].clone()]);
             if copy_line <= before {
                 return Some(k);
             }
@@ -411,27 +424,75 @@ impl Records {
     }
 }
 
-fn classify(e: postgres::Error) -> Failure {
-    let Some(server) = ServerError::from_db(&e) else {
-        return Failure::Fatal(fatal(e));
+impl Records {
+    /// COPY's refusal of a record holding a line ending other than the
+    /// input's (the chunk's first record may set it for the server otherwise).
+    fn stray_line_break(&self, syntax: Syntax, record: &[u8]) -> Option<Refusal> {
+        let stray = stray_line_break(syntax, self.eol?, record)?;
+        Some(Refusal {
+            sqlstate: "22P04".into(),
+            message: stray.message(syntax).into(),
+            column: None,
+            value: None,
+        })
+    }
+}
+
+/// Whether the chunk's first record ends otherwise than the input's records:
+/// sent first, it would make the server expect that line ending.
+fn starts_with_stray_line_ending(syntax: Syntax, chunk: &Chunk) -> bool {
+    let Some(eol) = chunk.eol else {
+        return false;
     };
-    let class = &server.sqlstate[..2.min(server.sqlstate.len())];
-    // The connection, the transaction, the server's resources or state:
-    // never the row's fault, even when the error names the COPY line it
-    // happened on (a backend terminated mid-COPY does).
-    if matches!(class, "08" | "25" | "40" | "53" | "57" | "58" | "XX" | "F0") {
-        return Failure::Fatal(fatal(e));
+    first_terminator(syntax, &chunk.data, true).is_some_and(|(_, first)| first != eol)
+}
+
+impl ChunkLoader<'_> {
+    fn classify(&self, e: postgres::Error) -> Failure {
+        let Some(server) = ServerError::from_db(&e) else {
+            return Failure::Fatal(fatal(e));
+        };
+        let class = &server.sqlstate[..2.min(server.sqlstate.len())];
+        // The connection, the transaction, the server's resources or state:
+        // never the row's fault, even when the error names the COPY line it
+        // happened on (a backend terminated mid-COPY does).
+        if matches!(class, "08" | "25" | "40" | "53" | "57" | "58" | "XX" | "F0") {
+            return Failure::Fatal(fatal(e));
+        }
+        if let Some(at) = self.context(&server) {
+            return Failure::Row {
+                copy_line: at.line,
+                server,
+            };
+        }
+        // Without a line: data exceptions, integrity violations, errors raised
+        // by triggers' code, a row too big are the data's fault; privileges and
+        // the like are not.
+        if matches!(class, "22" | "23" | "P0" | "2F" | "38" | "39" | "54") {
+            Failure::Data(server)
+        } else {
+            Failure::Fatal(fatal(e))
+        }
     }
-    if let Some((copy_line, _)) = server.context.as_deref().and_then(parse_copy_context) {
-        return Failure::Row { copy_line, server };
+
+    /// Where in this COPY the server refused a row, if it said.
+    fn context(&self, server: &ServerError) -> Option<CopyContext> {
+        CopyContext::parse(server.context.as_deref()?, self.relation, self.columns)
     }
-    // Without a line: data exceptions, integrity violations, errors raised
-    // by triggers' code, a row too big are the data's fault; privileges and
-    // the like are not.
-    if matches!(class, "22" | "23" | "P0" | "2F" | "38" | "39" | "54") {
-        Failure::Data(server)
-    } else {
-        Failure::Fatal(fatal(e))
+
+    /// Why the server refused a record.
+    fn refusal(&self, server: &ServerError) -> Refusal {
+        let mut message = server.message.clone();
+        if let Some(detail) = &server.detail {
+            message.push_str(&format!(" ({detail})"));
+        }
+        let at = self.context(server);
+        Refusal {
+            sqlstate: server.sqlstate.clone(),
+            message,
+            column: at.as_ref().and_then(|at| at.column.clone()),
+            value: at.and_then(|at| at.value),
+        }
     }
 }
 
@@ -461,24 +522,6 @@ impl From<Problem> for Refusal {
     }
 }
 
-impl From<&ServerError> for Refusal {
-    fn from(server: &ServerError) -> Self {
-        let context = server.context.as_deref();
-        let mut message = server.message.clone();
-        if let Some(detail) = &server.detail {
-            message.push_str(&format!(" ({detail})"));
-        }
-        Refusal {
-            sqlstate: server.sqlstate.clone(),
-            message,
-            column: context
-                .and_then(parse_copy_context)
-                .and_then(|(_, column)| column),
-            value: context.and_then(context_value),
-        }
-    }
-}
-
 /// An error that ends the load; the worker says where it was.
 fn fatal(e: postgres::Error) -> Error {
     match ServerError::from_db(&e) {
@@ -490,47 +533,5 @@ fn fatal(e: postgres::Error) -> Error {
             context: "loading a chunk".into(),
             source: e,
         },
-    }
-}
-
-/// Reads `line 12, column score` out of a COPY error context such as
-/// `COPY votes, line 12, column score: "abc"`.
-pub(crate) fn parse_copy_context(context: &str) -> Option<(u64, Option<String>)> {
-    let after = &context[context.find(", line ")? + ", line ".len()..];
-    let digits: String = after.chars().take_while(|c| c.is_ascii_digit()).collect();
-    let line = digits.parse().ok()?;
-    let column = after[digits.len()..]
-        .strip_prefix(", column ")
-        .map(|rest| rest.split(':').next().unwrap_or(rest).to_string());
-    Some((line, column))
-}
-
-/// The value COPY quotes at the end of its context (`...column score: "abc"`).
-fn context_value(context: &str) -> Option<String> {
-    let quoted = context.split_once(": \"")?.1;
-    Some(preview(
-        quoted.strip_suffix('"').unwrap_or(quoted).as_bytes(),
-    ))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn reads_line_and_column_from_context() {
-        assert_eq!(
-            parse_copy_context("COPY votes, line 12, column score: \"abc\""),
-            Some((12, Some("score".to_string())))
-        );
-        assert_eq!(
-            parse_copy_context("COPY t, line 3: \"a,b,c\""),
-            Some((3, None))
-        );
-        assert_eq!(parse_copy_context("SQL statement"), None);
-        assert_eq!(
-            context_value("COPY votes, line 12, column score: \"abc\"").as_deref(),
-            Some("abc")
-        );
     }
 }

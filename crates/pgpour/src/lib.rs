@@ -31,6 +31,7 @@
 pub mod bench;
 pub mod conn;
 mod copy;
+mod copy_context;
 pub mod error;
 pub mod format;
 pub mod frame;

@@ -346,6 +346,8 @@ fn load_pass(
     let budget = RejectBudget::new(options.max_errors, before.rows_rejected);
     let loader = ChunkLoader {
         copy_sql: &target.copy_sql,
+        relation: &target.relation,
+        columns: &target.columns,
         syntax: options.format.syntax(),
         validator: &validator,
         budget: &budget,

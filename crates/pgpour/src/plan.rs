@@ -13,6 +13,8 @@ use crate::validate::{ColumnCheck, Validator};
 pub struct Target {
     /// `"schema"."table"` as found in the catalog.
     pub qualified: String,
+    /// The table's bare name, as the server prints it in COPY's error context.
+    pub relation: String,
     /// Table columns the file's fields go to, in file order.
     pub columns: Vec<String>,
     /// `COPY "s"."t" ("a", "b") FROM STDIN WITH (...)`.
@@ -105,6 +107,7 @@ impl Target {
             .get(0);
         Ok(Target {
             qualified,
+            relation: row.get(2),
             columns,
             copy_sql,
             checks,

@@ -22,7 +22,7 @@ mod props;
 pub use chunker::Framer;
 pub use end_marker::end_of_data;
 pub use fields::{split_fields, trim_terminator};
-pub use records::{copy_lines, RecordIter};
+pub use records::{copy_lines, stray_line_break, RecordIter, StrayBreak};
 
 /// How records are delimited, as far as finding their ends is concerned.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

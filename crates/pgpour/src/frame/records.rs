@@ -90,14 +90,88 @@ impl Iterator for RecordIter<'_> {
 }
 
 /// How many lines COPY counts for one record: one, plus in csv each line
-/// break inside quotes (`eol_byte` is the last byte of the line ending).
-pub fn copy_lines(syntax: Syntax, eol_byte: u8, record: &[u8]) -> u64 {
-    match syntax {
-        Syntax::Text => 1,
-        Syntax::Csv { .. } => {
-            let breaks = super::count_byte(record, eol_byte) as u64;
-            let terminator = u64::from(record.last() == Some(&eol_byte));
-            1 + breaks - terminator.min(breaks)
+/// break inside quotes of the kind COPY counts there. COPY counts a quoted LF
+/// when the stream's line ending is LF, and a quoted CR otherwise, also in
+/// the first record of a COPY stream, before it has seen a line ending
+/// (`CopyReadLineText` in PostgreSQL's `copyfromparse.c`). So the same
+/// record counts differently at the start of a stream and later on.
+pub fn copy_lines(syntax: Syntax, eol: Option<Eol>, first_in_stream: bool, record: &[u8]) -> u64 {
+    let Syntax::Csv { quote, escape } = syntax else {
+        return 1;
+    };
+    let counted = match (eol, first_in_stream) {
+        (Some(Eol::Lf), false) => b'\n',
+        _ => b'\r',
+    };
+    if memchr::memchr(quote, record).is_none() || memchr::memchr(counted, record).is_none() {
+        return 1;
+    }
+    let mut csv = CsvState::default();
+    let mut lines = 1;
+    for &c in record {
+        csv.step(c, quote, escape);
+        if csv.in_quote && c == counted {
+            lines += 1;
+        }
+    }
+    lines
+}
+
+/// A line break outside quotes (csv) or escapes (text) that does not end
+/// the record: COPY refuses such a record, having learnt the input's line
+/// ending from its first line. `record` is one record as framed with `eol`,
+/// its terminator included.
+pub fn stray_line_break(syntax: Syntax, eol: Eol, record: &[u8]) -> Option<StrayBreak> {
+    let terminator = match eol {
+        Eol::Lf => &b"\n"[..],
+        Eol::CrLf => b"\r\n",
+        Eol::Cr => b"\r",
+    };
+    let body = record.strip_suffix(terminator).unwrap_or(record);
+    // Most records hold no line break but their terminator.
+    memchr::memchr2(b'\r', b'\n', body)?;
+    let mut csv = CsvState::default();
+    let mut escaped = false;
+    for &c in body {
+        match syntax {
+            Syntax::Text if escaped => {
+                escaped = false;
+                continue;
+            }
+            Syntax::Text => escaped = c == b'\\',
+            Syntax::Csv { quote, escape } => {
+                csv.step(c, quote, escape);
+                if csv.in_quote {
+                    continue;
+                }
+            }
+        }
+        match c {
+            b'\r' => return Some(StrayBreak::CarriageReturn),
+            b'\n' => return Some(StrayBreak::Newline),
+            _ => {}
+        }
+    }
+    None
+}
+
+/// Which stray line break a record holds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum StrayBreak {
+    CarriageReturn,
+    Newline,
+}
+
+impl StrayBreak {
+    /// COPY's message for it.
+    pub fn message(self, syntax: Syntax) -> &'static str {
+        match (self, syntax) {
+            (StrayBreak::CarriageReturn, Syntax::Csv { .. }) => {
+                "unquoted carriage return found in data"
+            }
+            (StrayBreak::CarriageReturn, Syntax::Text) => "literal carriage return found in data",
+            (StrayBreak::Newline, Syntax::Csv { .. }) => "unquoted newline found in data",
+            (StrayBreak::Newline, Syntax::Text) => "literal newline found in data",
         }
     }
 }
@@ -106,16 +180,50 @@ pub fn copy_lines(syntax: Syntax, eol_byte: u8, record: &[u8]) -> u64 {
 mod tests {
     use super::*;
 
+    const CSV: Syntax = Syntax::Csv {
+        quote: b'"',
+        escape: b'"',
+    };
+
     #[test]
     fn copy_counts_quoted_line_breaks_in_csv_only() {
-        let csv = Syntax::Csv {
-            quote: b'"',
-            escape: b'"',
-        };
-        assert_eq!(copy_lines(csv, b'\n', b"a\n"), 1);
-        assert_eq!(copy_lines(csv, b'\n', b"\"b\nc\nd\"\n"), 3);
-        assert_eq!(copy_lines(csv, b'\n', b"\"b\nc\""), 2);
-        assert_eq!(copy_lines(Syntax::Text, b'\n', b"a\\\nb\n"), 1);
+        let lf = Some(Eol::Lf);
+        assert_eq!(copy_lines(CSV, lf, false, b"a\n"), 1);
+        assert_eq!(copy_lines(CSV, lf, false, b"\"b\nc\nd\"\n"), 3);
+        assert_eq!(copy_lines(CSV, lf, false, b"\"b\nc\""), 2);
+        assert_eq!(copy_lines(CSV, lf, false, b"\"b\rc\"\n"), 1);
+        assert_eq!(copy_lines(Syntax::Text, lf, false, b"a\\\nb\n"), 1);
+    }
+
+    #[test]
+    fn copy_counts_quoted_carriage_returns_before_it_knows_the_line_ending() {
+        assert_eq!(copy_lines(CSV, Some(Eol::Lf), true, b"\"b\nc\nd\"\n"), 1);
+        assert_eq!(copy_lines(CSV, Some(Eol::Lf), true, b"\"b\rc\"\n"), 2);
+        let crlf = Some(Eol::CrLf);
+        assert_eq!(copy_lines(CSV, crlf, false, b"\"b\r\nc\nd\rx\"\r\n"), 3);
+        assert_eq!(copy_lines(CSV, Some(Eol::Cr), false, b"\"b\rc\"\r"), 2);
+    }
+
+    #[test]
+    fn finds_line_breaks_that_do_not_end_the_record() {
+        let stray = |syntax, eol, record: &[u8]| stray_line_break(syntax, eol, record);
+        assert_eq!(stray(CSV, Eol::Lf, b"a,b\n"), None);
+        assert_eq!(stray(CSV, Eol::Lf, b"a,\"b\r\nc\"\n"), None);
+        assert_eq!(
+            stray(CSV, Eol::Lf, b"a,b\r\n"),
+            Some(StrayBreak::CarriageReturn)
+        );
+        assert_eq!(
+            stray(CSV, Eol::CrLf, b"a\nb\r\n"),
+            Some(StrayBreak::Newline)
+        );
+        assert_eq!(stray(CSV, Eol::CrLf, b"a,b\r\n"), None);
+        assert_eq!(stray(CSV, Eol::Cr, b"\na\r"), Some(StrayBreak::Newline));
+        assert_eq!(stray(Syntax::Text, Eol::Lf, b"a\\\rb\n"), None);
+        assert_eq!(
+            stray(Syntax::Text, Eol::Lf, b"a\rb\n"),
+            Some(StrayBreak::CarriageReturn)
+        );
     }
 
     #[test]

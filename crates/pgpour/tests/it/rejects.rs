@@ -5,7 +5,7 @@
 
 use std::sync::atomic::AtomicBool;
 
-use pgpour::{Error, Format, FormatOptions, InputSpec, LoadOptions, Progress, TableName};
+use pgpour::{Error, Format, FormatOptions, Header, InputSpec, LoadOptions, Progress, TableName};
 use pgpour_testkit::shared_cluster;
 use proptest::prelude::*;
 
@@ -24,6 +24,11 @@ struct RejectCase {
 
 impl RejectCase {
     fn check(&self, name: &str) {
+        self.check_runs(name, &[(1, 1), (3, 1), (1, 1 << 20), (3, 40)]);
+    }
+
+    /// Loads the case with each (workers, chunk size) and compares.
+    fn check_runs(&self, name: &str, runs: &[(usize, usize)]) {
         let db = shared_cluster().create_database(name);
         let mut client = db.client();
         client.batch_execute(self.setup).unwrap();
@@ -37,8 +42,9 @@ impl RejectCase {
                 .unwrap();
             prefill(&mut client, t);
         }
+        // pgpour hands COPY no HEADER option (it skips the line itself).
         let good: Vec<u8> = self
-            .rows
+            .body()
             .iter()
             .filter(|r| r.1.is_none())
             .flat_map(|r| r.0.clone())
@@ -55,10 +61,10 @@ impl RejectCase {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("input.csv");
         std::fs::write(&path, &input).unwrap();
-        let bad_count = self.rows.iter().filter(|r| r.1.is_some()).count() as u64;
+        let bad_count = self.bad_records().len() as u64;
         let expected_log = self.expected_log();
 
-        for (workers, chunk_size) in [(1, 1), (3, 1), (1, 1 << 20), (3, 40)] {
+        for &(workers, chunk_size) in runs {
             prefill(&mut client, "actual");
             let reject_file = dir
                 .path()
@@ -89,7 +95,7 @@ impl RejectCase {
             .unwrap_or_else(|f| panic!("{run}: {}", f.error));
             assert_same_rows(&mut client, &run, None);
             assert_eq!(summary.rows_rejected, bad_count, "{run}: rejected");
-            assert_eq!(summary.rows_read, self.rows.len() as u64, "{run}: read");
+            assert_eq!(summary.rows_read, self.body().len() as u64, "{run}: read");
             assert_eq!(
                 summary.rows_read,
                 summary.rows_loaded + summary.rows_rejected
@@ -97,9 +103,10 @@ impl RejectCase {
 
             // The bad rows' bytes, in file order whatever the workers did.
             let rejected = std::fs::read(&reject_file).unwrap();
+            let header = self.header().first().map_or(&[][..], |h| &h.0[..]);
             assert_eq!(
                 String::from_utf8_lossy(&rejected),
-                String::from_utf8_lossy(&self.bad_records().concat()),
+                String::from_utf8_lossy(&[header, &self.bad_records().concat()].concat()),
                 "{run}: reject file bytes"
             );
             let log = std::fs::read_to_string(format!("{}.jsonl", reject_file.display())).unwrap();
@@ -119,24 +126,38 @@ impl RejectCase {
         }
     }
 
+    /// The header line: the first of `rows` when the format has one.
+    fn header(&self) -> &[(Vec<u8>, Option<&'static str>)] {
+        let lines = usize::from(self.format.header != Header::None);
+        &self.rows[..lines]
+    }
+
+    /// The records after the header.
+    fn body(&self) -> &[(Vec<u8>, Option<&'static str>)] {
+        &self.rows[self.header().len()..]
+    }
+
     /// The bad records, in file order.
     fn bad_records(&self) -> Vec<Vec<u8>> {
-        self.rows
+        self.body()
             .iter()
             .filter(|r| r.1.is_some())
             .map(|r| r.0.clone())
             .collect()
     }
 
-    /// (physical line, SQLSTATE) of each bad row.
+    /// (physical line, SQLSTATE) of each bad row. Lines end at LF, or at
+    /// CR in a file without any LF.
     fn expected_log(&self) -> Vec<(u64, String)> {
+        let cr_only = !self.rows.iter().any(|r| r.0.contains(&b'\n'));
+        let eol = if cr_only { b'\r' } else { b'\n' };
         let mut line = 1;
         let mut out = Vec::new();
-        for (bytes, bad) in &self.rows {
-            if let Some(state) = bad {
+        for (i, (bytes, bad)) in self.rows.iter().enumerate() {
+            if let (Some(state), true) = (bad, i >= self.header().len()) {
                 out.push((line, state.to_string()));
             }
-            line += bytes.iter().filter(|&&b| b == b'\n').count() as u64;
+            line += bytes.iter().filter(|&&b| b == eol).count() as u64;
         }
         out
     }
@@ -214,6 +235,148 @@ fn text_every_kind_of_bad_row() {
         ],
     };
     case.check("text_bad_rows");
+}
+
+/// Good records that span lines, each followed by a row only the server can
+/// refuse, so that after every refusal the next COPY starts with a record
+/// that spans lines. `breaks` are the line breaks put inside values (quoted
+/// in csv, escaped in text), `eol` ends records. `in_file_duplicates` adds
+/// keys the file repeats: COPY keeps the first, and so does pgpour with one
+/// worker; with several, the chunk that commits first keeps its row.
+fn multi_line_then_server_refusals(
+    format: FormatOptions,
+    eol: &str,
+    breaks: &[&str],
+    in_file_duplicates: bool,
+) -> RejectCase {
+    let text = format.format == Format::Text;
+    let d = if text { "\t" } else { "," };
+    let value = |a: &str, brk: &str, b: &str| {
+        if text {
+            format!("{a}\\{brk}{b}")
+        } else {
+            format!("\"{a}{brk}{b}\"")
+        }
+    };
+    let mut rows: Vec<(Vec<u8>, Option<&'static str>)> = Vec::new();
+    let mut id = 0;
+    let good_ml = |rows: &mut Vec<_>, id: &mut i32, brk: &str| {
+        *id += 1;
+        rows.push((
+            format!("{id}{d}{}{d}1{eol}", value("a", brk, "b")).into_bytes(),
+            None,
+        ));
+    };
+    let refusals: Vec<(String, &'static str)> = vec![
+        (format!("{d}{d}1"), "23502"),               // NOT NULL
+        (format!("{d}nope{d}1"), "23514"),           // CHECK
+        (format!("{d}orphan{d}99"), "23503"),        // foreign key: no line
+        (format!("{d}evil{d}1"), "P0001"),           // trigger
+        (format!("{d}waytoolongname{d}1"), "22001"), // varchar(8), not screened
+        (
+            format!("{d}{}{d}1", value("waytoo", breaks[0], "longname")),
+            "22001",
+        ),
+    ];
+    for (round, (tail, state)) in refusals.iter().enumerate() {
+        for brk in breaks.iter().chain(breaks) {
+            good_ml(&mut rows, &mut id, brk);
+        }
+        id += 1;
+        rows.push((format!("{id}{tail}{eol}").into_bytes(), Some(*state)));
+        // A key the table already has.
+        rows.push((format!("1000{d}dup{d}1{eol}").into_bytes(), Some("23505")));
+        good_ml(&mut rows, &mut id, breaks[0]);
+        if in_file_duplicates && round % 2 == 0 {
+            rows.push((format!("{id}{d}dup{d}1{eol}").into_bytes(), Some("23505")));
+        }
+    }
+    good_ml(&mut rows, &mut id, breaks[breaks.len() - 1]);
+    RejectCase {
+        setup: SETUP,
+        columns_ddl: COLUMNS,
+        prefill: "INSERT INTO {t} VALUES (1000, 'old', 1); \
+            CREATE OR REPLACE TRIGGER x BEFORE INSERT ON {t} FOR EACH ROW EXECUTE FUNCTION no_evil()",
+        format,
+        rows,
+    }
+}
+
+#[test]
+fn server_refusals_after_multi_line_csv_records() {
+    multi_line_then_server_refusals(
+        FormatOptions::new(Format::Csv),
+        "\n",
+        &["\n", "\n\n"],
+        false,
+    )
+    .check("server_refusals_csv_lf");
+}
+
+#[test]
+fn duplicate_keys_within_the_file_after_multi_line_records_with_one_worker() {
+    multi_line_then_server_refusals(FormatOptions::new(Format::Csv), "\n", &["\n", "\n\n"], true)
+        .check_runs("in_file_duplicates", &[(1, 1), (1, 40), (1, 1 << 20)]);
+}
+
+#[test]
+fn server_refusals_after_multi_line_crlf_records() {
+    // In a CRLF file COPY counts a quoted CR as a line, not a quoted LF.
+    multi_line_then_server_refusals(
+        FormatOptions::new(Format::Csv),
+        "\r\n",
+        &["\r\n", "\n", "\r"],
+        false,
+    )
+    .check("server_refusals_csv_crlf");
+}
+
+#[test]
+fn server_refusals_after_multi_line_cr_only_records() {
+    multi_line_then_server_refusals(
+        FormatOptions::new(Format::Csv),
+        "\r",
+        &["\r", "\r\r"],
+        false,
+    )
+    .check("server_refusals_csv_cr");
+}
+
+#[test]
+fn server_refusals_after_escaped_newlines_in_text() {
+    let mut format = FormatOptions::new(Format::Text);
+    format.null = Some(String::new());
+    multi_line_then_server_refusals(format, "\n", &["\n"], false).check("server_refusals_text");
+}
+
+#[test]
+fn server_refusals_after_multi_line_records_with_a_header() {
+    let mut format = FormatOptions::new(Format::Csv);
+    format.header = Header::Skip;
+    let mut case = multi_line_then_server_refusals(format, "\n", &["\n", "\r"], false);
+    case.rows.insert(0, (b"id,name,parent\n".to_vec(), None));
+    case.check("server_refusals_header");
+}
+
+#[test]
+fn a_stray_line_ending_is_refused_as_copy_refuses_it() {
+    // COPY learns the line ending from the first line and refuses a record
+    // that ends otherwise; each such record starts a chunk of its own here
+    // (chunk size 1), where the server has not learnt the ending yet.
+    let case = RejectCase {
+        setup: SETUP,
+        columns_ddl: COLUMNS,
+        prefill: "",
+        format: FormatOptions::new(Format::Csv),
+        rows: vec![
+            good("1,a,1\n"),
+            bad(b"2,crlf,1\r\n", "22P04"),
+            good("3,b,1\n"),
+            bad(b"4,cr\r5,x,1\n", "22P04"),
+            good("6,\"c\r\nd\",1\n"),
+        ],
+    };
+    case.check("stray_line_endings");
 }
 
 #[test]
@@ -301,6 +464,81 @@ fn first_bad_row_stops_the_load_by_default() {
     .unwrap();
     assert_eq!((summary.rows_loaded, summary.rows_rejected), (3, 1));
     assert!(summary.reject_file.is_some());
+}
+
+#[test]
+fn the_stop_message_and_a_resume_place_a_server_refusal_after_multi_line_records() {
+    let db = shared_cluster().create_database("server_refusal_line");
+    let mut client = db.client();
+    client
+        .batch_execute("CREATE TABLE t (name text NOT NULL, score int)")
+        .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("votes.csv");
+    // Line 6 is refused by NOT NULL, which only the server checks.
+    std::fs::write(&path, "\"a\nb\",1\n\"c\nd\",2\nok,3\n,4\n\"e\nf\",5\n").unwrap();
+    let rejects = dir.path().join("r.csv");
+    let mut options = csv_into_t(path, rejects.clone(), 1, Some(0));
+    options.load_id = Some("lines".into());
+    let run = |options: &LoadOptions| {
+        pgpour::load(
+            &connect(&db),
+            options,
+            &Progress::default(),
+            &AtomicBool::new(false),
+        )
+    };
+    let failure = run(&options).unwrap_err();
+    let Error::Rejected { row, .. } = &failure.error else {
+        panic!("{}", failure.error)
+    };
+    assert_eq!((row.line, row.sqlstate.as_str()), (6, "23502"));
+    assert!(
+        failure.error.to_string().contains("votes.csv:6"),
+        "{}",
+        failure.error
+    );
+
+    options.max_errors = None;
+    let summary = run(&options).unwrap();
+    assert_eq!((summary.rows_loaded, summary.rows_rejected), (4, 1));
+    assert_eq!(std::fs::read_to_string(&rejects).unwrap(), ",4\n");
+    let log = std::fs::read_to_string(format!("{}.jsonl", rejects.display())).unwrap();
+    let logged: serde_json::Value = serde_json::from_str(log.trim()).unwrap();
+    assert_eq!(logged["line"], 6);
+}
+
+#[test]
+fn a_table_named_like_the_error_context_still_rejects_the_right_row() {
+    let db = shared_cluster().create_database("context_lookalike");
+    let mut client = db.client();
+    client
+        .batch_execute(
+            r#"CREATE TABLE "sales, line 1" (id int PRIMARY KEY, "x, line 2: b" text NOT NULL)"#,
+        )
+        .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("in.csv");
+    std::fs::write(&path, "1,a\n2,b\n3,c\n4,\n5,e\n6,f\n6,dup\n").unwrap();
+    let rejects = dir.path().join("r.csv");
+    let mut options = csv_into_t(path, rejects.clone(), 1, None);
+    options.table = TableName::parse(r#""sales, line 1""#).unwrap();
+    let summary = pgpour::load(
+        &connect(&db),
+        &options,
+        &Progress::default(),
+        &AtomicBool::new(false),
+    )
+    .unwrap();
+    assert_eq!((summary.rows_loaded, summary.rows_rejected), (5, 2));
+    assert_eq!(std::fs::read_to_string(&rejects).unwrap(), "4,\n6,dup\n");
+    let ids: Vec<i32> = client
+        .query(r#"SELECT id FROM "sales, line 1" ORDER BY id"#, &[])
+        .unwrap()
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    assert_eq!(ids, vec![1, 2, 3, 5, 6]);
 }
 
 #[test]
@@ -427,7 +665,8 @@ fn max_errors_counts_the_rejects_of_earlier_runs_of_the_load() {
 
 fn row_strategy() -> impl Strategy<Value = (String, Option<&'static str>)> {
     prop_oneof![
-        4 => ("[a-z \"]{0,6}", 0i32..1000).prop_map(|(s, n)| (format!("\"{}\",{n}\n", s.replace('"', "\"\"")), None)),
+        4 => ("[a-z \"\n]{0,6}", 0i32..1000).prop_map(|(s, n)| (format!("\"{}\",{n}\n", s.replace('"', "\"\"")), None)),
+        1 => "[a-z\n]{0,4}".prop_map(|s| (format!("\"{s}\",\n"), Some("23502"))),
         1 => "[a-z]{1,4}".prop_map(|s| (format!("{s},{s}\n"), Some("22P02"))),
         1 => Just(("only-one-field\n".to_string(), Some("22P04"))),
         1 => Just(("x,1,2\n".to_string(), Some("22P04"))),
@@ -442,7 +681,7 @@ proptest! {
     fn random_bad_rows_leave_exactly_the_good_ones(rows in prop::collection::vec(row_strategy(), 1..60)) {
         let case = RejectCase {
             setup: "",
-            columns_ddl: "name text, n int CHECK (n >= 0)",
+            columns_ddl: "name text, n int NOT NULL CHECK (n >= 0)",
             prefill: "",
             format: FormatOptions::new(Format::Csv),
             rows: rows.into_iter().map(|(s, bad)| (s.into_bytes(), bad)).collect(),
