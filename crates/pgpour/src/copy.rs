@@ -22,7 +22,7 @@ use crate::frame::{
     copy_lines, count_byte, first_terminator, stray_line_break, Eol, Framer, Syntax,
 };
 use crate::reader::Chunk;
-use crate::reject::{BadRow, RejectBudget};
+use crate::reject::{BadRow, RejectBudget, RejectSink};
 use crate::validate::{Problem, Validator};
 
 /// Size of the CopyData messages a chunk is sent in.
@@ -47,6 +47,11 @@ pub(crate) struct ChunkLoader<'a> {
     pub budget: &'a RejectBudget,
     /// The load id, when progress is journaled.
     pub journal: Option<&'a str>,
+    /// This run's token: a chunk commits only while the load is this run's.
+    pub run_token: &'a str,
+    /// Where rejected rows go, written before their chunk commits; `None`
+    /// when chunks only commit with the whole load (`--atomic`).
+    pub sink: Option<&'a RejectSink>,
 }
 
 /// How a COPY failed.
@@ -86,7 +91,11 @@ impl<'a> ChunkLoader<'a> {
             let rows = self.copy(&mut tx, std::slice::from_ref(&whole), &chunk.data)?;
             self.journal_chunk(&mut tx, chunk, rows, &[])
                 .map_err(Failure::Fatal)?;
-            tx.commit().map_err(|e| self.classify(e))?;
+            tx.commit()
+                .map_err(|e| match self.in_doubt(&e, chunk, file) {
+                    Some(doubt) => Failure::Fatal(doubt),
+                    None => self.classify(e),
+                })?;
             Ok(rows)
         })();
         match first {
@@ -213,8 +222,34 @@ impl<'a> ChunkLoader<'a> {
         }
         loaded.rejected.sort_by_key(|r| r.byte);
         self.journal_chunk(&mut tx, chunk, loaded.rows, &loaded.rejected)?;
-        tx.commit().map_err(fatal)?;
-        Ok(())
+        let commit = || {
+            tx.commit()
+                .map_err(|e| self.in_doubt(&e, chunk, file).unwrap_or_else(|| fatal(e)))
+        };
+        match self.sink {
+            Some(sink) => sink.write_then(&loaded.rejected, commit),
+            None => commit(),
+        }
+    }
+
+    /// A failed COMMIT whose outcome nothing can tell: no journal to look
+    /// the chunk up in, and no plain refusal from the server (the connection
+    /// broke, or the server ended the session).
+    fn in_doubt(&self, e: &postgres::Error, chunk: &Chunk, file: &str) -> Option<Error> {
+        let refused = e.as_db_error().is_some_and(|db| db.severity() == "ERROR");
+        if self.journal.is_some() || refused {
+            return None;
+        }
+        Some(Error::InDoubt {
+            chunk: format!(
+                "{file} bytes {}..{} (lines {} to {})",
+                chunk.offset,
+                chunk.offset + chunk.data.len() as u64,
+                chunk.first_line,
+                chunk.first_line + chunk.lines.max(1) - 1
+            ),
+            loaded: String::new(),
+        })
     }
 
     /// Records the chunk in the journal, in the chunk's own transaction.
@@ -228,19 +263,25 @@ impl<'a> ChunkLoader<'a> {
         let Some(load_id) = self.journal else {
             return Ok(());
         };
-        crate::journal::record_chunk(tx, load_id, chunk, rows, rejected).map_err(|e| {
-            if e.code() == Some(&postgres::error::SqlState::UNIQUE_VIOLATION) {
-                Error::Config(format!(
+        let recorded =
+            crate::journal::record_chunk(tx, load_id, self.run_token, chunk, rows, rejected);
+        match recorded {
+            Ok(true) => Ok(()),
+            Ok(false) => Err(Error::Config(format!(
+                "another run of load {load_id} took it over (this run had lost its lock on the \
+                 load id with its connection); this run stops, the other goes on"
+            ))),
+            Err(e) if e.code() == Some(&postgres::error::SqlState::UNIQUE_VIOLATION) => {
+                Err(Error::Config(format!(
                     "this chunk of load {load_id} was committed by another run of it meanwhile; \
                      stop the other run, then `pgpour resume {load_id}`"
-                ))
-            } else {
-                Error::Db {
-                    context: "recording the chunk in the journal".into(),
-                    source: e,
-                }
+                )))
             }
-        })
+            Err(e) => Err(Error::Db {
+                context: "recording the chunk in the journal".into(),
+                source: e,
+            }),
+        }
     }
 
     /// Loads the good rows of `list` and rejects the bad ones, halving the

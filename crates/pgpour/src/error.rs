@@ -130,6 +130,16 @@ pub enum Error {
         source: postgres::Error,
     },
 
+    /// The connection failed while a chunk was committing, and without the
+    /// journal nothing can tell whether it did: retrying could load it
+    /// twice, so the load stops. `loaded` says what certainly committed.
+    #[error(
+        "the connection was lost while committing {chunk}: whether those rows are in the table \
+         is unknown, and without the journal pgpour cannot tell, so it stopped instead of \
+         loading them again{loaded}"
+    )]
+    InDoubt { chunk: String, loaded: String },
+
     /// Any other failure talking to the server.
     #[error("{context}: {}", driver_message(source))]
     Db {

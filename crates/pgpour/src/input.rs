@@ -205,3 +205,56 @@ mod tests {
         }
     }
 }
+
+/// What a load saw of its regular-file inputs when it started: each one's
+/// device, inode, size and modification time. Checked again at the end, so
+/// that a file appended to, cut short or replaced while it was read fails
+/// the load instead of ending it with a partial row or another file's rows.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) struct InputsSeen(Vec<Option<(u64, u64, u64, std::time::SystemTime)>>);
+
+impl InputsSeen {
+    pub fn now(inputs: &[InputSpec]) -> Self {
+        use std::os::unix::fs::MetadataExt;
+        InputsSeen(
+            inputs
+                .iter()
+                .map(|input| match input {
+                    InputSpec::File(path) => std::fs::metadata(path)
+                        .ok()
+                        .filter(|m| m.is_file())
+                        .map(|m| {
+                            let modified = m.modified().unwrap_or(std::time::UNIX_EPOCH);
+                            (m.dev(), m.ino(), m.len(), modified)
+                        }),
+                    InputSpec::Stdin => None,
+                })
+                .collect(),
+        )
+    }
+
+    /// An error naming the first input that is not as it was at the start.
+    pub fn check_unchanged(&self, inputs: &[InputSpec]) -> Result<()> {
+        let now = InputsSeen::now(inputs);
+        let changed = self
+            .0
+            .iter()
+            .zip(&now.0)
+            .position(|(then, now)| then.is_some() && then != now);
+        let Some(i) = changed else { return Ok(()) };
+        let how = match (self.0[i], now.0[i]) {
+            (Some((dev, ino, ..)), Some((dev2, ino2, ..))) if (dev, ino) != (dev2, ino2) => {
+                "was replaced by another file"
+            }
+            (Some((_, _, len, _)), Some((_, _, len2, _))) if len2 > len => "grew",
+            (Some((_, _, len, _)), Some((_, _, len2, _))) if len2 < len => "shrank",
+            (_, None) => "was removed",
+            _ => "was modified",
+        };
+        Err(Error::Config(format!(
+            "{} changed while it was loaded (it {how}): the rows loaded may not be what it holds \
+             now, so the load is not done; check the file, then load it again",
+            inputs[i].name()
+        )))
+    }
+}

@@ -15,6 +15,10 @@
 //! * `pgpour.restores`: statements that put the table back as it was
 //!   (rebuild an index the load dropped), each deleted in the transaction
 //!   that runs it (see `indexes`).
+//! * `pgpour.runs`: one row per run of a load, with the token that fences
+//!   it (`loads.run_token` is the current run's) and names its prepared
+//!   transactions; `pgpour.prepared`: the prepared transactions that
+//!   committed (see `prepared`).
 
 use std::io::Read;
 use std::path::Path;
@@ -35,7 +39,27 @@ CREATE TABLE IF NOT EXISTS pgpour.loads (
     inputs jsonb NOT NULL,
     state text NOT NULL DEFAULT 'running',
     started_at timestamptz NOT NULL DEFAULT now(),
-    finished_at timestamptz
+    finished_at timestamptz,
+    run_token text,
+    committing text[]
+);
+DO $$ BEGIN
+    -- Journals made before runs were fenced lack these columns.
+    IF NOT EXISTS (SELECT 1 FROM pg_catalog.pg_attribute
+                   WHERE attrelid = 'pgpour.loads'::regclass AND attname = 'run_token') THEN
+        ALTER TABLE pgpour.loads ADD COLUMN run_token text, ADD COLUMN committing text[];
+    END IF;
+END $$;
+CREATE TABLE IF NOT EXISTS pgpour.runs (
+    load_id text NOT NULL REFERENCES pgpour.loads ON DELETE CASCADE,
+    token text NOT NULL,
+    started_at timestamptz NOT NULL DEFAULT now(),
+    PRIMARY KEY (load_id, token)
+);
+CREATE TABLE IF NOT EXISTS pgpour.prepared (
+    load_id text NOT NULL REFERENCES pgpour.loads ON DELETE CASCADE,
+    gid text NOT NULL,
+    PRIMARY KEY (load_id, gid)
 );
 CREATE TABLE IF NOT EXISTS pgpour.chunks (
     load_id text NOT NULL REFERENCES pgpour.loads ON DELETE CASCADE,
@@ -121,9 +145,28 @@ pub struct LoadStatus {
     pub inputs: serde_json::Value,
     /// What the load still has to restore (`index votes_pkey`).
     pub pending: Vec<String>,
+    /// Prepared transactions of the load still open (a killed --atomic
+    /// run), each with its age and the locks it holds.
+    pub prepared: Vec<String>,
 }
 
+/// Creates the journal, or what an older pgpour's journal lacks. A journal
+/// that is complete is left alone, so that a role without CREATE on the
+/// database can use one made for it.
 pub fn ensure_schema(client: &mut impl GenericClient) -> Result<()> {
+    let complete: bool = client
+        .query_one(
+            "SELECT to_regclass('pgpour.restores') IS NOT NULL AND to_regclass('pgpour.runs') IS NOT NULL \
+               AND to_regclass('pgpour.prepared') IS NOT NULL \
+               AND EXISTS (SELECT 1 FROM pg_catalog.pg_attribute \
+                           WHERE attrelid = to_regclass('pgpour.loads') AND attname = 'run_token')",
+            &[],
+        )
+        .map_err(Error::db("looking for the pgpour journal"))?
+        .get(0);
+    if complete {
+        return Ok(());
+    }
     client
         .batch_execute(SCHEMA_SQL)
         .map_err(Error::db("creating the pgpour journal schema"))
@@ -163,12 +206,14 @@ fn identity(options: &serde_json::Value) -> serde_json::Value {
 }
 
 /// Registers a new load, or checks a known one against these options and
-/// inputs and says how far it got.
+/// inputs and says how far it got; either way the run `run_token` becomes
+/// the load's current one. The caller holds the load's run lock.
 pub fn begin(
     client: &mut impl GenericClient,
     load_id: &str,
     target: &str,
     options: &LoadOptions,
+    run_token: &str,
 ) -> Result<Previous> {
     ensure_schema(client)?;
     let fingerprints = fingerprints(&options.inputs)?;
@@ -183,10 +228,18 @@ pub fn begin(
     let Some(row) = row else {
         client
             .execute(
-                "INSERT INTO pgpour.loads (load_id, target, options, inputs) VALUES ($1, $2, $3::text::jsonb, $4::text::jsonb)",
-                &[&load_id, &target, &stored.to_string(), &fingerprints.to_string()],
+                "INSERT INTO pgpour.loads (load_id, target, options, inputs, run_token) \
+                 VALUES ($1, $2, $3::text::jsonb, $4::text::jsonb, $5)",
+                &[
+                    &load_id,
+                    &target,
+                    &stored.to_string(),
+                    &fingerprints.to_string(),
+                    &run_token,
+                ],
             )
             .map_err(Error::db("recording the load in the journal"))?;
+        record_run(client, load_id, run_token)?;
         return Ok(Previous::None);
     };
     let (known_options, known_inputs, state): (&str, &str, &str) =
@@ -209,31 +262,27 @@ pub fn begin(
     }
     // An --atomic load stopped in its two-phase commit: finish what was
     // decided (state `committing`), roll back the rest.
-    let leftovers = prepared_of(client, load_id)?;
     if state == "committing" {
-        for gid in &leftovers {
-            client
-                .batch_execute(&format!(
-                    "COMMIT PREPARED {}",
-                    crate::sql::quote_literal(gid)
-                ))
-                .map_err(Error::db("committing a prepared transaction"))?;
-        }
+        let decided: Vec<String> = client
+            .query_one(
+                "SELECT coalesce(committing, '{}') FROM pgpour.loads WHERE load_id = $1",
+                &[&load_id],
+            )
+            .map_err(Error::db("reading the journal"))?
+            .get(0);
+        crate::prepared::finish_decided(client, load_id, &decided)?;
         client
             .execute(
-                "UPDATE pgpour.loads SET state = 'done', finished_at = now() WHERE load_id = $1",
+                "UPDATE pgpour.loads SET state = 'done', finished_at = now(), committing = NULL \
+                 WHERE load_id = $1",
                 &[&load_id],
             )
             .map_err(Error::db("updating the journal"))?;
         return Ok(Previous::Done);
     }
-    rollback_prepared(client, &leftovers);
-    client
-        .execute(
-            "UPDATE pgpour.loads SET state = 'running' WHERE load_id = $1",
-            &[&load_id],
-        )
-        .map_err(Error::db("updating the journal"))?;
+    let leftovers = crate::prepared::leftovers(client, load_id)?;
+    crate::prepared::rollback(client, &leftovers);
+    take_over(client, load_id, run_token)?;
     let chunks = client
         .query(
             "SELECT input, byte_start, byte_end, first_line, lines, rows_loaded, rows_rejected FROM pgpour.chunks \
@@ -273,17 +322,23 @@ pub fn options_of(client: &mut impl GenericClient, load_id: &str) -> Result<Opti
         .map_err(|e| Error::Config(format!("journal entry of {load_id} is unreadable: {e}")))
 }
 
-/// The journal rows of one chunk, written in the chunk's transaction.
+/// The journal rows of one chunk, written in the chunk's transaction; false
+/// when the load's current run is not `run_token` any more (another run
+/// took it over): then nothing is written and the chunk must not commit.
 pub(crate) fn record_chunk(
     tx: &mut impl GenericClient,
     load_id: &str,
+    run_token: &str,
     chunk: &crate::reader::Chunk,
     rows_loaded: u64,
     rejected: &[BadRow],
-) -> Result<(), postgres::Error> {
-    tx.execute(
-        "INSERT INTO pgpour.chunks (load_id, input, byte_start, byte_end, first_line, lines, rows_loaded, rows_rejected) \
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
+) -> Result<bool, postgres::Error> {
+    // The key share lock on the load's row holds off a takeover (which
+    // locks the row for update) until this transaction ends.
+    let written = tx.execute(
+        "WITH owner AS (SELECT 1 FROM pgpour.loads WHERE load_id = $1 AND run_token = $9 FOR KEY SHARE) \
+         INSERT INTO pgpour.chunks (load_id, input, byte_start, byte_end, first_line, lines, rows_loaded, rows_rejected) \
+         SELECT $1, $2, $3, $4, $5, $6, $7, $8 FROM owner",
         &[
             &load_id,
             &(chunk.input as i32),
@@ -293,10 +348,14 @@ pub(crate) fn record_chunk(
             &(chunk.lines as i64),
             &(rows_loaded as i64),
             &(rejected.len() as i64),
+            &run_token,
         ],
     )?;
+    if written == 0 {
+        return Ok(false);
+    }
     if rejected.is_empty() {
-        return Ok(());
+        return Ok(true);
     }
     // One statement for all of the chunk's rejects, not a round trip each.
     let bytes_at: Vec<i64> = rejected.iter().map(|r| r.byte as i64).collect();
@@ -310,7 +369,46 @@ pub(crate) fn record_chunk(
          SELECT $1, $2, b, r::jsonb, d FROM unnest($3::int8[], $4::text[], $5::bytea[]) AS u(b, r, d)",
         &[&load_id, &(chunk.input as i32), &bytes_at, &reasons, &rows],
     )?;
-    Ok(())
+    Ok(true)
+}
+
+/// Makes `run_token` the load's current run. The row lock waits for chunks
+/// that an earlier run of the load (one whose run lock was lost with its
+/// connection) is committing; after it, that run can commit no more.
+fn take_over(client: &mut impl GenericClient, load_id: &str, run_token: &str) -> Result<()> {
+    let mut tx = client
+        .transaction()
+        .map_err(Error::db("updating the journal"))?;
+    // Bounded: what could hold the row that long is a prepared transaction
+    // that did not roll back, and then the message says so.
+    tx.batch_execute("SET LOCAL lock_timeout = '60s'")
+        .and_then(|()| {
+            tx.execute(
+                "SELECT 1 FROM pgpour.loads WHERE load_id = $1 FOR UPDATE",
+                &[&load_id],
+            )
+        })
+        .and_then(|_| {
+            tx.execute(
+                "UPDATE pgpour.loads SET state = 'running', run_token = $2 WHERE load_id = $1",
+                &[&load_id, &run_token],
+            )
+        })
+        .map_err(Error::db("updating the journal"))?;
+    tx.commit().map_err(Error::db("updating the journal"))?;
+    record_run(client, load_id, run_token)
+}
+
+/// Records a run of the load before it does anything: its token names the
+/// transactions it may prepare.
+fn record_run(client: &mut impl GenericClient, load_id: &str, run_token: &str) -> Result<()> {
+    client
+        .execute(
+            "INSERT INTO pgpour.runs (load_id, token) VALUES ($1, $2)",
+            &[&load_id, &run_token],
+        )
+        .map(drop)
+        .map_err(Error::db("recording the run in the journal"))
 }
 
 /// Records a statement that restores what the load changed, to run at its
@@ -366,63 +464,6 @@ fn rejected_rows_within(
             })
         })
         .collect())
-}
-
-/// The global id of the transaction worker `index` of a load prepares.
-pub fn prepared_id(load_id: &str, index: usize) -> String {
-    format!("pgpour:{load_id}:{index}")
-}
-
-/// Prepared transactions a load left behind.
-fn prepared_of(client: &mut impl GenericClient, load_id: &str) -> Result<Vec<String>> {
-    let prefix = format!("pgpour:{load_id}:");
-    Ok(client
-        .query(
-            "SELECT gid FROM pg_prepared_xacts WHERE database = current_database()",
-            &[],
-        )
-        .map_err(Error::db("listing prepared transactions"))?
-        .iter()
-        .map(|r| r.get::<_, String>(0))
-        .filter(|gid| gid.starts_with(&prefix))
-        .collect())
-}
-
-/// Records the decision to commit (synchronously), then commits every
-/// prepared transaction of the load.
-pub fn commit_prepared(
-    client: &mut postgres::Client,
-    load_id: &str,
-    gids: &[String],
-) -> Result<()> {
-    client
-        .batch_execute("SET synchronous_commit = on")
-        .and_then(|()| {
-            client.execute(
-                "UPDATE pgpour.loads SET state = 'committing' WHERE load_id = $1",
-                &[&load_id],
-            )
-        })
-        .map_err(Error::db("recording the decision to commit"))?;
-    for gid in gids {
-        client
-            .batch_execute(&format!(
-                "COMMIT PREPARED {}",
-                crate::sql::quote_literal(gid)
-            ))
-            .map_err(Error::db("committing a prepared transaction"))?;
-    }
-    Ok(())
-}
-
-/// Rolls back prepared transactions; best effort (resume tries again).
-pub fn rollback_prepared(client: &mut impl GenericClient, gids: &[String]) {
-    for gid in gids {
-        let _ = client.batch_execute(&format!(
-            "ROLLBACK PREPARED {}",
-            crate::sql::quote_literal(gid)
-        ));
-    }
 }
 
 /// Labels the load (`failed`, `stopped`).
@@ -505,7 +546,14 @@ pub fn status(client: &mut impl GenericClient, load_id: Option<&str>) -> Result<
             "SELECT l.load_id, l.target, l.state, l.started_at::text, count(c.*), \
                     coalesce(sum(c.rows_loaded), 0)::bigint, coalesce(sum(c.rows_rejected), 0)::bigint, \
                     coalesce(sum(c.byte_end - c.byte_start), 0)::bigint, l.inputs::text, \
-                    array(SELECT what FROM pgpour.restores r WHERE r.load_id = l.load_id ORDER BY position) \
+                    array(SELECT what FROM pgpour.restores r WHERE r.load_id = l.load_id ORDER BY position), \
+                    array(SELECT p.gid || ', prepared ' || date_trunc('second', now() - p.prepared)::text \
+                                 || ' ago, holding ' || (SELECT count(*) FROM pg_catalog.pg_locks k \
+                                     WHERE k.virtualtransaction = '-1/' || p.transaction::text) || ' locks' \
+                          FROM pg_catalog.pg_prepared_xacts p JOIN pgpour.runs u \
+                            ON p.gid LIKE 'pgpour:' || u.token || ':%' \
+                          WHERE u.load_id = l.load_id AND p.database = pg_catalog.current_database() \
+                          ORDER BY p.gid) \
              FROM pgpour.loads l LEFT JOIN pgpour.chunks c USING (load_id) \
              WHERE $1::text IS NULL OR l.load_id = $1 \
              GROUP BY l.load_id ORDER BY l.started_at",
@@ -525,6 +573,7 @@ pub fn status(client: &mut impl GenericClient, load_id: Option<&str>) -> Result<
             bytes_committed: r.get(7),
             inputs: serde_json::from_str(r.get(8)).unwrap_or_default(),
             pending: r.get(9),
+            prepared: r.get(10),
         })
         .collect())
 }
@@ -539,11 +588,30 @@ pub fn forget(client: &mut postgres::Client, load_id: &str) -> Result<Option<Vec
     if !has_schema {
         return Ok(None);
     }
-    let restored = crate::indexes::restore_pending(client, load_id)?;
-    let n = client
-        .execute("DELETE FROM pgpour.loads WHERE load_id = $1", &[&load_id])
-        .map_err(Error::db("forgetting the load"))?;
-    Ok((n > 0).then_some(restored))
+    ensure_schema(client)?;
+    crate::run_lock::while_locked(client, load_id, |client| {
+        // Its prepared transactions lock the journal's rows (and the table):
+        // finish what was decided, roll back the rest.
+        let decided: Option<Vec<String>> = client
+            .query_opt(
+                "SELECT committing FROM pgpour.loads WHERE load_id = $1 AND state = 'committing'",
+                &[&load_id],
+            )
+            .map_err(Error::db("reading the journal"))?
+            .and_then(|r| r.get(0));
+        match decided {
+            Some(gids) => crate::prepared::finish_decided(client, load_id, &gids)?,
+            None => {
+                let leftovers = crate::prepared::leftovers(client, load_id)?;
+                crate::prepared::rollback(client, &leftovers);
+            }
+        }
+        let restored = crate::indexes::restore_pending(client, load_id)?;
+        let n = client
+            .execute("DELETE FROM pgpour.loads WHERE load_id = $1", &[&load_id])
+            .map_err(Error::db("forgetting the load"))?;
+        Ok((n > 0).then_some(restored))
+    })
 }
 
 /// Whether the database has a journal.
@@ -567,7 +635,7 @@ pub fn drop_if_empty(client: &mut impl GenericClient) -> Result<()> {
 
 /// What identifies each input's content well enough to refuse a changed
 /// file: size, modification time, and a hash of its first and last 64 KiB.
-fn fingerprints(inputs: &[InputSpec]) -> Result<serde_json::Value> {
+pub(crate) fn fingerprints(inputs: &[InputSpec]) -> Result<serde_json::Value> {
     let mut out = Vec::new();
     for input in inputs {
         out.push(match input {
@@ -604,7 +672,7 @@ fn fingerprint(path: &Path) -> std::io::Result<serde_json::Value> {
 }
 
 /// FNV-1a, 64 bits: stable across versions, unlike std's hasher.
-fn fnv1a(bytes: &[u8]) -> u64 {
+pub(crate) fn fnv1a(bytes: &[u8]) -> u64 {
     bytes.iter().fold(0xcbf2_9ce4_8422_2325, |hash, &b| {
         (hash ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
     })

@@ -23,6 +23,7 @@ use crate::progress::Progress;
 use crate::reader::{Chunk, ReadEnd, Reader};
 use crate::reject::{RejectBudget, RejectSink};
 use crate::report::LoadSummary;
+use crate::run_lock::RunLock;
 
 /// How an `--atomic` load makes all its rows visible at once.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -127,8 +128,25 @@ pub fn load(
     options
         .load_id
         .get_or_insert_with(|| crate::journal::new_load_id(&options.table.name));
+    let run = match run_lock(connect, &options) {
+        Ok(run) => run,
+        Err(error) => {
+            let summary = LoadSummary::new(
+                &options,
+                0,
+                progress,
+                started.elapsed(),
+                false,
+                &RejectSink::new(PathBuf::new()),
+            );
+            return Err(Box::new(LoadFailure { error, summary }));
+        }
+    };
+    let run_token = run.as_ref().map_or("", |r| r.token.as_str());
     let journaled = AtomicBool::new(false);
-    let outcome = load_passes(connect, &options, progress, cancel, started, &journaled);
+    let outcome = load_passes(
+        connect, &options, progress, cancel, started, &journaled, run_token,
+    );
     // A load that failed before the journal had it (a missing file, a wrong
     // host) changed nothing: it does not even try to connect again.
     if !journaled.load(Ordering::SeqCst) {
@@ -161,6 +179,17 @@ pub fn load(
     }
 }
 
+/// The run lock of a journaled load, taken once its options are known to
+/// be sound; `None` without the journal (such a load has no id to resume).
+fn run_lock(connect: &ConnectOptions, options: &LoadOptions) -> Result<Option<RunLock>> {
+    if !options.journal {
+        return Ok(None);
+    }
+    check_options(options)?;
+    let load_id = options.load_id.as_deref().unwrap_or_default();
+    RunLock::acquire(connect, load_id).map(Some)
+}
+
 /// The passes of a load, until one finds every chunk in the journal.
 fn load_passes(
     connect: &ConnectOptions,
@@ -169,10 +198,13 @@ fn load_passes(
     cancel: &AtomicBool,
     started: Instant,
     journaled: &AtomicBool,
+    run_token: &str,
 ) -> Result<LoadSummary, Box<LoadFailure>> {
     let mut first: Option<(u64, Totals)> = None;
     for pass_number in 0..MAX_PASSES {
-        let pass = load_pass(connect, options, progress, cancel, started, journaled)?;
+        let pass = load_pass(
+            connect, options, progress, cancel, started, journaled, run_token,
+        )?;
         let (resumed, before) = *first.get_or_insert((pass.summary.resumed_chunks, pass.before));
         if !pass.chunks_lost {
             let mut summary = pass.summary;
@@ -225,6 +257,7 @@ fn load_pass(
     started: Instant,
     // Set once the journal has the load: its restores may then be pending.
     journaled: &AtomicBool,
+    run_token: &str,
 ) -> Result<Pass, Box<LoadFailure>> {
     let mut workers = options.workers.unwrap_or_else(default_workers).max(1);
     let sink = RejectSink::new(
@@ -278,7 +311,7 @@ fn load_pass(
     let previous = first_client
         .as_mut()
         .filter(|_| options.journal)
-        .map(|c| crate::journal::begin(c, &load_id, &target.qualified, options))
+        .map(|c| crate::journal::begin(c, &load_id, &target.qualified, options, run_token))
         .transpose()
         .map_err(fail)?;
     // From here the journal has the load, and may hold restores for it (a
@@ -352,8 +385,12 @@ fn load_pass(
         validator: &validator,
         budget: &budget,
         journal: options.journal.then_some(load_id.as_str()),
+        run_token,
+        sink: atomic.is_none().then_some(&sink),
     };
+    let committed_ranges: Mutex<Vec<(usize, u64, u64)>> = Mutex::new(Vec::new());
     let committed = AtomicU64::new(0);
+    let inputs_seen = crate::input::InputsSeen::now(&options.inputs);
 
     let read_end = std::thread::scope(|scope| {
         let (tx, rx) = crossbeam_channel::bounded::<Chunk>(2 * workers);
@@ -374,6 +411,7 @@ fn load_pass(
                 target: &target,
                 loader: &loader,
                 sink: &sink,
+                committed_ranges: &committed_ranges,
                 progress,
                 gate: &gate,
                 stop: &stop,
@@ -416,14 +454,23 @@ fn load_pass(
         summary
     };
     let prepared = prepared.into_inner().unwrap_or_else(|p| p.into_inner());
-    let first_error = first_error.into_inner().unwrap_or_else(|p| p.into_inner());
+    let mut first_error = first_error.into_inner().unwrap_or_else(|p| p.into_inner());
     let committed = committed.load(Ordering::SeqCst);
+    if first_error.is_none() && matches!(read_end, Some(ReadEnd::Done { .. })) {
+        first_error = inputs_seen.check_unchanged(&options.inputs).err();
+    }
     let complete = first_error.is_none() && read_end == Some(ReadEnd::Done { chunks: committed });
     if atomic.is_some() && !complete {
         // All or nothing: nothing. (Best effort; resume rolls back leftovers.)
         if let Ok(mut client) = connect_retrying(connect, cancel) {
-            crate::journal::rollback_prepared(&mut client, &prepared);
+            crate::prepared::rollback(&mut client, &prepared);
         }
+    }
+    if let Some(Error::InDoubt { loaded, .. }) = &mut first_error {
+        let ranges = committed_ranges
+            .into_inner()
+            .unwrap_or_else(|p| p.into_inner());
+        *loaded = certainly_loaded(&options.inputs, ranges);
     }
     if let Some(e) = first_error {
         // Best effort: the journal is right either way, the state is a label.
@@ -467,7 +514,7 @@ fn load_pass(
         let mut client = connect_retrying(connect, cancel)?;
         if atomic == Some(AtomicMode::TwoPhase) {
             // Decided: from here on, resume finishes the commit.
-            crate::journal::commit_prepared(&mut client, &load_id, &prepared)?;
+            crate::prepared::commit(&mut client, &load_id, &prepared)?;
         }
         let finished = crate::journal::finish_if_complete(&mut client, &load_id, expected)?;
         let rejected = finished.as_ref().is_some_and(|t| t.rows_rejected > 0);
@@ -489,12 +536,57 @@ fn load_pass(
     })
 }
 
+/// `; certainly loaded: a.csv bytes 0..4096, 8192..9000` from the byte
+/// ranges of committed chunks.
+fn certainly_loaded(inputs: &[InputSpec], mut ranges: Vec<(usize, u64, u64)>) -> String {
+    ranges.sort_unstable();
+    let mut merged: Vec<(usize, u64, u64)> = Vec::new();
+    for (input, start, end) in ranges {
+        match merged.last_mut() {
+            Some(last) if last.0 == input && last.2 == start => last.2 = end,
+            _ => merged.push((input, start, end)),
+        }
+    }
+    if merged.is_empty() {
+        return "; no other chunk of this run had committed".into();
+    }
+    let mut out = String::from("; certainly loaded:");
+    let mut current = None;
+    for (input, start, end) in merged {
+        if current != Some(input) {
+            out.push_str(&format!(" {} bytes", inputs[input].name()));
+            current = Some(input);
+        } else {
+            out.push(',');
+        }
+        out.push_str(&format!(" {start}..{end}"));
+    }
+    out
+}
+
 /// Connects, resolves the target and checks the COPY before any data moves.
 fn prepare(
     connect: &ConnectOptions,
     options: &LoadOptions,
     progress: &Progress,
 ) -> Result<(Option<Client>, Target)> {
+    let total = check_options(options)?;
+    if !options.inputs.contains(&InputSpec::Stdin) {
+        progress.input_bytes_total.store(total, Ordering::Relaxed);
+    }
+    let mut client = connect.connect()?;
+    let target = Target::resolve(
+        &mut client,
+        &options.table,
+        options.columns.as_deref(),
+        &options.format,
+    )?;
+    target.preflight(&mut client)?;
+    Ok((Some(client), target))
+}
+
+/// Checks what can be checked without the server; the inputs' total size.
+fn check_options(options: &LoadOptions) -> Result<u64> {
     options.format.validate()?;
     if options.atomic && !options.journal {
         return Err(Error::Config(
@@ -518,18 +610,7 @@ fn prepare(
         input.check()?;
         total += input.size().unwrap_or(0);
     }
-    if !options.inputs.contains(&InputSpec::Stdin) {
-        progress.input_bytes_total.store(total, Ordering::Relaxed);
-    }
-    let mut client = connect.connect()?;
-    let target = Target::resolve(
-        &mut client,
-        &options.table,
-        options.columns.as_deref(),
-        &options.format,
-    )?;
-    target.preflight(&mut client)?;
-    Ok((Some(client), target))
+    Ok(total)
 }
 
 struct Worker<'a> {
@@ -544,6 +625,8 @@ struct Worker<'a> {
     target: &'a Target,
     loader: &'a ChunkLoader<'a>,
     sink: &'a RejectSink,
+    /// Byte ranges of the chunks committed, per input (without the journal).
+    committed_ranges: &'a Mutex<Vec<(usize, u64, u64)>>,
     progress: &'a Progress,
     gate: &'a Gate,
     stop: &'a AtomicBool,
@@ -565,27 +648,38 @@ impl Worker<'_> {
         }
         let truncate = self.target.truncate_sql();
         for chunk in rx {
+            let first = chunk.seq == 0;
+            // Opened however the first chunk ends, even by a panic: to let
+            // the others in only once it committed.
+            let mut opener = first.then(|| OpenOnDrop::new(self.gate));
             if self.stop.load(Ordering::SeqCst) || self.cancel.load(Ordering::SeqCst) {
                 break;
             }
-            let first = chunk.seq == 0;
-            if !first {
-                // Nothing may commit before the TRUNCATE does, or it would be emptied.
-                self.gate.wait();
-                if self.stop.load(Ordering::SeqCst) {
-                    break;
-                }
+            // Nothing may commit before the TRUNCATE does, or it would be
+            // emptied; and nothing at all if the TRUNCATE did not commit,
+            // or old rows would stay beside new ones.
+            if !first && !self.gate.wait() {
+                break;
+            }
+            if self.stop.load(Ordering::SeqCst) {
+                break;
             }
             let before = (first && self.truncate).then_some(truncate.as_str());
             let file = self.options.inputs[chunk.input].name();
-            // Opened however the first chunk ends, even by a panic.
-            let opener = first.then_some(OpenOnDrop(self.gate));
             let result = self.load_with_retry(&mut client, before, &chunk, &file);
+            if let (Ok(_), Some(opener)) = (&result, opener.as_mut()) {
+                opener.committed = true;
+            }
             drop(opener);
             let loaded = result.map_err(|e| e.while_loading(&file, chunk.first_line))?;
-            // Written only now that the chunk is committed: a row is either
-            // in the table or in the reject file, never both, never neither.
-            self.sink.write(&loaded.rejected)?;
+            if self.loader.journal.is_none() {
+                // What an in-doubt commit later says is certainly loaded.
+                let end = chunk.offset + chunk.data.len() as u64;
+                self.committed_ranges
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .push((chunk.input, chunk.offset, end));
+            }
             self.progress.add_committed(
                 loaded.rows,
                 loaded.rejected.len() as u64,
@@ -634,8 +728,9 @@ impl Worker<'_> {
         match mode {
             AtomicMode::OneTransaction => tx.commit().map_err(Error::db("committing the load")),
             AtomicMode::TwoPhase => {
-                let gid =
-                    crate::journal::prepared_id(self.loader.journal.unwrap_or(""), self.index);
+                let gid = crate::prepared::gid(self.loader.run_token, self.index);
+                let load_id = self.loader.journal.unwrap_or_default();
+                crate::prepared::record_inside(&mut tx, load_id, &gid)?;
                 tx.batch_execute(&format!(
                     "PREPARE TRANSACTION {}",
                     crate::sql::quote_literal(&gid)
@@ -686,6 +781,9 @@ impl Worker<'_> {
                 if let Some((rows, rejected)) =
                     crate::journal::committed_chunk(client, load_id, chunk)?
                 {
+                    // Its rows were taken out of the reject file when the
+                    // commit seemed to fail: they belong there after all.
+                    self.sink.write(&rejected)?;
                     return Ok(Loaded { rows, rejected });
                 }
             }
@@ -725,39 +823,55 @@ fn asynchronous_commits(client: &mut Client) -> Result<()> {
         .map_err(Error::db("setting up the session"))
 }
 
-struct OpenOnDrop<'a>(&'a Gate);
+/// Opens the gate when dropped: as committed only if marked so.
+struct OpenOnDrop<'a> {
+    gate: &'a Gate,
+    committed: bool,
+}
 
-impl Drop for OpenOnDrop<'_> {
-    fn drop(&mut self) {
-        self.0.open();
+impl<'a> OpenOnDrop<'a> {
+    fn new(gate: &'a Gate) -> Self {
+        OpenOnDrop {
+            gate,
+            committed: false,
+        }
     }
 }
 
-/// Lets workers through once the first chunk (with its TRUNCATE) is
-/// committed or has failed.
+impl Drop for OpenOnDrop<'_> {
+    fn drop(&mut self) {
+        self.gate.open(self.committed);
+    }
+}
+
+/// Holds workers back until the first chunk (with its TRUNCATE) has
+/// committed, and tells them whether it did.
 struct Gate {
-    open: Mutex<bool>,
+    /// `None` while the first chunk is loading.
+    outcome: Mutex<Option<bool>>,
     opened: Condvar,
 }
 
 impl Gate {
     fn new(open: bool) -> Self {
         Gate {
-            open: Mutex::new(open),
+            outcome: Mutex::new(open.then_some(true)),
             opened: Condvar::new(),
         }
     }
 
-    fn open(&self) {
-        *self.open.lock().unwrap_or_else(|p| p.into_inner()) = true;
+    fn open(&self, committed: bool) {
+        *self.outcome.lock().unwrap_or_else(|p| p.into_inner()) = Some(committed);
         self.opened.notify_all();
     }
 
-    fn wait(&self) {
-        let guard = self.open.lock().unwrap_or_else(|p| p.into_inner());
-        let _open = self
+    /// Waits for the first chunk; whether it committed.
+    fn wait(&self) -> bool {
+        let guard = self.outcome.lock().unwrap_or_else(|p| p.into_inner());
+        let outcome = self
             .opened
-            .wait_while(guard, |open| !*open)
+            .wait_while(guard, |outcome| outcome.is_none())
             .unwrap_or_else(|p| p.into_inner());
+        *outcome == Some(true)
     }
 }

@@ -2,11 +2,14 @@
 //! same options, header included), and a JSON-lines log beside it saying
 //! where each one was and why it was refused.
 //!
-//! Rows are written only once the chunk they came from has committed, so the
-//! reject file and the table never disagree: every row read is in exactly one.
+//! A chunk's rejected rows are written and synced to disk before the chunk
+//! commits, and taken out of the files again if the commit fails, so the
+//! reject file and the table never disagree: every row read is in exactly
+//! one, even when the files cannot be written (then the chunk does not
+//! commit) or the process dies right after the commit.
 
 use std::fs::File;
-use std::io::{BufWriter, Write};
+use std::io::{BufWriter, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, OnceLock};
@@ -164,16 +167,63 @@ impl RejectSink {
         self.write(rows)
     }
 
-    /// Appends the rejected rows of one committed chunk.
+    /// Appends rows whose chunk has committed (found in the journal).
     pub(crate) fn write(&self, rows: &[BadRow]) -> Result<()> {
+        self.write_then(rows, || Ok(()))
+    }
+
+    /// Appends the rejected rows of a chunk, synced to disk, then runs
+    /// `commit` (the chunk's); if that fails, the rows are taken out of the
+    /// files again. Other chunks' rows wait meanwhile, so that taking them
+    /// out cuts nobody else's.
+    pub(crate) fn write_then<T>(
+        &self,
+        rows: &[BadRow],
+        commit: impl FnOnce() -> Result<T>,
+    ) -> Result<T> {
         if rows.is_empty() {
-            return Ok(());
+            return commit();
         }
         let mut files = self.files.lock().unwrap_or_else(|p| p.into_inner());
         if files.is_none() {
             *files = Some(self.create()?);
         }
         let (data, log) = files.as_mut().expect("opened above");
+        let before = (self.length(data)?, self.length(log)?);
+        let written = self.append(data, log, rows);
+        let outcome = written.and_then(|()| commit());
+        if outcome.is_err() {
+            // Cut back to where the chunk's rows began, discarding what is
+            // still buffered. Best effort: a file that cannot be cut is
+            // rewritten from the journal at the end of a journaled load.
+            let (data, log) = files.take().expect("opened above");
+            let cut = |writer: BufWriter<File>, len: u64| {
+                let (mut file, _unwritten) = writer.into_parts();
+                let _ = file.set_len(len);
+                let _ = file.seek(SeekFrom::Start(len));
+                BufWriter::new(file)
+            };
+            *files = Some((cut(data, before.0), cut(log, before.1)));
+            return outcome;
+        }
+        self.written.fetch_add(rows.len() as u64, Ordering::SeqCst);
+        outcome
+    }
+
+    fn length(&self, file: &mut BufWriter<File>) -> Result<u64> {
+        file.flush()
+            .and_then(|()| file.get_ref().metadata())
+            .map(|m| m.len())
+            .map_err(|e| self.error(&self.rows_path, e))
+    }
+
+    /// Writes `rows` to the end of both files and syncs them.
+    fn append(
+        &self,
+        data: &mut BufWriter<File>,
+        log: &mut BufWriter<File>,
+        rows: &[BadRow],
+    ) -> Result<()> {
         for row in rows {
             data.write_all(&row.bytes)
                 .map_err(|e| self.error(&self.rows_path, e))?;
@@ -182,10 +232,11 @@ impl RejectSink {
             log.write_all(b"\n")
                 .map_err(|e| self.error(&self.log_path, e))?;
         }
-        // Flushed per chunk: what the table has committed, the files hold.
-        data.flush().map_err(|e| self.error(&self.rows_path, e))?;
-        log.flush().map_err(|e| self.error(&self.log_path, e))?;
-        self.written.fetch_add(rows.len() as u64, Ordering::SeqCst);
+        for (file, path) in [(data, &self.rows_path), (log, &self.log_path)] {
+            file.flush()
+                .and_then(|()| file.get_ref().sync_data())
+                .map_err(|e| self.error(path, e))?;
+        }
         Ok(())
     }
 

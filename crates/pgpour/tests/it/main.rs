@@ -3,7 +3,9 @@
 
 mod bench;
 mod connection;
+mod faults;
 mod harness;
+mod overlap;
 mod random_documents;
 mod rejects;
 mod restores;

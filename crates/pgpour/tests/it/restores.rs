@@ -277,7 +277,7 @@ fn begin_and_drop_indexes(
         &options.format,
     )
     .unwrap();
-    pgpour::journal::begin(client, load_id, &target.qualified, options).unwrap();
+    pgpour::journal::begin(client, load_id, &target.qualified, options, "test-run").unwrap();
     pgpour::indexes::drop_for_load(client, &target, options, load_id).unwrap();
     target
 }

@@ -1,0 +1,167 @@
+//! One run per load id at a time, across machines.
+//!
+//! A run holds a session-level advisory lock on its load id, on a connection
+//! of its own, from before it reads the journal until it has put the table
+//! back. A second run of the same id finds the lock taken and stops at once,
+//! naming the first. Should the lock's connection drop mid-run, the journal
+//! still fences the run: each chunk commits only while the load's
+//! `run_token` is this run's (see `journal::record_chunk`).
+
+use postgres::Client;
+
+use crate::conn::ConnectOptions;
+use crate::error::{Error, Result};
+use crate::sql::quote_literal;
+
+/// The lock of one run on its load id; released when dropped (the
+/// connection closes).
+pub(crate) struct RunLock {
+    _session: Client,
+    /// This run's token: it names the run in the journal and in the ids of
+    /// the transactions it prepares.
+    pub token: String,
+}
+
+impl std::fmt::Debug for RunLock {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RunLock")
+            .field("token", &self.token)
+            .finish()
+    }
+}
+
+impl RunLock {
+    /// Takes the lock on `load_id`, or says which run holds it.
+    pub fn acquire(connect: &ConnectOptions, load_id: &str) -> Result<RunLock> {
+        let mut session = connect.connect()?;
+        // Other sessions see this name in pg_stat_activity; a second run
+        // quotes it to say who holds the load.
+        let name = format!("pgpour on {} pid {}", host_name(), std::process::id());
+        session
+            .batch_execute(&format!("SET application_name = {}", quote_literal(&name)))
+            .map_err(Error::db("naming the session"))?;
+        let (high, low) = lock_key(load_id);
+        let taken: bool = session
+            .query_one(
+                "SELECT pg_catalog.pg_try_advisory_lock($1, $2)",
+                &[&(high as i32), &(low as i32)],
+            )
+            .map_err(Error::db("locking the load id"))?
+            .get(0);
+        if !taken {
+            let holder = holder(&mut session, high, low).unwrap_or_default();
+            return Err(Error::Config(format!(
+                "load {load_id} is already running{holder}; one run per load id at a time: \
+                 wait for that run to end (or stop it), then `pgpour resume {load_id}` if it did not finish"
+            )));
+        }
+        Ok(RunLock {
+            _session: session,
+            token: new_token(load_id),
+        })
+    }
+}
+
+/// Runs `f` holding the run lock of `load_id` on `client`'s own session
+/// (for `forget`, which must not pull a load from under a running run),
+/// with a bounded wait for any other lock.
+pub(crate) fn while_locked<T>(
+    client: &mut Client,
+    load_id: &str,
+    f: impl FnOnce(&mut Client) -> Result<T>,
+) -> Result<T> {
+    let (high, low) = lock_key(load_id);
+    let taken: bool = client
+        .query_one(
+            "SELECT pg_catalog.pg_try_advisory_lock($1, $2)",
+            &[&(high as i32), &(low as i32)],
+        )
+        .map_err(Error::db("locking the load id"))?
+        .get(0);
+    if !taken {
+        let holder = holder(client, high, low).unwrap_or_default();
+        return Err(Error::Config(format!(
+            "load {load_id} is running{holder}: wait for that run to end (or stop it) first"
+        )));
+    }
+    let outcome = client
+        .batch_execute("SET lock_timeout = '10s'")
+        .map_err(Error::db("setting up the session"))
+        .and_then(|()| f(client));
+    let _ = client.batch_execute(&format!(
+        "RESET lock_timeout; SELECT pg_catalog.pg_advisory_unlock({}, {})",
+        high as i32, low as i32
+    ));
+    outcome.map_err(|e| match e.sqlstate().as_deref() {
+        Some("55P03") => Error::Config(format!(
+            "load {load_id}: another session holds a lock on its table or journal rows for more \
+             than 10 s (see pg_locks and pg_prepared_xacts); end it, then try again: {e}"
+        )),
+        _ => e,
+    })
+}
+
+/// The advisory lock key of a load id: two 32-bit halves of a stable hash,
+/// the form `pg_try_advisory_lock(int4, int4)` takes.
+fn lock_key(load_id: &str) -> (u32, u32) {
+    let hash = crate::journal::fnv1a(format!("pgpour load\0{load_id}").as_bytes());
+    ((hash >> 32) as u32, hash as u32)
+}
+
+/// `(pgpour on host pid 12, session 345 since ...)`, as far as this role
+/// may see the holder's session.
+fn holder(session: &mut Client, high: u32, low: u32) -> Option<String> {
+    let row = session
+        .query_opt(
+            "SELECT l.pid, a.application_name, a.backend_start::text \
+             FROM pg_catalog.pg_locks l LEFT JOIN pg_catalog.pg_stat_activity a ON a.pid = l.pid \
+             WHERE l.locktype = 'advisory' AND l.granted AND l.objsubid = 2 \
+               AND l.classid = $1::int8::oid AND l.objid = $2::int8::oid \
+               AND l.database = (SELECT oid FROM pg_catalog.pg_database WHERE datname = pg_catalog.current_database())",
+            &[&i64::from(high), &i64::from(low)],
+        )
+        .ok()??;
+    let pid: i32 = row.get(0);
+    let name: Option<String> = row.get(1);
+    let since: Option<String> = row.get(2);
+    let mut out = String::from(" (");
+    if let Some(name) = name.filter(|n| !n.is_empty()) {
+        out.push_str(&format!("{name}, "));
+    }
+    out.push_str(&format!("server pid {pid}"));
+    if let Some(since) = since {
+        out.push_str(&format!(", since {since}"));
+    }
+    out.push(')');
+    Some(out)
+}
+
+/// A token no other run of the load has: the time, the process, a counter.
+fn new_token(load_id: &str) -> String {
+    use std::sync::atomic::{AtomicU32, Ordering};
+    static COUNTER: AtomicU32 = AtomicU32::new(0);
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default();
+    let seed = [
+        &now.as_nanos().to_le_bytes()[..],
+        &std::process::id().to_le_bytes(),
+        &COUNTER.fetch_add(1, Ordering::Relaxed).to_le_bytes(),
+        load_id.as_bytes(),
+    ]
+    .concat();
+    format!("{:016x}", crate::journal::fnv1a(&seed))
+}
+
+/// This machine's name, for messages that say where a run is.
+fn host_name() -> String {
+    let mut buf = [0u8; 256];
+    // SAFETY: the buffer is valid for its length; gethostname writes at
+    // most that many bytes.
+    let rc = unsafe { libc::gethostname(buf.as_mut_ptr().cast(), buf.len()) };
+    if rc != 0 {
+        return "unknown host".into();
+    }
+    let end = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
+    String::from_utf8_lossy(&buf[..end]).into_owned()
+}

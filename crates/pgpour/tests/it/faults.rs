@@ -1,0 +1,209 @@
+//! Faults at the worst moment: a commit whose reply is lost, a reject file
+//! that cannot be written. Nothing may be lost, nothing doubled, and what
+//! cannot be known is said.
+
+use std::io::{Read, Write};
+use std::net::{Shutdown, TcpListener, TcpStream};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use pgpour::{
+    ConnectOptions, Error, Format, FormatOptions, InputSpec, LoadOptions, Progress, TableName,
+};
+use pgpour_testkit::{shared_cluster, TestDb, SUPERUSER_PASSWORD};
+
+use crate::harness::connect;
+
+/// A TCP proxy to the cluster that forwards everything, except that after
+/// the `cut_at`-th COMMIT a client sends it lets the server work a moment,
+/// then closes both sides without passing on the reply.
+struct CommitCutter {
+    port: u16,
+}
+
+const COMMIT: &[u8] = b"Q\0\0\0\x0bCOMMIT\0";
+
+impl CommitCutter {
+    fn start(server_port: u16, cut_at: usize) -> Self {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let commits = Arc::new(AtomicUsize::new(0));
+        std::thread::spawn(move || {
+            for client in listener.incoming().flatten() {
+                let Ok(server) = TcpStream::connect(("127.0.0.1", server_port)) else {
+                    continue;
+                };
+                let cut = Arc::new(AtomicBool::new(false));
+                let watch = Watch {
+                    commits: commits.clone(),
+                    cut_at,
+                    cut: cut.clone(),
+                };
+                let (c2, s2) = (client.try_clone().unwrap(), server.try_clone().unwrap());
+                std::thread::spawn(move || pump(s2, c2, &cut, None));
+                std::thread::spawn(move || pump(client, server, &watch.cut.clone(), Some(watch)));
+            }
+        });
+        CommitCutter { port }
+    }
+}
+
+/// What the client-to-server pump looks for.
+struct Watch {
+    commits: Arc<AtomicUsize>,
+    cut_at: usize,
+    /// Set before the chosen COMMIT is passed on: from then on the server's
+    /// replies are dropped.
+    cut: Arc<AtomicBool>,
+}
+
+/// Copies `from` to `to` until the connection is cut.
+fn pump(mut from: TcpStream, mut to: TcpStream, cut: &AtomicBool, watch: Option<Watch>) {
+    let mut buf = [0u8; 64 * 1024];
+    loop {
+        let n = match from.read(&mut buf) {
+            Ok(0) | Err(_) => break,
+            Ok(n) => n,
+        };
+        let cutting = watch.as_ref().is_some_and(|w| {
+            let seen = buf[..n]
+                .windows(COMMIT.len())
+                .filter(|x| *x == COMMIT)
+                .count();
+            let before = w.commits.fetch_add(seen, Ordering::SeqCst);
+            before < w.cut_at && before + seen >= w.cut_at
+        });
+        if cutting {
+            cut.store(true, Ordering::SeqCst);
+        }
+        if cut.load(Ordering::SeqCst) && !cutting {
+            break;
+        }
+        if to.write_all(&buf[..n]).is_err() {
+            break;
+        }
+        if cutting {
+            // The server commits meanwhile; its reply is not passed on.
+            std::thread::sleep(Duration::from_millis(300));
+            let _ = from.shutdown(Shutdown::Both);
+            let _ = to.shutdown(Shutdown::Both);
+            break;
+        }
+    }
+}
+
+fn numbers_options(path: std::path::PathBuf) -> LoadOptions {
+    let mut options = LoadOptions::new(
+        vec![InputSpec::File(path)],
+        TableName::parse("t").unwrap(),
+        FormatOptions::new(Format::Csv),
+    );
+    options.workers = Some(1);
+    options.chunk_size = 64;
+    options
+}
+
+fn count(db: &TestDb) -> i64 {
+    db.client()
+        .query_one("SELECT count(*) FROM t", &[])
+        .unwrap()
+        .get(0)
+}
+
+#[test]
+fn without_the_journal_a_commit_whose_reply_was_lost_is_not_retried() {
+    let db = shared_cluster().create_database("commit_reply_lost");
+    db.client().batch_execute("CREATE TABLE t (n int)").unwrap();
+    let (_, server_port) = db.cluster().tcp().expect("an owned cluster");
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("in.csv");
+    let rows: String = (1..=200).map(|n| format!("{n}\n")).collect();
+    std::fs::write(&path, rows).unwrap();
+    // The third chunk's commit reaches the server, its reply does not.
+    let proxy = CommitCutter::start(server_port, 3);
+    let conninfo = format!(
+        "host=127.0.0.1 port={} user=postgres password={SUPERUSER_PASSWORD} dbname={} sslmode=disable",
+        proxy.port, db.name
+    );
+    let connect = ConnectOptions::resolve(Some(&conninfo), &|_| None).unwrap();
+    let mut options = numbers_options(path);
+    options.journal = false;
+    let failure = pgpour::load(
+        &connect,
+        &options,
+        &Progress::default(),
+        &AtomicBool::new(false),
+    )
+    .expect_err("the commit's outcome is unknown");
+    let Error::InDoubt { chunk, loaded } = &failure.error else {
+        panic!("{}", failure.error)
+    };
+    assert!(chunk.contains("in.csv bytes"), "{chunk}");
+    assert!(loaded.contains("certainly loaded: "), "{loaded}");
+    // Nothing doubled: the chunk in doubt did commit, and only once.
+    let loaded_rows = count(&db);
+    let distinct: i64 = db
+        .client()
+        .query_one("SELECT count(DISTINCT n) FROM t", &[])
+        .unwrap()
+        .get(0);
+    assert_eq!(loaded_rows, distinct, "no row twice");
+    assert!(loaded_rows > 0 && loaded_rows < 200, "{loaded_rows}");
+}
+
+#[test]
+fn with_the_journal_a_commit_whose_reply_was_lost_is_found_and_not_doubled() {
+    let db = shared_cluster().create_database("commit_reply_lost_journal");
+    db.client().batch_execute("CREATE TABLE t (n int)").unwrap();
+    let (_, server_port) = db.cluster().tcp().expect("an owned cluster");
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("in.csv");
+    let rows: String = (1..=200).map(|n| format!("{n}\n")).collect();
+    std::fs::write(&path, rows).unwrap();
+    // Journaled loads commit the journal's setup too: cut a later one.
+    let proxy = CommitCutter::start(server_port, 6);
+    let conninfo = format!(
+        "host=127.0.0.1 port={} user=postgres password={SUPERUSER_PASSWORD} dbname={} sslmode=disable",
+        proxy.port, db.name
+    );
+    let connect = ConnectOptions::resolve(Some(&conninfo), &|_| None).unwrap();
+    let summary = pgpour::load(
+        &connect,
+        &numbers_options(path),
+        &Progress::default(),
+        &AtomicBool::new(false),
+    )
+    .unwrap_or_else(|f| panic!("{}", f.error));
+    assert_eq!(summary.rows_loaded, 200);
+    assert_eq!(count(&db), 200);
+}
+
+#[test]
+fn rejected_rows_that_cannot_be_written_keep_their_chunk_from_committing() {
+    let db = shared_cluster().create_database("reject_file_unwritable");
+    db.client().batch_execute("CREATE TABLE t (n int)").unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("in.csv");
+    std::fs::write(&path, "1\nx\n3\n").unwrap();
+    for journal in [false, true] {
+        let mut options = numbers_options(path.clone());
+        options.chunk_size = 1 << 20;
+        options.max_errors = None;
+        options.journal = journal;
+        options.reject_file = Some(dir.path().join("no-such-dir").join("r.csv"));
+        let failure = pgpour::load(
+            &connect(&db),
+            &options,
+            &Progress::default(),
+            &AtomicBool::new(false),
+        )
+        .expect_err("the reject file cannot be created");
+        assert!(
+            matches!(failure.error, Error::RejectFile { .. }),
+            "{}",
+            failure.error
+        );
+        assert_eq!(count(&db), 0, "journal {journal}: the chunk did not commit");
+    }
+}

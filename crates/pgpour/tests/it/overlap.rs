@@ -1,0 +1,251 @@
+//! Guarantee 7: overlapping runs and other loads cannot make a load lose or
+//! double rows. Each test runs two real loads (two sets of connections) or a
+//! second session that gets in the way, at the moment that hurts.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::AtomicBool;
+use std::time::{Duration, Instant};
+
+use pgpour::{Error, Format, FormatOptions, InputSpec, LoadOptions, Progress, TableName};
+use pgpour_testkit::{shared_cluster, TestDb};
+
+use crate::harness::connect;
+
+/// `rows` lines `1`, `2`, ... into `name` in `dir`.
+fn numbers(dir: &Path, name: &str, rows: u64) -> PathBuf {
+    let path = dir.join(name);
+    let text: String = (1..=rows).map(|n| format!("{n}\n")).collect();
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+fn options(path: &Path, table: &str, load_id: &str) -> LoadOptions {
+    let mut options = LoadOptions::new(
+        vec![InputSpec::File(path.to_path_buf())],
+        TableName::parse(table).unwrap(),
+        FormatOptions::new(Format::Csv),
+    );
+    options.load_id = Some(load_id.to_string());
+    options.workers = Some(2);
+    options.chunk_size = 2000;
+    options
+}
+
+fn load(
+    db: &TestDb,
+    options: &LoadOptions,
+) -> Result<pgpour::LoadSummary, Box<pgpour::LoadFailure>> {
+    pgpour::load(
+        &connect(db),
+        options,
+        &Progress::default(),
+        &AtomicBool::new(false),
+    )
+}
+
+fn count(client: &mut postgres::Client, sql: &str) -> i64 {
+    client.query_one(sql, &[]).unwrap().get(0)
+}
+
+/// A table whose every insert sleeps `ms` milliseconds: a load into it
+/// lasts long enough for the test to act while it runs.
+fn slow_table(client: &mut postgres::Client, table: &str, ms: f64) {
+    client
+        .batch_execute(&format!(
+            "CREATE TABLE {table} (n int); \
+             CREATE FUNCTION {table}_slow() RETURNS trigger LANGUAGE plpgsql AS \
+               $$ BEGIN PERFORM pg_sleep({} / 1000.0); RETURN NEW; END $$; \
+             CREATE TRIGGER slow BEFORE INSERT ON {table} FOR EACH ROW EXECUTE FUNCTION {table}_slow()",
+            ms
+        ))
+        .unwrap();
+}
+
+fn wait_for(client: &mut postgres::Client, sql: &str, what: &str) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while count(client, sql) == 0 {
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn a_load_leaves_alone_the_prepared_transactions_of_a_load_its_id_prefixes() {
+    let db = shared_cluster().create_database("prepared_ownership");
+    let mut client = db.client();
+    slow_table(&mut client, "t1", 1.0);
+    client.batch_execute("CREATE TABLE t2 (n int)").unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let big = numbers(dir.path(), "big.csv", 600);
+    let small = dir.path().join("small.csv");
+    std::fs::write(&small, "1\nx\n3\n").unwrap();
+
+    // Load `p` stops on its bad row: unfinished, to be resumed later.
+    let mut p = options(&small, "t2", "p");
+    p.max_errors = Some(0);
+    assert!(load(&db, &p).is_err());
+
+    // Load `p:1` (--atomic, two workers) is held between PREPARE and
+    // COMMIT PREPARED: its decision to commit waits for this row lock.
+    let mut p1 = options(&big, "t1", "p:1");
+    p1.atomic = true;
+    let atomic = std::thread::scope(|scope| {
+        let running = scope.spawn(|| load(&db, &p1));
+        wait_for(
+            &mut client,
+            "SELECT count(*) FROM pgpour.loads WHERE load_id = 'p:1'",
+            "load p:1 to start",
+        );
+        let mut holder = db.client();
+        let mut held = holder.transaction().unwrap();
+        held.batch_execute("SELECT 1 FROM pgpour.loads WHERE load_id = 'p:1' FOR NO KEY UPDATE")
+            .unwrap();
+        wait_for(
+            &mut client,
+            "SELECT (count(*) >= 2)::int::int8 FROM pg_prepared_xacts WHERE database = current_database()",
+            "p:1 to prepare",
+        );
+        // Meanwhile `p` is resumed, and finishes.
+        p.max_errors = None;
+        let resumed = load(&db, &p).expect("p resumes");
+        assert_eq!(resumed.rows_loaded, 2);
+        held.rollback().unwrap();
+        running.join().unwrap()
+    });
+    let summary = atomic.unwrap_or_else(|f| panic!("p:1: {}", f.error));
+    assert_eq!(summary.rows_loaded, 600);
+    assert_eq!(count(&mut client, "SELECT count(*) FROM t1"), 600);
+    assert_eq!(count(&mut client, "SELECT count(*) FROM t2"), 2);
+    assert_eq!(
+        count(
+            &mut client,
+            "SELECT count(*) FROM pg_prepared_xacts WHERE database = current_database()"
+        ),
+        0
+    );
+}
+
+#[test]
+fn a_second_run_of_a_load_id_stops_at_once_and_names_the_first() {
+    let db = shared_cluster().create_database("one_run_per_id");
+    let mut client = db.client();
+    slow_table(&mut client, "t", 0.5);
+    let dir = tempfile::tempdir().unwrap();
+    let path = numbers(dir.path(), "in.csv", 3000);
+    let first = options(&path, "t", "nightly");
+    let mut second = options(&path, "t", "nightly");
+    second.workers = Some(3);
+    second.chunk_size = 700;
+
+    let (first, second) = std::thread::scope(|scope| {
+        let running = scope.spawn(|| load(&db, &first));
+        wait_for(
+            &mut client,
+            "SELECT count(*) FROM pg_stat_activity WHERE state = 'active' AND query LIKE 'COPY%' AND datname = current_database()",
+            "the first run to copy",
+        );
+        let started = Instant::now();
+        let second = load(&db, &second);
+        assert!(
+            started.elapsed() < Duration::from_secs(5),
+            "the second run waited for the first"
+        );
+        (running.join().unwrap(), second)
+    });
+    let failure = second.expect_err("two runs of one load id at once");
+    let message = failure.error.to_string();
+    assert!(
+        message.contains("nightly") && message.contains("already running"),
+        "{message}"
+    );
+    assert!(message.contains("pid"), "names the running one: {message}");
+    let summary = first.unwrap_or_else(|f| panic!("first run: {}", f.error));
+    assert_eq!(summary.rows_loaded, 3000);
+    assert_eq!(count(&mut client, "SELECT count(*) FROM t"), 3000);
+    assert_eq!(
+        count(
+            &mut client,
+            "SELECT count(*) FROM pgpour.loads WHERE load_id = 'nightly' AND state = 'done'"
+        ),
+        1,
+        "the loser did not overwrite the winner's state"
+    );
+}
+
+#[test]
+fn truncate_is_never_left_undone_beside_new_rows() {
+    let db = shared_cluster().create_database("truncate_first_chunk_fails");
+    let mut client = db.client();
+    client.batch_execute("CREATE TABLE t (n int)").unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("in.csv");
+    let rows: String = std::iter::once("bad\n".to_string())
+        .chain((1..3000).map(|n| format!("{n}\n")))
+        .collect();
+    std::fs::write(&path, rows).unwrap();
+    for attempt in 0..3 {
+        let id = format!("trunc{attempt}");
+        client
+            .batch_execute(
+                "TRUNCATE t; INSERT INTO t SELECT 100000 + g FROM generate_series(1, 10) g",
+            )
+            .unwrap();
+        let mut o = options(&path, "t", &id);
+        o.truncate = true;
+        o.workers = Some(3);
+        o.chunk_size = 64;
+        o.max_errors = Some(0);
+        assert!(load(&db, &o).is_err(), "the first row is bad");
+        let old = count(&mut client, "SELECT count(*) FROM t WHERE n > 100000");
+        let new = count(&mut client, "SELECT count(*) FROM t WHERE n < 100000");
+        assert!(
+            old == 0 || new == 0,
+            "attempt {attempt}: {old} old rows beside {new} new ones"
+        );
+        o.max_errors = None;
+        load(&db, &o).unwrap_or_else(|f| panic!("resume: {}", f.error));
+        assert_eq!(
+            count(&mut client, "SELECT count(*) FROM t WHERE n > 100000"),
+            0
+        );
+        assert_eq!(count(&mut client, "SELECT count(*) FROM t"), 2999);
+    }
+}
+
+#[test]
+fn an_input_that_grows_or_shrinks_while_loading_fails_the_load() {
+    let db = shared_cluster().create_database("input_changes");
+    let mut client = db.client();
+    slow_table(&mut client, "t", 0.5);
+    let dir = tempfile::tempdir().unwrap();
+    for (name, change) in [("grows", true), ("shrinks", false)] {
+        let path = numbers(dir.path(), &format!("{name}.csv"), 3000);
+        let o = options(&path, "t", name);
+        let outcome = std::thread::scope(|scope| {
+            let running = scope.spawn(|| load(&db, &o));
+            wait_for(
+                &mut client,
+                "SELECT count(*) FROM pg_stat_activity WHERE state = 'active' AND query LIKE 'COPY%' AND datname = current_database()",
+                "the load to copy",
+            );
+            let file = std::fs::OpenOptions::new()
+                .append(true)
+                .open(&path)
+                .unwrap();
+            if change {
+                std::io::Write::write_all(&mut &file, b"9999\n99").unwrap();
+            } else {
+                file.set_len(100).unwrap();
+            }
+            running.join().unwrap()
+        });
+        let failure = outcome.expect_err(name);
+        let message = failure.error.to_string();
+        assert!(
+            message.contains(&format!("{name}.csv")) && message.contains("changed"),
+            "{name}: {message}"
+        );
+        assert!(!matches!(failure.error, Error::Rejected { .. }), "{name}");
+        client.batch_execute("TRUNCATE t").unwrap();
+    }
+}
