@@ -335,6 +335,12 @@ pub struct LoadArgs {
     #[arg(long, value_name = "PATH")]
     pub reject_file: Option<std::path::PathBuf>,
 
+    /// Replace a file already at the reject file's path (or its .jsonl).
+    /// Without it a load refuses to start rather than overwrite a file it
+    /// did not write; a resumed load always rebuilds its own.
+    #[arg(long)]
+    pub replace_rejects: bool,
+
     /// Target size of a chunk (one transaction): bytes, or with KiB/MiB/GiB.
     /// Files too small to give each worker four chunks of this size are cut
     /// finer, down to 256 KiB, so that every worker has work.
@@ -377,8 +383,9 @@ pub struct LoadArgs {
     pub explain: bool,
 
     /// Name of this load in the journal (default: generated, printed at the
-    /// start). Running again with the same id continues the load instead of
-    /// loading twice; it refuses if the options or inputs differ.
+    /// start): 1 to 128 bytes, no control characters. Running again with
+    /// the same id continues the load instead of loading twice; it refuses
+    /// if the options or inputs differ.
     #[arg(long, value_name = "NAME")]
     pub load_id: Option<String>,
 

@@ -12,6 +12,7 @@ use pgpour_testkit::{Cluster, Durability};
 
 use crate::args::{BenchArgs, FormatArgs};
 use crate::config::{connect_options, expand_inputs, format_options};
+use crate::stdout;
 
 const EXIT_FAILED_METHOD: u8 = 1;
 
@@ -45,11 +46,12 @@ pub fn run(args: BenchArgs) -> Result<ExitCode> {
         Err(e) => return Err(e.into()),
     };
 
-    if args.json {
-        println!("{}", serde_json::to_string_pretty(&report)?);
+    // The report file is written whether or not stdout still has a reader.
+    let printed = if args.json {
+        stdout::line(serde_json::to_string_pretty(&report)?)
     } else {
-        print!("{}", table(&report));
-    }
+        stdout::text(table(&report))
+    };
     if let Some(path) = &args.report {
         std::fs::write(path, pgpour::bench::html::render(&report))
             .with_context(|| format!("writing {}", path.display()))?;
@@ -57,6 +59,7 @@ pub fn run(args: BenchArgs) -> Result<ExitCode> {
             eprintln!("report: {}", path.display());
         }
     }
+    printed?;
     if report.interrupted {
         return Ok(ExitCode::from(crate::EXIT_INTERRUPTED));
     }

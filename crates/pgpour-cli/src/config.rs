@@ -22,6 +22,9 @@ pub fn connect_options(db: Option<&str>) -> Result<ConnectOptions> {
 
 impl LoadConfig {
     pub fn from_args(args: LoadArgs) -> Result<Self> {
+        if let Some(id) = &args.load_id {
+            check_load_id("--load-id", id)?;
+        }
         let inputs = expand_inputs(&args.inputs)?;
         let format = format_options(&args.format, &inputs)?;
         let columns = args.columns.as_deref().map(parse_column_list).transpose()?;
@@ -40,6 +43,7 @@ impl LoadConfig {
                 chunk_size: parse_size(&args.chunk_size)?,
                 max_errors: parse_max_errors(&args.max_errors)?,
                 reject_file: args.reject_file,
+                replace_rejects: args.replace_rejects,
                 load_id: args.load_id,
                 atomic: args.atomic,
                 journal: !args.no_journal,
@@ -51,6 +55,30 @@ impl LoadConfig {
             explain: args.explain,
         })
     }
+}
+
+/// The longest load id, in bytes.
+pub const LOAD_ID_MAX_BYTES: usize = 128;
+
+/// Refuses a load id the user gave (`what` says where) unless it is 1 to
+/// 128 bytes without control characters: an id is printed on one line in
+/// `status` and in every message about its load, and the commands pgpour
+/// prints for it (`pgpour resume <id>`) must paste back into a shell as they
+/// are. Checked before connecting, so that a bad id creates nothing.
+pub fn check_load_id(what: &str, id: &str) -> Result<()> {
+    let problem = if id.is_empty() {
+        "it is empty".to_string()
+    } else if id.len() > LOAD_ID_MAX_BYTES {
+        format!("it is {} bytes", id.len())
+    } else if id.chars().any(char::is_control) {
+        format!("{id:?} has one")
+    } else {
+        return Ok(());
+    };
+    bail!(
+        "{what} must be 1 to {LOAD_ID_MAX_BYTES} bytes with no control characters \
+         (such as a newline or a tab): {problem}"
+    )
 }
 
 /// Expands globs (for quoted patterns the shell left alone), keeping order.
@@ -66,6 +94,16 @@ pub fn expand_inputs(args: &[String]) -> Result<Vec<InputSpec>> {
             .with_context(|| format!("invalid pattern {arg:?}"))?
             .collect::<Result<_, _>>()
             .with_context(|| format!("reading matches of {arg:?}"))?;
+        // A second run must not load the first run's rejects as data.
+        let before = matches.len();
+        matches.retain(|m: &std::path::PathBuf| !pgpour::RejectSink::is_default_name(m));
+        if matches.len() < before {
+            eprintln!(
+                "pgpour: {arg:?} also matches {} reject file(s) of earlier loads (*.rejected.*): \
+                 left out; name them without a pattern to load them",
+                before - matches.len()
+            );
+        }
         if matches.is_empty() {
             bail!("no file matches {arg:?}");
         }
@@ -212,6 +250,26 @@ mod tests {
         assert_eq!(f(&["a.CSV.zst", "-"]).unwrap(), Format::Csv);
         assert_eq!(f(&["-"]).unwrap(), Format::Csv);
         assert!(f(&["a.csv", "b.tsv"]).is_err());
+    }
+
+    #[test]
+    fn load_ids_are_1_to_128_bytes_without_control_characters() {
+        let longest = "\u{e9}".repeat(64);
+        for good in [
+            "nightly",
+            "a",
+            "with space",
+            "votes-1763790000-3f2a",
+            &longest,
+        ] {
+            assert!(check_load_id("--load-id", good).is_ok(), "{good:?}");
+        }
+        let too_long = format!("{longest}x");
+        for bad in ["", "a\nb", "a\tb", "\u{0}", "\u{7f}", "\u{9b}", &too_long] {
+            let err = check_load_id("--load-id", bad).unwrap_err().to_string();
+            assert!(err.starts_with("--load-id must be 1 to 128 bytes with no control characters"));
+            assert!(!err.contains('\n') && !err.contains('\t'), "{err}");
+        }
     }
 
     #[test]

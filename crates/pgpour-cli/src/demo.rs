@@ -13,6 +13,7 @@ use pgpour_testkit::{Cluster, Durability};
 use crate::args::DemoArgs;
 use crate::config::connect_options;
 use crate::display::summary_text;
+use crate::stdout;
 
 const SCHEMA: &str = "pgpour_demo";
 
@@ -114,7 +115,7 @@ fn compare(
         pgpour::journal::drop_if_empty(client)?;
     }
     let summary = summary.context("pgpour load")?;
-    println!("{}", summary_text(&summary, ""));
+    stdout::line(summary_text(&summary, ""))?;
     ensure!(
         summary.rows_loaded == args.rows,
         "pgpour loaded {} rows",
@@ -135,11 +136,10 @@ fn compare(
         differing == 0,
         "{differing} rows differ between pgpour's table and COPY's"
     );
-    println!(
+    stdout::line(format_args!(
         "both tables hold the same {} rows; pgpour took {:.2} s vs {copy_secs:.2} s for one COPY stream: {:.2}x",
         args.rows,
         summary.seconds,
         copy_secs / summary.seconds
-    );
-    Ok(())
+    ))
 }

@@ -7,11 +7,13 @@ use indicatif::{HumanBytes, HumanCount};
 use pgpour::journal;
 
 use crate::args::{ForgetArgs, ResumeArgs, StatusArgs};
-use crate::config::{connect_options, parse_max_errors, LoadConfig};
+use crate::config::{check_load_id, connect_options, parse_max_errors, LoadConfig};
+use crate::stdout;
 
 /// `pgpour resume`: the load's own options, from the journal, with what the
 /// command line overrides.
 pub fn resume(args: ResumeArgs) -> Result<LoadConfig> {
+    check_load_id("the load id", &args.load_id)?;
     let connect = connect_options(args.connection.db.as_deref())?;
     let mut client = connect.connect()?;
     let Some(mut load) = journal::options_of(&mut client, &args.load_id)? else {
@@ -39,19 +41,25 @@ pub fn resume(args: ResumeArgs) -> Result<LoadConfig> {
 }
 
 pub fn status(args: StatusArgs) -> Result<()> {
+    if let Some(id) = &args.load_id {
+        check_load_id("the load id", id)?;
+    }
     let connect = connect_options(args.connection.db.as_deref())?;
     let mut client = connect.connect()?;
     let loads = journal::status(&mut client, args.load_id.as_deref())?;
     if args.json {
-        println!("{}", serde_json::to_string(&loads)?);
-        return Ok(());
+        return stdout::line(serde_json::to_string(&loads)?);
     }
     if loads.is_empty() {
         match &args.load_id {
             Some(id) => bail!("no load {id:?} in the journal of {}", connect.describe()),
-            None => println!("no loads in the journal of {}", connect.describe()),
+            None => {
+                return stdout::line(format_args!(
+                    "no loads in the journal of {}",
+                    connect.describe()
+                ))
+            }
         }
-        return Ok(());
     }
     for load in &loads {
         let total: u64 = load.inputs.as_array().map_or(0, |inputs| {
@@ -66,7 +74,7 @@ pub fn status(args: StatusArgs) -> Result<()> {
         } else {
             format!("{} committed", HumanBytes(load.bytes_committed as u64))
         };
-        println!(
+        stdout::line(format_args!(
             "{}  {}  {}  {} chunks, {} rows loaded, {} rejected, {}  (started {})",
             load.load_id,
             load.state,
@@ -76,31 +84,45 @@ pub fn status(args: StatusArgs) -> Result<()> {
             HumanCount(load.rows_rejected as u64),
             progress,
             load.started_at
-        );
+        ))?;
         if !load.pending.is_empty() {
-            println!(
+            stdout::line(format_args!(
                 "    dropped for the load, restored by resume or forget: {}",
                 load.pending.join(", ")
-            );
+            ))?;
         }
-        if load.state != "done" {
-            println!(
+        for prepared in &load.prepared {
+            stdout::line(format_args!("    prepared transaction {prepared}"))?;
+        }
+        if !load.prepared.is_empty() {
+            stdout::line(format_args!(
+                "    these hold locks on the table until settled: `pgpour resume {0}` commits \
+                 them if the load had decided to, else rolls them back and loads again; \
+                 `pgpour forget {0}` does the same and drops the entry",
+                load.load_id
+            ))?;
+        } else if load.state != "done" {
+            stdout::line(format_args!(
                 "    resume: `pgpour resume {}` skips the {} committed chunks and loads the rest",
                 load.load_id, load.chunks
-            );
+            ))?;
         }
     }
     Ok(())
 }
 
 pub fn forget(args: ForgetArgs) -> Result<ExitCode> {
+    check_load_id("the load id", &args.load_id)?;
     let connect = connect_options(args.connection.db.as_deref())?;
     let mut client = connect.connect()?;
     if let Some(restored) = journal::forget(&mut client, &args.load_id)? {
         for what in restored {
-            println!("restored {what}");
+            stdout::line(format_args!("restored {what}"))?;
         }
-        println!("forgot load {} (its rows stay in the table)", args.load_id);
+        stdout::line(format_args!(
+            "forgot load {} (its rows stay in the table)",
+            args.load_id
+        ))?;
         Ok(ExitCode::SUCCESS)
     } else {
         bail!(

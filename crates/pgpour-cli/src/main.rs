@@ -7,6 +7,7 @@ mod config;
 mod demo;
 mod display;
 mod journal;
+mod stdout;
 
 use std::io::{BufWriter, Write};
 use std::process::ExitCode;
@@ -38,6 +39,9 @@ fn main() -> ExitCode {
         Command::Bench(args) => bench::run(*args),
     };
     result.unwrap_or_else(|e| {
+        if stdout::is_reader_gone(&e) {
+            stdout::end_as_by_sigpipe();
+        }
         eprintln!("pgpour: error: {e:#}");
         ExitCode::from(EXIT_ERROR)
     })
@@ -61,9 +65,9 @@ fn run_load(mut config: LoadConfig) -> Result<ExitCode> {
     if config.explain {
         let plan = pgpour::explain(&config.connect, &config.load)?;
         if config.json {
-            println!("{}", serde_json::to_string(&plan)?);
+            stdout::line(serde_json::to_string(&plan)?)?;
         } else {
-            println!("{}", display::explain_text(&plan));
+            stdout::line(display::explain_text(&plan))?;
         }
         return Ok(ExitCode::SUCCESS);
     }
@@ -97,36 +101,44 @@ fn run_load(mut config: LoadConfig) -> Result<ExitCode> {
         Some(_) => " (--workers)",
         None => " (default: one per core, 2 to 8)",
     };
+    // What goes to stderr and the exit status do not depend on whether
+    // stdout still has a reader: its error is returned only at the end.
     match outcome {
         Ok(summary) => {
-            if config.json {
-                println!("{}", serde_json::to_string(&summary)?);
+            let printed = if config.json {
+                serde_json::to_string(&summary)
+                    .map_err(anyhow::Error::from)
+                    .and_then(stdout::line)
             } else if !config.quiet {
-                println!("{}", display::summary_text(&summary, workers_note));
-            }
-            if summary.already_done {
+                stdout::line(display::summary_text(&summary, workers_note))
+            } else {
+                Ok(())
+            };
+            let code = if summary.already_done {
                 eprintln!("pgpour: load {load_id} had already finished: nothing to do");
-                return Ok(ExitCode::SUCCESS);
-            }
-            if summary.interrupted {
+                ExitCode::SUCCESS
+            } else if summary.interrupted {
                 eprintln!(
                     "pgpour: interrupted: whole chunks were committed and recorded; {resume_hint}"
                 );
-                return Ok(ExitCode::from(EXIT_INTERRUPTED));
-            }
-            if summary.rows_rejected > 0 {
-                return Ok(ExitCode::from(EXIT_REJECTED));
-            }
-            Ok(ExitCode::SUCCESS)
+                ExitCode::from(EXIT_INTERRUPTED)
+            } else if summary.rows_rejected > 0 {
+                ExitCode::from(EXIT_REJECTED)
+            } else {
+                ExitCode::SUCCESS
+            };
+            printed.map(|()| code)
         }
         Err(failure) => {
             let summary = &failure.summary;
-            if config.json {
+            let printed = if config.json {
                 let mut value = serde_json::to_value(summary)?;
                 value["error"] = serde_json::Value::String(failure.error.to_string());
                 value["sqlstate"] = failure.error.sqlstate().into();
-                println!("{value}");
-            }
+                stdout::line(value)
+            } else {
+                Ok(())
+            };
             eprintln!("pgpour: error: {}", failure.error);
             let data_moved = summary.rows_read > 0
                 || matches!(
@@ -148,7 +160,7 @@ fn run_load(mut config: LoadConfig) -> Result<ExitCode> {
             if data_moved {
                 eprintln!("pgpour: {resume_hint}");
             }
-            Ok(ExitCode::from(EXIT_ERROR))
+            printed.map(|()| ExitCode::from(EXIT_ERROR))
         }
     }
 }
@@ -157,8 +169,7 @@ fn run_gen(args: GenArgs) -> Result<()> {
     let dataset: Dataset = args.dataset.parse().map_err(anyhow::Error::msg)?;
     if args.ddl {
         let table = pgpour::TableName::parse(args.table.as_deref().unwrap_or(dataset.name()))?;
-        println!("{};", dataset.ddl(&table.quoted()));
-        return Ok(());
+        return stdout::line(format_args!("{};", dataset.ddl(&table.quoted())));
     }
     let out: Box<dyn Write> = match &args.output {
         Some(path) => Box::new(
@@ -167,9 +178,9 @@ fn run_gen(args: GenArgs) -> Result<()> {
         None => Box::new(std::io::stdout().lock()),
     };
     let mut out = BufWriter::with_capacity(1 << 20, out);
-    match dataset.write_with_bad_rows(args.rows, args.seed, args.bad_every, &mut out) {
-        // `pgpour gen ... | head` closes the pipe early: not an error.
-        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
-        other => other.context("writing the dataset"),
-    }
+    // `pgpour gen ... | head` closes the pipe early: ended as by SIGPIPE.
+    dataset
+        .write_with_bad_rows(args.rows, args.seed, args.bad_every, &mut out)
+        .and_then(|()| out.flush())
+        .map_err(|e| stdout::io_error(e, "writing the dataset"))
 }

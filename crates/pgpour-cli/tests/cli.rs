@@ -393,9 +393,22 @@ fn max_errors_all_rejects_bad_rows_and_exits_1() {
     );
     assert_eq!(count(&db, "t"), 2);
 
-    // A human summary that adds up, and the reject file's path.
+    // The reject file is never overwritten unless the user says so.
     db.client().batch_execute("TRUNCATE t").unwrap();
     let out = pgpour(&[&args[..], &["--max-errors", "5"]].concat(), None);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        text(&out.stderr).contains("--replace-rejects"),
+        "{}",
+        text(&out.stderr)
+    );
+    assert_eq!(count(&db, "t"), 0, "refused before loading");
+
+    // A human summary that adds up, and the reject file's path.
+    let out = pgpour(
+        &[&args[..], &["--max-errors", "5", "--replace-rejects"]].concat(),
+        None,
+    );
     assert_eq!(out.status.code(), Some(1));
     let stdout = text(&out.stdout);
     assert!(
@@ -403,4 +416,39 @@ fn max_errors_all_rejects_bad_rows_and_exits_1() {
         "{stdout}"
     );
     assert!(stdout.contains("dirty.rejected.csv"), "{stdout}");
+}
+
+#[test]
+fn a_glob_run_again_leaves_out_the_reject_files_of_the_first_run() {
+    let db = shared_cluster().create_database("cli_glob_rejects");
+    db.client().batch_execute("CREATE TABLE t (n int)").unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("a.csv"), "1\nx\n").unwrap();
+    std::fs::write(dir.path().join("b.csv"), "2\n").unwrap();
+    let pattern = format!("{}/*.csv", dir.path().display());
+    let args = [
+        "load",
+        &pattern,
+        "-t",
+        "t",
+        "--max-errors",
+        "all",
+        "--replace-rejects",
+        "-d",
+        &db.conninfo(),
+        "--json",
+    ];
+    let first = pgpour(&args, None);
+    assert_eq!(first.status.code(), Some(1), "{}", text(&first.stderr));
+    assert!(dir.path().join("a.rejected.csv").exists());
+    let second = pgpour(&args, None);
+    assert_eq!(second.status.code(), Some(1), "{}", text(&second.stderr));
+    let summary: serde_json::Value = serde_json::from_slice(&second.stdout).unwrap();
+    assert_eq!(summary["files"], 2, "a.rejected.csv was not loaded as data");
+    assert_eq!(summary["rows_read"], 3);
+    assert!(
+        text(&second.stderr).contains("left out"),
+        "{}",
+        text(&second.stderr)
+    );
 }

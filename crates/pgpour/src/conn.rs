@@ -64,8 +64,11 @@ impl ConnectOptions {
     /// environment, read through `env`.
     pub fn resolve(db: Option<&str>, env: &dyn Fn(&str) -> Option<String>) -> Result<Self> {
         // The driver knows neither verify-* sslmodes nor sslrootcert: take them out first.
-        let (db, sslmode) = take_param(db.unwrap_or(""), "sslmode");
-        let (db, root_cert) = take_param(&db, "sslrootcert");
+        let TlsParams {
+            rest: db,
+            sslmode,
+            root_cert,
+        } = take_tls_params(db.unwrap_or(""))?;
         let mut config = Config::from_str(&db)
             .map_err(|e| Error::Config(format!("invalid --db connection string: {e}")))?;
 
@@ -171,35 +174,116 @@ impl ConnectOptions {
     }
 
     pub fn connect(&self) -> Result<Client> {
-        let connect_error = |source| Error::Connect {
-            target: self.describe(),
-            source,
-        };
-        // The server never speaks TLS over a unix socket, so the modes that
-        // only prefer it need no connector there.
-        let unix_only = self
-            .config
-            .get_hosts()
-            .iter()
-            .all(|h| matches!(h, Host::Unix(_)));
-        let tls_unused = match self.ssl {
-            SslMode::Disable => true,
-            SslMode::Allow | SslMode::Prefer => unix_only,
-            SslMode::Require | SslMode::VerifyCa | SslMode::VerifyFull => false,
-        };
-        let mut client = if tls_unused {
-            self.config
-                .connect(postgres::NoTls)
-                .map_err(connect_error)?
-        } else {
-            let tls = self.tls_connector()?;
-            self.config.connect(tls).map_err(connect_error)?
-        };
+        let mut client = self.connect_to_a_host()?;
         // Literals pgpour writes into SQL assume standard strings.
         client
             .batch_execute("SET standard_conforming_strings = on")
             .map_err(Error::db("setting up the session"))?;
         Ok(client)
+    }
+
+    /// The first host that takes the connection, in order, each with
+    /// libpq's rule for TLS: never over a unix socket, whatever the sslmode
+    /// (the server never offers it there), else as the sslmode says.
+    fn connect_to_a_host(&self) -> Result<Client> {
+        let connect_error = |source| Error::Connect {
+            target: self.describe(),
+            source,
+        };
+        let sockets: Vec<bool> = (0..self.config.get_hosts().len())
+            .map(|i| self.is_socket(i))
+            .collect();
+        let only_sockets = !sockets.is_empty() && sockets.iter().all(|&socket| socket);
+        if self.ssl == SslMode::Disable || only_sockets {
+            let mut plain = self.config.clone();
+            plain.ssl_mode(DriverSslMode::Disable);
+            return plain.connect(postgres::NoTls).map_err(connect_error);
+        }
+        // The driver has one sslmode for all hosts: with only TCP hosts, or
+        // a mode that merely prefers TLS (the server answers a socket's
+        // request for TLS with "no"), it can try the whole list itself.
+        let tls_required = matches!(
+            self.ssl,
+            SslMode::Require | SslMode::VerifyCa | SslMode::VerifyFull
+        );
+        if !tls_required || !sockets.contains(&true) {
+            let tls = self.tls_connector()?;
+            return self.config.connect(tls).map_err(connect_error);
+        }
+        let mut last_error = None;
+        for (i, socket) in sockets.into_iter().enumerate() {
+            let mut one = self.single_host(i);
+            let attempt = if socket {
+                one.ssl_mode(DriverSslMode::Disable);
+                one.connect(postgres::NoTls)
+            } else {
+                one.connect(self.tls_connector()?)
+            };
+            match attempt {
+                Ok(client) => return Ok(client),
+                Err(e) => last_error = Some(e),
+            }
+        }
+        match last_error {
+            Some(e) => Err(connect_error(e)),
+            None => Err(Error::Config("no host to connect to".into())),
+        }
+    }
+
+    /// Whether host `i` is reached over a unix socket: a socket directory
+    /// with no `hostaddr` (which would mean TCP to that address).
+    fn is_socket(&self, i: usize) -> bool {
+        matches!(self.config.get_hosts().get(i), Some(Host::Unix(_)))
+            && self.config.get_hostaddrs().get(i).is_none()
+    }
+
+    /// The options with host `i` (and its port and hostaddr) alone.
+    fn single_host(&self, i: usize) -> Config {
+        let all = &self.config;
+        let mut one = Config::new();
+        match &all.get_hosts()[i] {
+            Host::Tcp(name) => one.host(name),
+            Host::Unix(path) => one.host_path(path),
+        };
+        if let Some(&addr) = all.get_hostaddrs().get(i) {
+            one.hostaddr(addr);
+        }
+        let ports = all.get_ports();
+        one.port(ports.get(i).or(ports.first()).copied().unwrap_or(5432));
+        if let Some(user) = all.get_user() {
+            one.user(user);
+        }
+        if let Some(password) = all.get_password() {
+            one.password(password);
+        }
+        if let Some(dbname) = all.get_dbname() {
+            one.dbname(dbname);
+        }
+        if let Some(options) = all.get_options() {
+            one.options(options);
+        }
+        if let Some(name) = all.get_application_name() {
+            one.application_name(name);
+        }
+        if let Some(&timeout) = all.get_connect_timeout() {
+            one.connect_timeout(timeout);
+        }
+        if let Some(&timeout) = all.get_tcp_user_timeout() {
+            one.tcp_user_timeout(timeout);
+        }
+        if let Some(interval) = all.get_keepalives_interval() {
+            one.keepalives_interval(interval);
+        }
+        if let Some(retries) = all.get_keepalives_retries() {
+            one.keepalives_retries(retries);
+        }
+        one.ssl_mode(all.get_ssl_mode())
+            .ssl_negotiation(all.get_ssl_negotiation())
+            .keepalives(all.get_keepalives())
+            .keepalives_idle(all.get_keepalives_idle())
+            .target_session_attrs(all.get_target_session_attrs())
+            .channel_binding(all.get_channel_binding());
+        one
     }
 
     fn tls_connector(&self) -> Result<MakeTlsConnector> {
@@ -270,45 +354,129 @@ fn add_host(config: &mut Config, host: &str) {
     }
 }
 
-/// Removes `key` from a URL query string or a conninfo string, returning the
-/// rest and the value.
-fn take_param(db: &str, key: &str) -> (String, Option<String>) {
-    let prefix = format!("{key}=");
-    if db.starts_with("postgres://") || db.starts_with("postgresql://") {
-        let Some((base, query)) = db.split_once('?') else {
-            return (db.to_string(), None);
+/// A `--db` string without its sslmode and sslrootcert, and their values.
+struct TlsParams {
+    rest: String,
+    sslmode: Option<String>,
+    root_cert: Option<String>,
+}
+
+/// Takes sslmode and sslrootcert out of a URL's query string or a conninfo
+/// string (the last of each wins, as in libpq).
+fn take_tls_params(db: &str) -> Result<TlsParams> {
+    let mut sslmode = None;
+    let mut root_cert = None;
+    let mut take = |key: &str, value: &str| {
+        let slot = match key {
+            "sslmode" => &mut sslmode,
+            "sslrootcert" => &mut root_cert,
+            _ => return false,
         };
-        let mut value = None;
-        let kept: Vec<&str> = query
-            .split('&')
-            .filter(|kv| match kv.strip_prefix(&prefix) {
-                Some(v) => {
-                    value = Some(v.to_string());
-                    false
+        *slot = Some(value.to_string());
+        true
+    };
+    let rest = if db.starts_with("postgres://") || db.starts_with("postgresql://") {
+        match db.split_once('?') {
+            None => db.to_string(),
+            Some((base, query)) => {
+                let kept: Vec<&str> = query
+                    .split('&')
+                    .filter(|kv| {
+                        let (key, value) = kv.split_once('=').unwrap_or((kv, ""));
+                        !take(key, value)
+                    })
+                    .collect();
+                if kept.is_empty() {
+                    base.to_string()
+                } else {
+                    format!("{base}?{}", kept.join("&"))
                 }
-                None => true,
-            })
-            .collect();
-        let rest = if kept.is_empty() {
-            base.to_string()
-        } else {
-            format!("{base}?{}", kept.join("&"))
-        };
-        (rest, value)
+            }
+        }
     } else {
-        let mut value = None;
-        let kept: Vec<&str> = db
-            .split_whitespace()
-            .filter(|kv| match kv.strip_prefix(&prefix) {
-                Some(v) => {
-                    value = Some(v.trim_matches('\'').to_string());
-                    false
-                }
-                None => true,
-            })
+        // Written back with every value quoted, which the driver's parser
+        // reads as libpq does, so no value loses a space or a quote.
+        let kept: Vec<String> = parse_conninfo(db)?
+            .into_iter()
+            .filter(|(key, value)| !take(key, value))
+            .map(|(key, value)| format!("{key}='{}'", escape_conninfo_value(&value)))
             .collect();
-        (kept.join(" "), value)
+        kept.join(" ")
+    };
+    Ok(TlsParams {
+        rest,
+        sslmode,
+        root_cert,
+    })
+}
+
+/// Splits a conninfo string into its pairs as libpq's `conninfo_parse`
+/// does: blanks around `=` and between pairs; a value in single quotes
+/// keeps its blanks; a backslash takes the next character as it is, inside
+/// quotes or not (`\'` and `\\`). A pair with an empty value is left out:
+/// libpq takes an empty value as unset. Errors never quote a value, which
+/// may be a password.
+fn parse_conninfo(text: &str) -> Result<Vec<(String, String)>> {
+    // C's isspace(), which libpq uses; not Unicode's blanks.
+    let blank = |c: &char| matches!(c, ' ' | '\t' | '\n' | '\r' | '\x0b' | '\x0c');
+    let skip_blanks = |chars: &mut std::iter::Peekable<std::str::Chars>| {
+        while chars.next_if(blank).is_some() {}
+    };
+    let mut pairs = Vec::new();
+    let mut chars = text.chars().peekable();
+    loop {
+        skip_blanks(&mut chars);
+        if chars.peek().is_none() {
+            return Ok(pairs);
+        }
+        let mut key = String::new();
+        while let Some(c) = chars.next_if(|c| *c != '=' && !blank(c)) {
+            key.push(c);
+        }
+        skip_blanks(&mut chars);
+        if key.is_empty() || chars.next() != Some('=') {
+            // Not naming the word: it may be a piece of an unquoted password.
+            return Err(Error::Config(
+                "invalid --db connection string: a word that is not name=value \
+                 (a value with spaces goes in single quotes)"
+                    .into(),
+            ));
+        }
+        skip_blanks(&mut chars);
+        let mut value = String::new();
+        if chars.next_if_eq(&'\'').is_some() {
+            loop {
+                match chars.next() {
+                    Some('\'') => break,
+                    Some('\\') => value.extend(chars.next()),
+                    Some(c) => value.push(c),
+                    None => {
+                        // Not naming the key either: a bad string may
+                        // have cut a password into "words".
+                        return Err(Error::Config(
+                            "invalid --db connection string: a quoted value has no closing quote"
+                                .into(),
+                        ));
+                    }
+                }
+            }
+        } else {
+            while let Some(c) = chars.next_if(|c| !blank(c)) {
+                match c {
+                    '\\' => value.extend(chars.next()),
+                    c => value.push(c),
+                }
+            }
+        }
+        if !value.is_empty() {
+            pairs.push((key, value));
+        }
     }
+}
+
+/// A value for inside single quotes in a conninfo string.
+fn escape_conninfo_value(value: &str) -> String {
+    value.replace('\\', "\\\\").replace('\'', "\\'")
 }
 
 /// Looks the connection up in a pgpass file, like libpq: first matching
@@ -421,6 +589,102 @@ mod tests {
         assert_eq!(pgpass_lookup(&file, &config).as_deref(), Some("pa:ss"));
         std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o644)).unwrap();
         assert_eq!(pgpass_lookup(&file, &config), None);
+    }
+
+    fn pairs(text: &str) -> Vec<(String, String)> {
+        parse_conninfo(text).unwrap()
+    }
+
+    fn pair(key: &str, value: &str) -> (String, String) {
+        (key.to_string(), value.to_string())
+    }
+
+    #[test]
+    fn conninfo_values_are_read_as_libpq_reads_them() {
+        assert_eq!(
+            pairs("host=h  password='a  b'\tuser=u"),
+            [
+                pair("host", "h"),
+                pair("password", "a  b"),
+                pair("user", "u")
+            ]
+        );
+        // \' and \\ inside quotes; a backslash outside quotes takes any character.
+        assert_eq!(
+            pairs(r"password='it\'s \\ ok' user=a\ b\'c"),
+            [pair("password", r"it's \ ok"), pair("user", "a b'c")]
+        );
+        // Blanks around '=', none needed after a closing quote.
+        assert_eq!(
+            pairs(" \n host =\th password= ' x 'dbname=d "),
+            [
+                pair("host", "h"),
+                pair("password", " x "),
+                pair("dbname", "d")
+            ]
+        );
+        // Inside quotes, '=' and what looks like a pair are the value's.
+        assert_eq!(
+            pairs("password='p sslmode=disable'"),
+            [pair("password", "p sslmode=disable")]
+        );
+        assert_eq!(pairs("host='' user=u password="), [pair("user", "u")]);
+        assert_eq!(pairs("  "), []);
+    }
+
+    #[test]
+    fn malformed_conninfo_errors_quote_no_value() {
+        for bad in [
+            "password=se cret",
+            "password='secret",
+            "password='secret\\'",
+            "=secret",
+            "host=h secret",
+        ] {
+            let err = parse_conninfo(bad).unwrap_err().to_string();
+            assert!(
+                !err.contains("secret") && !err.contains("cret"),
+                "{bad}: {err}"
+            );
+        }
+    }
+
+    #[test]
+    fn tls_params_come_out_of_conninfo_and_urls() {
+        let p =
+            take_tls_params("host=h sslmode='verify-ca' password='a  b' sslmode=require").unwrap();
+        assert_eq!(p.sslmode.as_deref(), Some("require"), "the last one wins");
+        assert_eq!(p.rest, "host='h' password='a  b'");
+        let p = take_tls_params("password='x sslmode=disable' sslrootcert='/my ca.pem'").unwrap();
+        assert_eq!(p.sslmode, None);
+        assert_eq!(p.root_cert.as_deref(), Some("/my ca.pem"));
+        let p = take_tls_params(r"password='\\ \''").unwrap();
+        assert_eq!(p.rest, r"password='\\ \''");
+        let p = take_tls_params("postgres://u@h/d?sslmode=require&application_name=x").unwrap();
+        assert_eq!(p.sslmode.as_deref(), Some("require"));
+        assert_eq!(p.rest, "postgres://u@h/d?application_name=x");
+    }
+
+    #[test]
+    fn quoted_password_reaches_the_driver_whole() {
+        let o = resolve(r"host=h user=u password=' a  b\'\\ '", &[]);
+        assert_eq!(o.config.get_password(), Some(&br" a  b'\ "[..]));
+        assert!(!o.describe().contains("a  b"));
+    }
+
+    #[test]
+    fn single_host_keeps_every_other_setting() {
+        let settings = "user=u password=p dbname=d options='-c x=1' application_name=a \
+                        connect_timeout=7 tcp_user_timeout=8 keepalives=0 keepalives_idle=9 \
+                        keepalives_interval=10 keepalives_retries=11 \
+                        target_session_attrs=read-write channel_binding=require";
+        let both = resolve(&format!("host=/run/pg,db.example port=1,2 {settings}"), &[]);
+        let alone = resolve(&format!("host=db.example port=2 {settings}"), &[]);
+        assert_eq!(
+            format!("{:?}", both.single_host(1)),
+            format!("{:?}", alone.config)
+        );
+        assert!(both.is_socket(0) && !both.is_socket(1));
     }
 
     use std::os::unix::fs::PermissionsExt;

@@ -164,12 +164,14 @@ pub fn ensure_schema(client: &mut impl GenericClient) -> Result<()> {
         )
         .map_err(Error::db("looking for the pgpour journal"))?
         .get(0);
-    if complete {
-        return Ok(());
+    if !complete {
+        client
+            .batch_execute(SCHEMA_SQL)
+            .map_err(Error::db("creating the pgpour journal schema"))?;
     }
-    client
-        .batch_execute(SCHEMA_SQL)
-        .map_err(Error::db("creating the pgpour journal schema"))
+    // Also after creating it: IF NOT EXISTS takes a schema another role
+    // made meanwhile.
+    crate::trust::check_journal(client)
 }
 
 /// A generated load id: the table, the time, and enough else to be unique
@@ -304,6 +306,21 @@ pub fn begin(
     Ok(Previous::Unfinished(chunks))
 }
 
+/// The state of a load in the journal (`running`, `done`...), if it has it.
+pub(crate) fn state_of(client: &mut impl GenericClient, load_id: &str) -> Result<Option<String>> {
+    if !exists(client)? {
+        return Ok(None);
+    }
+    ensure_schema(client)?;
+    Ok(client
+        .query_opt(
+            "SELECT state FROM pgpour.loads WHERE load_id = $1",
+            &[&load_id],
+        )
+        .map_err(Error::db("reading the journal"))?
+        .map(|r| r.get(0)))
+}
+
 /// The options a load was started with, for `pgpour resume`.
 pub fn options_of(client: &mut impl GenericClient, load_id: &str) -> Result<Option<LoadOptions>> {
     ensure_schema(client)?;
@@ -404,7 +421,8 @@ fn take_over(client: &mut impl GenericClient, load_id: &str, run_token: &str) ->
 fn record_run(client: &mut impl GenericClient, load_id: &str, run_token: &str) -> Result<()> {
     client
         .execute(
-            "INSERT INTO pgpour.runs (load_id, token) VALUES ($1, $2)",
+            // A later pass of the same run records it again.
+            "INSERT INTO pgpour.runs (load_id, token) VALUES ($1, $2) ON CONFLICT DO NOTHING",
             &[&load_id, &run_token],
         )
         .map(drop)

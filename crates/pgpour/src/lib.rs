@@ -16,6 +16,7 @@
 //!     chunk_size: pgpour::DEFAULT_CHUNK_SIZE,
 //!     max_errors: Some(0),
 //!     reject_file: None,
+//!     replace_rejects: false,
 //!     load_id: None,
 //!     atomic: false,
 //!     journal: true,
@@ -50,6 +51,7 @@ pub mod report;
 mod run_lock;
 pub mod sequences;
 pub mod sql;
+mod trust;
 pub mod validate;
 
 pub use conn::ConnectOptions;

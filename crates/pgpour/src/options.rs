@@ -24,6 +24,10 @@ pub struct LoadOptions {
     pub max_errors: Option<u64>,
     /// Where rejected rows go; `None` for beside the first input.
     pub reject_file: Option<PathBuf>,
+    /// Replace a file already at the reject file's path (otherwise a load
+    /// refuses to start; a resumed load always rebuilds its own).
+    #[serde(default)]
+    pub replace_rejects: bool,
     /// The load's id in the journal; `None` to generate one. Running again
     /// with the same id continues the load.
     pub load_id: Option<String>,
@@ -63,6 +67,7 @@ impl LoadOptions {
             chunk_size: DEFAULT_CHUNK_SIZE,
             max_errors: Some(0),
             reject_file: None,
+            replace_rejects: false,
             load_id: None,
             atomic: false,
             journal: true,

@@ -265,7 +265,8 @@ fn load_pass(
             .reject_file
             .clone()
             .unwrap_or_else(|| RejectSink::default_path(&options.inputs, options.format.format)),
-    );
+    )
+    .replacing(options.replace_rejects);
     let (mut first_client, target) = match prepare(connect, options, progress) {
         Ok(prepared) => prepared,
         Err(error) => {
@@ -308,6 +309,15 @@ fn load_pass(
         Box::new(LoadFailure { error, summary })
     };
     let load_id = options.load_id.clone().unwrap_or_default();
+    // Before the journal has a new load: a refused reject path leaves no trace.
+    let state = match first_client.as_mut().filter(|_| options.journal) {
+        Some(client) => crate::journal::state_of(client, &load_id).map_err(fail)?,
+        None => None,
+    };
+    if state.as_deref() != Some("done") {
+        sink.check_paths(&options.inputs, state.is_some())
+            .map_err(fail)?;
+    }
     let previous = first_client
         .as_mut()
         .filter(|_| options.journal)

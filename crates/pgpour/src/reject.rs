@@ -11,7 +11,7 @@
 use std::fs::File;
 use std::io::{BufWriter, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Mutex, OnceLock};
 
 use crate::error::{Error, Result};
@@ -96,6 +96,10 @@ pub struct RejectSink {
     pub(crate) header: OnceLock<Vec<u8>>,
     files: Mutex<Option<(BufWriter<File>, BufWriter<File>)>>,
     written: AtomicU64,
+    /// Whether files already at the paths may be replaced: this load's own
+    /// (rebuilt from the journal), or the user said so. Otherwise the files
+    /// must be new.
+    replace: AtomicBool,
 }
 
 impl RejectSink {
@@ -108,7 +112,41 @@ impl RejectSink {
             header: OnceLock::new(),
             files: Mutex::new(None),
             written: AtomicU64::new(0),
+            replace: AtomicBool::new(false),
         }
+    }
+
+    /// Lets the load replace files already at the paths.
+    pub fn replacing(self, replace: bool) -> Self {
+        self.replace.store(replace, Ordering::SeqCst);
+        self
+    }
+
+    /// Refuses, before anything is read, paths that name one of the inputs
+    /// or, for a new load, a file the user did not say to replace. The files
+    /// of a resumed load are its own.
+    pub(crate) fn check_paths(&self, inputs: &[InputSpec], resumed: bool) -> Result<()> {
+        if resumed {
+            self.replace.store(true, Ordering::SeqCst);
+        }
+        for path in [&self.rows_path, &self.log_path] {
+            if let Some(input) = inputs.iter().find(|i| same_file(i, path)) {
+                return Err(Error::Config(format!(
+                    "the reject file {} would be the input {}: choose another --reject-file",
+                    path.display(),
+                    input.name()
+                )));
+            }
+            let exists = std::fs::symlink_metadata(path).is_ok();
+            if exists && !self.replace.load(Ordering::SeqCst) {
+                return Err(Error::Config(format!(
+                    "{} exists, and pgpour does not overwrite files it did not write for this \
+                     load: move it away, choose another --reject-file, or add --replace-rejects",
+                    path.display()
+                )));
+            }
+        }
+        Ok(())
     }
 
     /// Beside the first input file (`data/votes.csv.gz` gives
@@ -139,6 +177,20 @@ impl RejectSink {
         path.with_file_name(format!("{stem}.rejected.{ext}"))
     }
 
+    /// Whether a file's name is one `default_path` gives (`votes.rejected.csv`
+    /// or its `.jsonl` log): a glob of inputs leaves such files out, so that
+    /// a second run never loads the first run's rejects as data.
+    pub fn is_default_name(path: &Path) -> bool {
+        let Some(name) = path.file_name().and_then(|n| n.to_str()) else {
+            return false;
+        };
+        let name = name.strip_suffix(".jsonl").unwrap_or(name);
+        match name.rsplit_once(".rejected.") {
+            Some((stem, ext)) => !stem.is_empty() && !ext.is_empty() && !ext.contains('.'),
+            None => false,
+        }
+    }
+
     pub fn rows_path(&self) -> &Path {
         &self.rows_path
     }
@@ -158,6 +210,8 @@ impl RejectSink {
         let mut files = self.files.lock().unwrap_or_else(|p| p.into_inner());
         *files = None;
         drop(files);
+        // The files at these paths are this load's: its journal has them.
+        self.replace.store(true, Ordering::SeqCst);
         self.written.store(0, Ordering::SeqCst);
         if rows.is_empty() {
             let _ = std::fs::remove_file(&self.rows_path);
@@ -185,7 +239,8 @@ impl RejectSink {
             return commit();
         }
         let mut files = self.files.lock().unwrap_or_else(|p| p.into_inner());
-        if files.is_none() {
+        let created_now = files.is_none();
+        if created_now {
             *files = Some(self.create()?);
         }
         let (data, log) = files.as_mut().expect("opened above");
@@ -197,6 +252,12 @@ impl RejectSink {
             // still buffered. Best effort: a file that cannot be cut is
             // rewritten from the journal at the end of a journaled load.
             let (data, log) = files.take().expect("opened above");
+            if created_now {
+                // Made for these rows alone: no file is left behind.
+                let _ = std::fs::remove_file(&self.rows_path);
+                let _ = std::fs::remove_file(&self.log_path);
+                return outcome;
+            }
             let cut = |writer: BufWriter<File>, len: u64| {
                 let (mut file, _unwritten) = writer.into_parts();
                 let _ = file.set_len(len);
@@ -240,9 +301,24 @@ impl RejectSink {
         Ok(())
     }
 
+    /// Creates both files, new: never through a symlink, never over a file
+    /// that is not the load's to replace (that one is unlinked first, which
+    /// removes a symlink planted there, not its target).
     fn create(&self) -> Result<(BufWriter<File>, BufWriter<File>)> {
+        let replace = self.replace.load(Ordering::SeqCst);
         let open = |path: &Path| {
-            File::create(path)
+            if replace {
+                match std::fs::remove_file(path) {
+                    Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                        return Err(self.error(path, e))
+                    }
+                    _ => {}
+                }
+            }
+            std::fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .open(path)
                 .map(BufWriter::new)
                 .map_err(|e| self.error(path, e))
         };
@@ -256,9 +332,33 @@ impl RejectSink {
     }
 
     fn error(&self, path: &Path, source: std::io::Error) -> Error {
+        let source = if source.kind() == std::io::ErrorKind::AlreadyExists {
+            std::io::Error::new(
+                source.kind(),
+                "it appeared while loading: pgpour does not write over it",
+            )
+        } else {
+            source
+        };
         Error::RejectFile {
             path: path.to_path_buf(),
             source,
+        }
+    }
+}
+
+/// Whether `path` names the same file as `input` (same device and inode),
+/// or, before it exists, the same path.
+fn same_file(input: &InputSpec, path: &Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    let InputSpec::File(input) = input else {
+        return false;
+    };
+    match (std::fs::metadata(input), std::fs::metadata(path)) {
+        (Ok(a), Ok(b)) => (a.dev(), a.ino()) == (b.dev(), b.ino()),
+        _ => {
+            let absolute = |p: &Path| std::path::absolute(p).ok();
+            absolute(input).is_some() && absolute(input) == absolute(path)
         }
     }
 }
@@ -277,6 +377,25 @@ mod tests {
         assert_eq!(p("x.tsv"), PathBuf::from("x.rejected.tsv"));
         assert_eq!(p("noext"), PathBuf::from("noext.rejected.csv"));
         assert_eq!(p("-"), PathBuf::from("stdin.rejected.csv"));
+    }
+
+    #[test]
+    fn default_names_are_recognised_in_a_glob() {
+        for default in ["data/votes.csv.gz", "x.tsv", "noext", "-"] {
+            let path = RejectSink::default_path(&[InputSpec::from_arg(default)], Format::Csv);
+            assert!(RejectSink::is_default_name(&path), "{}", path.display());
+            let mut log = path.into_os_string();
+            log.push(".jsonl");
+            assert!(RejectSink::is_default_name(Path::new(&log)));
+        }
+        for data in [
+            "votes.csv",
+            "rejected.csv",
+            "a.rejected.csv.gz",
+            "x.rejected",
+        ] {
+            assert!(!RejectSink::is_default_name(Path::new(data)), "{data}");
+        }
     }
 
     #[test]

@@ -105,3 +105,100 @@ fn tls_when_sslmode_asks_for_it() {
     .unwrap_err();
     assert!(!err.to_string().contains(SUPERUSER_PASSWORD), "{err}");
 }
+
+/// Whether the session runs over TLS, and over TCP (else a unix socket).
+fn ssl_and_tcp(options: &ConnectOptions) -> (bool, bool) {
+    let row = options
+        .connect()
+        .unwrap_or_else(|e| panic!("{e}"))
+        .query_one(
+            "SELECT ssl, inet_client_addr() IS NOT NULL FROM pg_stat_ssl \
+             WHERE pid = pg_backend_pid()",
+            &[],
+        )
+        .unwrap();
+    (row.get(0), row.get(1))
+}
+
+#[test]
+fn unix_socket_ignores_sslmode_like_libpq() {
+    let cluster = shared_cluster();
+    // The test kit's conninfo is the cluster's unix socket directory.
+    let socket = cluster.conninfo("postgres");
+    if !socket.starts_with("host=/") {
+        return; // an external server, maybe without a socket here
+    }
+    for mode in [
+        "disable",
+        "allow",
+        "prefer",
+        "require",
+        "verify-ca",
+        "verify-full",
+    ] {
+        let with_param = resolve(&format!("{socket} sslmode={mode}"), &[]);
+        assert_eq!(ssl_and_tcp(&with_param), (false, false), "sslmode={mode}");
+        let from_env = resolve(&socket, &[("PGSSLMODE", mode)]);
+        assert_eq!(ssl_and_tcp(&from_env), (false, false), "PGSSLMODE={mode}");
+    }
+    let Some((_, port)) = cluster.tcp() else {
+        return;
+    };
+    // In a list of hosts each gets libpq's rule: TLS on TCP, none on a socket.
+    let dir = socket
+        .split_whitespace()
+        .find_map(|kv| kv.strip_prefix("host="))
+        .unwrap();
+    let both = |hosts: &str| {
+        resolve(
+            &format!(
+                "host={hosts} port={port} user=postgres dbname=postgres \
+                 password={SUPERUSER_PASSWORD} sslmode=require"
+            ),
+            &[],
+        )
+    };
+    assert_eq!(
+        ssl_and_tcp(&both(&format!("{dir},localhost"))),
+        (false, false)
+    );
+    if cluster.server_certificate().is_some() {
+        let no_socket = "/nonexistent-pgpour-socket-dir";
+        assert_eq!(
+            ssl_and_tcp(&both(&format!("{no_socket},localhost"))),
+            (true, true)
+        );
+    }
+}
+
+#[test]
+fn quoted_password_keeps_spaces_quotes_and_backslashes() {
+    let cluster = shared_cluster();
+    let Some((host, port)) = cluster.tcp() else {
+        return;
+    };
+    let password = "a  b 'c' \\d  ";
+    cluster
+        .client("postgres")
+        .batch_execute(&format!(
+            "CREATE ROLE spaced_engine LOGIN PASSWORD '{}'",
+            password.replace('\'', "''")
+        ))
+        .unwrap();
+    let quoted = password.replace('\\', "\\\\").replace('\'', "\\'");
+    let base = format!("host={host} port={port} dbname=postgres user=spaced_engine");
+    // Spaces around '=' and between pairs are libpq's too.
+    for conninfo in [
+        format!("{base} password='{quoted}' sslmode=disable"),
+        format!("  sslmode = disable\t{base}   password =  '{quoted}'  "),
+        format!("{base} password='{quoted}'sslmode=disable"),
+    ] {
+        let options = resolve(&conninfo, &[]);
+        assert!(!options.describe().contains("a  b"));
+        let mut client = options
+            .connect()
+            .unwrap_or_else(|e| panic!("{conninfo:?}: {e}"));
+        let user: String = client.query_one("SELECT current_user", &[]).unwrap().get(0);
+        assert_eq!(user, "spaced_engine");
+    }
+}

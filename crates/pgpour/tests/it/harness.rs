@@ -14,6 +14,19 @@ pub fn connect(db: &TestDb) -> ConnectOptions {
     ConnectOptions::resolve(Some(&db.conninfo()), &|_| None).expect("test conninfo")
 }
 
+/// Runs a load over the test's connection, without progress or Ctrl-C.
+pub fn load(
+    db: &TestDb,
+    options: &LoadOptions,
+) -> Result<pgpour::LoadSummary, Box<pgpour::LoadFailure>> {
+    pgpour::load(
+        &connect(db),
+        options,
+        &Progress::default(),
+        &std::sync::atomic::AtomicBool::new(false),
+    )
+}
+
 /// One input case. `columns` of the table (SQL), the file fields' target
 /// columns, format options and the input files.
 pub struct Case {
@@ -142,6 +155,7 @@ impl Case {
             chunk_size,
             max_errors: Some(0),
             reject_file: None,
+            replace_rejects: false,
             load_id: None,
             atomic: false,
             journal: true,

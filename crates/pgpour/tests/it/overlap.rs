@@ -3,13 +3,12 @@
 //! second session that gets in the way, at the moment that hurts.
 
 use std::path::{Path, PathBuf};
-use std::sync::atomic::AtomicBool;
 use std::time::{Duration, Instant};
 
-use pgpour::{Error, Format, FormatOptions, InputSpec, LoadOptions, Progress, TableName};
-use pgpour_testkit::{shared_cluster, TestDb};
+use pgpour::{Error, Format, FormatOptions, InputSpec, LoadOptions, TableName};
+use pgpour_testkit::shared_cluster;
 
-use crate::harness::connect;
+use crate::harness::load;
 
 /// `rows` lines `1`, `2`, ... into `name` in `dir`.
 fn numbers(dir: &Path, name: &str, rows: u64) -> PathBuf {
@@ -29,18 +28,6 @@ fn options(path: &Path, table: &str, load_id: &str) -> LoadOptions {
     options.workers = Some(2);
     options.chunk_size = 2000;
     options
-}
-
-fn load(
-    db: &TestDb,
-    options: &LoadOptions,
-) -> Result<pgpour::LoadSummary, Box<pgpour::LoadFailure>> {
-    pgpour::load(
-        &connect(db),
-        options,
-        &Progress::default(),
-        &AtomicBool::new(false),
-    )
 }
 
 fn count(client: &mut postgres::Client, sql: &str) -> i64 {
@@ -195,7 +182,13 @@ fn truncate_is_never_left_undone_beside_new_rows() {
         o.workers = Some(3);
         o.chunk_size = 64;
         o.max_errors = Some(0);
-        assert!(load(&db, &o).is_err(), "the first row is bad");
+        o.reject_file = Some(dir.path().join(format!("rejects-{attempt}.csv")));
+        let failure = load(&db, &o).expect_err("the first row is bad");
+        assert!(
+            matches!(failure.error, Error::Rejected { .. }),
+            "{}",
+            failure.error
+        );
         let old = count(&mut client, "SELECT count(*) FROM t WHERE n > 100000");
         let new = count(&mut client, "SELECT count(*) FROM t WHERE n < 100000");
         assert!(

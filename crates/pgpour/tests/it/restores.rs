@@ -46,6 +46,7 @@ fn options(dir: &tempfile::TempDir, bytes: &[u8]) -> LoadOptions {
         workers: Some(2),
         chunk_size: 300,
         reject_file: Some(dir.path().join("rejects.csv")),
+        replace_rejects: false,
         ..LoadOptions::new(
             vec![InputSpec::File(path)],
             TableName::parse("actual").unwrap(),

@@ -26,6 +26,7 @@ fn options(
         chunk_size: 4,
         max_errors: Some(0),
         reject_file: Some(dir.path().join("rejects.csv")),
+        replace_rejects: false,
         load_id: None,
         atomic: false,
         journal: true,

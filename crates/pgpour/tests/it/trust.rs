@@ -1,0 +1,134 @@
+//! Guarantee 8: no escalation. A low-privileged role that prepares a
+//! journal for a superuser to use must not get to run its code as the
+//! superuser, nor read what the superuser's loads reject.
+
+use std::sync::atomic::AtomicBool;
+
+use pgpour::{ConnectOptions, Format, FormatOptions, InputSpec, LoadOptions, Progress, TableName};
+use pgpour_testkit::{shared_cluster, TestDb};
+
+use crate::harness::load;
+
+/// A login role with CREATE on the test's database, and a client as it.
+fn low_role(db: &TestDb, name: &str) -> postgres::Client {
+    db.client()
+        .batch_execute(&format!(
+            "DROP ROLE IF EXISTS {name}; CREATE ROLE {name} LOGIN; \
+             GRANT CREATE ON DATABASE \"{}\" TO {name}",
+            db.name
+        ))
+        .unwrap();
+    let conninfo = db
+        .conninfo()
+        .replace("user=postgres", &format!("user={name}"));
+    postgres::Client::connect(&conninfo, postgres::NoTls).unwrap()
+}
+
+fn is_superuser(db: &TestDb, name: &str) -> bool {
+    db.client()
+        .query_one("SELECT rolsuper FROM pg_roles WHERE rolname = $1", &[&name])
+        .unwrap()
+        .get(0)
+}
+
+fn load_options(dir: &std::path::Path) -> LoadOptions {
+    let path = dir.join("in.csv");
+    std::fs::write(&path, "1\n2\nx\n").unwrap();
+    let mut options = LoadOptions::new(
+        vec![InputSpec::File(path)],
+        TableName::parse("t").unwrap(),
+        FormatOptions::new(Format::Csv),
+    );
+    options.max_errors = None;
+    options.load_id = Some("nightly".into());
+    options
+}
+
+#[test]
+fn a_trigger_planted_in_a_journal_another_role_made_never_runs() {
+    let db = shared_cluster().create_database("trust_trigger");
+    db.client().batch_execute("CREATE TABLE t (n int)").unwrap();
+    let mut evil = low_role(&db, "trust_evil_trigger");
+    pgpour::journal::ensure_schema(&mut evil).unwrap();
+    evil.batch_execute(
+        "CREATE FUNCTION pgpour.grab() RETURNS trigger LANGUAGE plpgsql AS \
+           $$ BEGIN ALTER ROLE trust_evil_trigger SUPERUSER; RETURN NEW; END $$; \
+         CREATE TRIGGER grab BEFORE INSERT OR UPDATE ON pgpour.loads \
+           FOR EACH ROW EXECUTE FUNCTION pgpour.grab(); \
+         GRANT ALL ON SCHEMA pgpour TO PUBLIC; GRANT ALL ON ALL TABLES IN SCHEMA pgpour TO PUBLIC",
+    )
+    .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let failure = load(&db, &load_options(dir.path())).expect_err("an untrusted journal");
+    let message = failure.error.to_string();
+    assert!(
+        message.contains("cannot be trusted") && message.contains("trust_evil_trigger"),
+        "{message}"
+    );
+    assert!(
+        message.contains("--no-journal"),
+        "says how to go on: {message}"
+    );
+    assert!(!is_superuser(&db, "trust_evil_trigger"));
+    let rows: i64 = db
+        .client()
+        .query_one("SELECT count(*) FROM t", &[])
+        .unwrap()
+        .get(0);
+    assert_eq!(rows, 0, "refused before any data moved");
+
+    // Without the journal the load goes on.
+    let mut options = load_options(dir.path());
+    options.journal = false;
+    load(&db, &options).unwrap_or_else(|f| panic!("{}", f.error));
+}
+
+#[test]
+fn a_restore_planted_by_another_role_is_never_run() {
+    let db = shared_cluster().create_database("trust_restore");
+    db.client().batch_execute("CREATE TABLE t (n int)").unwrap();
+    let mut evil = low_role(&db, "trust_evil_restore");
+    pgpour::journal::ensure_schema(&mut evil).unwrap();
+    evil.batch_execute(
+        "INSERT INTO pgpour.loads (load_id, target, options, inputs) \
+           VALUES ('nightly', 't', '{}', '[]'); \
+         INSERT INTO pgpour.restores (load_id, position, what, sql) \
+           VALUES ('nightly', 0, 'index t_pkey', 'ALTER ROLE trust_evil_restore SUPERUSER')",
+    )
+    .unwrap();
+    let mut admin = db.client();
+    let forgotten = pgpour::journal::forget(&mut admin, "nightly");
+    assert!(forgotten.is_err(), "forget trusted the journal");
+    let status = pgpour::journal::status(&mut admin, None);
+    assert!(status.is_err(), "status trusted the journal");
+    let dir = tempfile::tempdir().unwrap();
+    assert!(load(&db, &load_options(dir.path())).is_err());
+    assert!(!is_superuser(&db, "trust_evil_restore"));
+}
+
+#[test]
+fn rejected_rows_in_the_journal_are_for_its_owner_only() {
+    let db = shared_cluster().create_database("trust_rejects_private");
+    db.client()
+        .batch_execute("CREATE TABLE t (n int); GRANT ALL ON t TO PUBLIC")
+        .unwrap();
+    let mut other = low_role(&db, "trust_reader");
+    let dir = tempfile::tempdir().unwrap();
+    let summary = load(&db, &load_options(dir.path())).unwrap_or_else(|f| panic!("{}", f.error));
+    assert_eq!(summary.rows_rejected, 1);
+    let read = other.query("SELECT bytes FROM pgpour.rejects", &[]);
+    assert!(read.is_err(), "another role read the rejected rows");
+    // And that role does not trust a journal it does not own either.
+    let conninfo = db.conninfo().replace("user=postgres", "user=trust_reader");
+    let as_other = ConnectOptions::resolve(Some(&conninfo), &|_| None).unwrap();
+    let mut options = load_options(dir.path());
+    options.load_id = Some("other".into());
+    let failure = pgpour::load(
+        &as_other,
+        &options,
+        &Progress::default(),
+        &AtomicBool::new(false),
+    )
+    .expect_err("no rights on the superuser's journal");
+    assert!(!failure.error.to_string().is_empty());
+}
