@@ -278,6 +278,22 @@ impl Cluster {
         run(&mut c)
     }
 
+    /// Appends `settings` (postgresql.conf lines) to the configuration of an
+    /// owned cluster and restarts it, for tests that need a server smaller
+    /// in some resource than the shared one.
+    pub fn reconfigure(&self, settings: &str) -> Result<(), String> {
+        let Kind::Owned { root, .. } = &self.kind else {
+            return Err("cannot reconfigure an external server".into());
+        };
+        let conf = root.path().join("data").join("postgresql.conf");
+        let mut text = std::fs::read_to_string(&conf).map_err(|e| e.to_string())?;
+        text.push('\n');
+        text.push_str(settings);
+        text.push('\n');
+        std::fs::write(&conf, text).map_err(|e| e.to_string())?;
+        self.restart_immediate()
+    }
+
     /// Stops the server now (it would be stopped at process exit anyway).
     pub fn stop(&self) {
         if let Kind::Owned {

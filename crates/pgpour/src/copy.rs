@@ -98,6 +98,15 @@ impl<'a> ChunkLoader<'a> {
                 })?;
             Ok(rows)
         })();
+        if first.is_err() && self.sink.is_none() {
+            // In the load's transaction (--atomic) the chunk was a savepoint
+            // (`sp_1`, the driver's name), rolled back but kept: released,
+            // so that the careful attempt does not nest in it.
+            let released = client.batch_execute("RELEASE SAVEPOINT sp_1");
+            if let (Err(e), Err(Failure::Row { .. } | Failure::Data(_))) = (released, &first) {
+                return Err(fatal(e));
+            }
+        }
         match first {
             Ok(rows) => Ok(Loaded {
                 rows,
@@ -355,6 +364,10 @@ impl<'a> ChunkLoader<'a> {
             }
             Err(failure) => {
                 savepoint.rollback().map_err(fatal)?;
+                // ROLLBACK TO keeps the savepoint: the next one would nest
+                // in it, and every level holds a lock until the commit.
+                tx.batch_execute("RELEASE SAVEPOINT pgpour_rows")
+                    .map_err(fatal)?;
                 Ok(Err(failure))
             }
         }

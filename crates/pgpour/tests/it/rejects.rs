@@ -723,3 +723,42 @@ impl Latin1 for (Vec<u8>, Option<&'static str>) {
         (text.chars().map(|c| c as u32 as u8).collect(), self.1)
     }
 }
+
+#[test]
+fn every_row_refused_by_the_server_finishes_with_bounded_server_resources() {
+    // Each refusal is tried under a savepoint: savepoints left open nest,
+    // and every level holds a lock until the chunk commits. A server with
+    // a small lock table shows it (10 locks per transaction: 1,200 slots).
+    let cluster = pgpour_testkit::Cluster::start(pgpour_testkit::Durability::Fast).unwrap();
+    cluster
+        .reconfigure("max_locks_per_transaction = 10")
+        .unwrap();
+    let db = cluster.create_database("all_rows_refused");
+    let mut client = db.client();
+    client
+        .batch_execute(
+            "CREATE TABLE t (id int PRIMARY KEY, v text); \
+             INSERT INTO t SELECT g, 'old' FROM generate_series(1, 4000) g",
+        )
+        .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("dups.csv");
+    let rows: String = (1..=4000).map(|n| format!("{n},new\n")).collect();
+    std::fs::write(&path, rows).unwrap();
+    for atomic in [false, true] {
+        let rejects = dir.path().join(format!("r-{atomic}.csv"));
+        let mut options = csv_into_t(path.clone(), rejects.clone(), 2, None);
+        options.chunk_size = 40_000;
+        options.atomic = atomic;
+        let summary = crate::harness::load(&db, &options)
+            .unwrap_or_else(|f| panic!("atomic {atomic}: {}", f.error));
+        assert_eq!((summary.rows_loaded, summary.rows_rejected), (0, 4000));
+        let rejected = std::fs::read_to_string(&rejects).unwrap();
+        assert_eq!(rejected.lines().count(), 4000);
+        let new: i64 = client
+            .query_one("SELECT count(*) FROM t WHERE v = 'new'", &[])
+            .unwrap()
+            .get(0);
+        assert_eq!(new, 0);
+    }
+}
