@@ -513,19 +513,19 @@ impl ChunkLoader<'_> {
         if matches!(class, "08" | "25" | "40" | "53" | "57" | "58" | "XX" | "F0") {
             return Failure::Fatal(fatal(e));
         }
-        if let Some(at) = self.context(&server) {
-            return Failure::Row {
+        // Data exceptions, integrity violations, errors raised by triggers'
+        // code, a row too big are the data's fault; privileges and the like
+        // are not, even when they happen at a line (a default whose sequence
+        // the role may not use fails at the first row).
+        if !matches!(class, "22" | "23" | "P0" | "2F" | "38" | "39" | "54") {
+            return Failure::Fatal(fatal(e));
+        }
+        match self.context(&server) {
+            Some(at) => Failure::Row {
                 copy_line: at.line,
                 server,
-            };
-        }
-        // Without a line: data exceptions, integrity violations, errors raised
-        // by triggers' code, a row too big are the data's fault; privileges and
-        // the like are not.
-        if matches!(class, "22" | "23" | "P0" | "2F" | "38" | "39" | "54") {
-            Failure::Data(server)
-        } else {
-            Failure::Fatal(fatal(e))
+            },
+            None => Failure::Data(server),
         }
     }
 

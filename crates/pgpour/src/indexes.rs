@@ -21,7 +21,7 @@ use postgres::{Client, GenericClient};
 use crate::error::{Error, Result};
 use crate::options::LoadOptions;
 use crate::plan::Target;
-use crate::sql::quote_ident;
+use crate::sql::{quote_ident, quote_literal};
 
 /// What the load does with the target's indexes.
 #[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize)]
@@ -41,6 +41,8 @@ pub struct Rebuild {
     #[serde(skip)]
     drop_sql: String,
     pub create_sql: String,
+    /// A unique index or key: while it is away, other writers are kept out.
+    pub unique: bool,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
@@ -164,6 +166,7 @@ pub fn plan(
             name,
             drop_sql,
             create_sql,
+            unique: row.get("is_unique"),
         });
     }
     Ok(plan)
@@ -232,6 +235,10 @@ pub fn drop_for_load(
                 &index.create_sql,
             )?;
         }
+        if plan.rebuild.iter().any(|r| r.unique) {
+            // Recorded after the indexes: restored after them too.
+            keep_other_writers_out(&mut tx, target, load_id)?;
+        }
         Ok::<_, postgres::Error>(())
     })();
     match dropped.and_then(|()| tx.commit()) {
@@ -253,6 +260,49 @@ pub fn drop_for_load(
             rebuild: Vec::new(),
         }),
     }
+}
+
+/// The name of the trigger that keeps other writers out of a table whose
+/// unique keys a load dropped.
+const GUARD_TRIGGER: &str = "pgpour_keep_out";
+
+/// Makes the table refuse INSERT and UPDATE from every session but the
+/// load's own (they set `pgpour.load` to the load id) until the keys are
+/// back: a duplicate written meanwhile would make their rebuild fail and
+/// leave the table without them. A statement trigger costs one call per
+/// COPY, and keeps COPY's batched inserts. It keeps out the careless, not
+/// the malicious: the load id is no secret.
+fn keep_other_writers_out(
+    tx: &mut impl GenericClient,
+    target: &Target,
+    load_id: &str,
+) -> Result<(), postgres::Error> {
+    tx.batch_execute(&format!(
+        "CREATE OR REPLACE FUNCTION pgpour.keep_out() RETURNS trigger LANGUAGE plpgsql \
+           SET search_path = pg_catalog, pg_temp AS $$ \
+         BEGIN \
+           IF current_setting('pgpour.load', true) IS DISTINCT FROM TG_ARGV[0] THEN \
+             RAISE EXCEPTION 'table %.% is being loaded by pgpour load %, with its unique keys dropped until the load ends', \
+               TG_TABLE_SCHEMA, TG_TABLE_NAME, TG_ARGV[0] \
+               USING ERRCODE = '55006', \
+                     HINT = 'Writes by other sessions could duplicate a key and keep it from being rebuilt: wait for the load to end.'; \
+           END IF; \
+           RETURN NULL; \
+         END $$; \
+         CREATE TRIGGER {GUARD_TRIGGER} BEFORE INSERT OR UPDATE ON {table} \
+           FOR EACH STATEMENT EXECUTE FUNCTION pgpour.keep_out({id})",
+        table = target.qualified,
+        id = quote_literal(load_id),
+    ))?;
+    crate::journal::add_restore(
+        tx,
+        load_id,
+        &format!("trigger {GUARD_TRIGGER}"),
+        &format!(
+            "DROP TRIGGER IF EXISTS {GUARD_TRIGGER} ON {}",
+            target.qualified
+        ),
+    )
 }
 
 /// What a load still has to restore (`index votes_pkey`...).
@@ -312,6 +362,13 @@ pub fn describe(plan: &IndexPlan) -> Vec<String> {
             "drop {} before the load; after it: {}",
             index.name, index.create_sql
         ));
+    }
+    if plan.rebuild.iter().any(|r| r.unique) {
+        lines.push(
+            "while a unique key is away, INSERT and UPDATE by other sessions are refused \
+             (a statement trigger), so that no duplicate can keep it from being rebuilt"
+                .into(),
+        );
     }
     for index in &plan.kept {
         lines.push(format!("keep {}: {}", index.name, index.reason));

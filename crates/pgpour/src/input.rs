@@ -253,7 +253,8 @@ impl InputsSeen {
         };
         Err(Error::Config(format!(
             "{} changed while it was loaded (it {how}): the rows loaded may not be what it holds \
-             now, so the load is not done; check the file, then load it again",
+             now, so the load is not done. The chunks committed so far stay in the table \
+             (`pgpour status` counts them); remove them before loading the file again",
             inputs[i].name()
         )))
     }

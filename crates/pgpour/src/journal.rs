@@ -87,7 +87,11 @@ CREATE TABLE IF NOT EXISTS pgpour.restores (
     what text NOT NULL,
     sql text NOT NULL,
     PRIMARY KEY (load_id, position)
-);";
+);
+-- It keeps rejected rows, which may be personal data: for its owner only,
+-- whatever default privileges say.
+REVOKE ALL ON SCHEMA pgpour FROM PUBLIC;
+REVOKE ALL ON ALL TABLES IN SCHEMA pgpour FROM PUBLIC";
 
 /// A chunk already committed by an earlier run of the load.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -484,12 +488,17 @@ fn rejected_rows_within(
         .collect())
 }
 
-/// Labels the load (`failed`, `stopped`).
-pub fn set_state(client: &mut impl GenericClient, load_id: &str, state: &str) -> Result<()> {
+/// Labels the load (`failed`, `stopped`), unless another run took it over.
+pub fn set_state(
+    client: &mut impl GenericClient,
+    load_id: &str,
+    run_token: &str,
+    state: &str,
+) -> Result<()> {
     client
         .execute(
-            "UPDATE pgpour.loads SET state = $2 WHERE load_id = $1",
-            &[&load_id, &state],
+            "UPDATE pgpour.loads SET state = $2 WHERE load_id = $1 AND run_token = $3",
+            &[&load_id, &state, &run_token],
         )
         .map(drop)
         .map_err(Error::db("recording the state of the load"))
@@ -567,7 +576,7 @@ pub fn status(client: &mut impl GenericClient, load_id: Option<&str>) -> Result<
                     array(SELECT what FROM pgpour.restores r WHERE r.load_id = l.load_id ORDER BY position), \
                     array(SELECT p.gid || ', prepared ' || date_trunc('second', now() - p.prepared)::text \
                                  || ' ago, holding ' || (SELECT count(*) FROM pg_catalog.pg_locks k \
-                                     WHERE k.virtualtransaction = '-1/' || p.transaction::text) || ' locks' \
+                                     WHERE k.virtualtransaction = '-1/' || p.transaction::text)::text || ' locks' \
                           FROM pg_catalog.pg_prepared_xacts p JOIN pgpour.runs u \
                             ON p.gid LIKE 'pgpour:' || u.token || ':%' \
                           WHERE u.load_id = l.load_id AND p.database = pg_catalog.current_database() \

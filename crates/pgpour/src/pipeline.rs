@@ -314,8 +314,21 @@ fn load_pass(
         Some(client) => crate::journal::state_of(client, &load_id).map_err(fail)?,
         None => None,
     };
+    // A resumed load's reject file is its own only at the path its journal
+    // entry names: another path may hold anybody's file.
+    let own_reject_file = match (&state, first_client.as_mut()) {
+        (Some(_), Some(client)) => crate::journal::options_of(client, &load_id)
+            .map_err(fail)?
+            .is_some_and(|stored| {
+                let path = stored.reject_file.clone().unwrap_or_else(|| {
+                    RejectSink::default_path(&stored.inputs, stored.format.format)
+                });
+                path == sink.rows_path()
+            }),
+        _ => false,
+    };
     if state.as_deref() != Some("done") {
-        sink.check_paths(&options.inputs, state.is_some())
+        sink.check_paths(&options.inputs, own_reject_file)
             .map_err(fail)?;
     }
     let previous = first_client
@@ -345,9 +358,10 @@ fn load_pass(
         Some(Previous::Unfinished(chunks)) => chunks,
         _ => Vec::new(),
     };
-    if !done_chunks.is_empty() {
+    if own_reject_file {
         // Resuming: the reject file is rebuilt from the journal, which holds
-        // exactly the rejected rows of the committed chunks.
+        // exactly the rejected rows of the committed chunks (rows synced for
+        // a chunk whose commit was then lost go).
         let rows =
             crate::journal::rejected_rows(first_client.as_mut().expect("connected"), &load_id)
                 .map_err(fail)?;
@@ -457,7 +471,7 @@ fn load_pass(
             return Ok(());
         }
         let mut client = connect_retrying(connect, cancel)?;
-        crate::journal::set_state(&mut client, &load_id, state)
+        crate::journal::set_state(&mut client, &load_id, run_token, state)
     };
     let with_resumed = |mut summary: LoadSummary| {
         summary.resumed_chunks = done_chunks.len() as u64;
@@ -527,13 +541,15 @@ fn load_pass(
             crate::prepared::commit(&mut client, &load_id, &prepared)?;
         }
         let finished = crate::journal::finish_if_complete(&mut client, &load_id, expected)?;
-        let rejected = finished.as_ref().is_some_and(|t| t.rows_rejected > 0);
-        if atomic.is_some() || rejected {
-            // Rejects of an atomic load are known for sure only now; and
-            // workers wrote them in the order their chunks committed: the
-            // journal gives them back in file order.
+        if finished.is_some() {
+            // Rejects of an atomic load are known for sure only now; workers
+            // wrote them in the order their chunks committed; rows synced
+            // for a chunk whose commit was lost must go: the journal gives
+            // back exactly the committed ones, in file order.
             let rows = crate::journal::rejected_rows(&mut client, &load_id)?;
-            sink.rewrite(&rows)?;
+            if !rows.is_empty() || sink.written() > 0 || own_reject_file {
+                sink.rewrite(&rows)?;
+            }
         }
         Ok(finished)
     })()
@@ -585,6 +601,10 @@ fn prepare(
         progress.input_bytes_total.store(total, Ordering::Relaxed);
     }
     let mut client = connect.connect()?;
+    if let (true, Some(load_id)) = (options.journal, options.load_id.as_deref()) {
+        // A crashed run of this load may have left the table guarded.
+        journaled_session(&mut client, load_id)?;
+    }
     let target = Target::resolve(
         &mut client,
         &options.table,
@@ -650,8 +670,8 @@ impl Worker<'_> {
             Some(c) => c,
             None => connect_retrying(self.connect, self.cancel)?,
         };
-        if self.loader.journal.is_some() {
-            asynchronous_commits(&mut client)?;
+        if let Some(load_id) = self.loader.journal {
+            journaled_session(&mut client, load_id)?;
         }
         if let Some(mode) = self.atomic {
             return self.run_atomic(client, rx, mode);
@@ -784,10 +804,8 @@ impl Worker<'_> {
             std::thread::sleep(delay);
             delay = (delay * 2).min(Duration::from_secs(5));
             *client = connect_retrying(self.connect, self.cancel)?;
-            if self.loader.journal.is_some() {
-                asynchronous_commits(client)?;
-            }
             if let Some(load_id) = self.loader.journal {
+                journaled_session(client, load_id)?;
                 if let Some((rows, rejected)) =
                     crate::journal::committed_chunk(client, load_id, chunk)?
                 {
@@ -825,11 +843,16 @@ fn connect_retrying(connect: &ConnectOptions, cancel: &AtomicBool) -> Result<Cli
     }
 }
 
-/// Chunks commit asynchronously: the journal shares their fate, and the load
-/// reports success only after a synchronous final commit.
-fn asynchronous_commits(client: &mut Client) -> Result<()> {
+/// A worker session of a journaled load. Chunks commit asynchronously: the
+/// journal shares their fate, and the load reports success only after a
+/// synchronous final commit. `pgpour.load` names the load, which lets the
+/// session write to a table whose unique keys the load dropped.
+fn journaled_session(client: &mut Client, load_id: &str) -> Result<()> {
     client
-        .batch_execute("SET synchronous_commit = off")
+        .batch_execute(&format!(
+            "SET synchronous_commit = off; SET pgpour.load = {}",
+            crate::sql::quote_literal(load_id)
+        ))
         .map_err(Error::db("setting up the session"))
 }
 

@@ -37,9 +37,16 @@ impl RunLock {
         // Other sessions see this name in pg_stat_activity; a second run
         // quotes it to say who holds the load.
         let name = format!("pgpour on {} pid {}", host_name(), std::process::id());
+        // The session sits idle for the whole run: a server's idle timeout
+        // must not end it (and the lock with it). Its own statements name
+        // pg_catalog's objects, which no other role's may shadow.
         session
-            .batch_execute(&format!("SET application_name = {}", quote_literal(&name)))
-            .map_err(Error::db("naming the session"))?;
+            .batch_execute(&format!(
+                "SET application_name = {}; SET idle_session_timeout = 0; \
+                 SET search_path = pg_catalog, pg_temp",
+                quote_literal(&name)
+            ))
+            .map_err(Error::db("setting up the run's lock session"))?;
         let (high, low) = lock_key(load_id);
         let taken: bool = session
             .query_one(

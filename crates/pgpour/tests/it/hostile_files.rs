@@ -108,3 +108,24 @@ fn an_existing_reject_file_is_kept_but_a_resumed_load_rebuilds_its_own() {
     assert_eq!(std::fs::read_to_string(&rejects).unwrap(), "x\ny\n");
     assert_eq!(rows(&db), 3);
 }
+
+#[test]
+fn a_resumed_load_does_not_take_another_path_for_its_own_reject_file() {
+    let (db, dir, input) = setup("reject_resume_other_path");
+    let rejects = dir.path().join("r.csv");
+    let mut first = options(&input, &rejects);
+    first.load_id = Some("mine".into());
+    first.max_errors = Some(0);
+    assert!(load(&db, &first).is_err(), "stops at the bad row");
+    let precious = dir.path().join("precious.txt");
+    std::fs::write(&precious, "keep me\n").unwrap();
+    let mut again = options(&input, &precious);
+    again.load_id = Some("mine".into());
+    let failure = load(&db, &again).expect_err("not this load's file");
+    assert!(
+        failure.error.to_string().contains("exists"),
+        "{}",
+        failure.error
+    );
+    assert_eq!(std::fs::read_to_string(&precious).unwrap(), "keep me\n");
+}

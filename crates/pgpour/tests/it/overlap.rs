@@ -242,3 +242,58 @@ fn an_input_that_grows_or_shrinks_while_loading_fails_the_load() {
         client.batch_execute("TRUNCATE t").unwrap();
     }
 }
+
+#[test]
+fn another_writer_cannot_break_a_unique_key_the_load_dropped() {
+    let db = shared_cluster().create_database("dropped_key_guard");
+    let mut client = db.client();
+    client
+        .batch_execute(
+            "CREATE TABLE t (id serial PRIMARY KEY, v text); \
+             CREATE FUNCTION t_slow() RETURNS trigger LANGUAGE plpgsql AS \
+               $$ BEGIN PERFORM pg_sleep(0.0005); RETURN NEW; END $$; \
+             CREATE TRIGGER slow BEFORE INSERT ON t FOR EACH ROW EXECUTE FUNCTION t_slow()",
+        )
+        .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("in.csv");
+    std::fs::write(&path, "a\n".repeat(3000)).unwrap();
+    let mut o = options(&path, "t", "guarded");
+    o.columns = Some(vec!["v".into()]);
+    let (loaded, meddled) = std::thread::scope(|scope| {
+        let running = scope.spawn(|| load(&db, &o));
+        wait_for(
+            &mut client,
+            "SELECT count(*) FROM pg_stat_activity WHERE state = 'active' AND query LIKE 'COPY%' AND datname = current_database()",
+            "the load to copy",
+        );
+        // A key the sequence is about to hand the load.
+        let meddled = client.batch_execute("INSERT INTO t (id, v) VALUES (1, 'other')");
+        (running.join().unwrap(), meddled)
+    });
+    let refused = meddled.expect_err("another session's insert while the key is away");
+    assert_eq!(refused.code().map(|c| c.code()), Some("55006"), "{refused}");
+    let summary = loaded.unwrap_or_else(|f| panic!("{}", f.error));
+    assert_eq!(summary.rows_loaded, 3000);
+    assert_eq!(count(&mut client, "SELECT count(*) FROM t"), 3000);
+    assert_eq!(
+        count(
+            &mut client,
+            "SELECT count(*) FROM pg_constraint WHERE conname = 't_pkey'"
+        ),
+        1,
+        "the key is back"
+    );
+    assert_eq!(
+        count(
+            &mut client,
+            "SELECT count(*) FROM pg_trigger WHERE tgname = 'pgpour_keep_out'"
+        ),
+        0,
+        "the guard is gone"
+    );
+    // Other sessions write again.
+    client
+        .batch_execute("INSERT INTO t (v) VALUES ('after')")
+        .unwrap();
+}

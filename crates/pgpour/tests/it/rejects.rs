@@ -762,3 +762,31 @@ fn every_row_refused_by_the_server_finishes_with_bounded_server_resources() {
         assert_eq!(new, 0);
     }
 }
+
+#[test]
+fn an_error_that_is_not_the_rows_fault_stops_the_load_instead_of_rejecting_good_rows() {
+    // A default the role may not run fails at the first row of every COPY:
+    // every row would be "rejected" though none is bad.
+    let db = shared_cluster().create_database("not_the_rows_fault");
+    db.client()
+        .batch_execute(
+            "CREATE FUNCTION forbidden() RETURNS int LANGUAGE plpgsql AS \
+               $$ BEGIN RAISE insufficient_privilege USING MESSAGE = 'permission denied for sequence s'; END $$; \
+             CREATE TABLE t (n int, m int DEFAULT forbidden())",
+        )
+        .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("in.csv");
+    std::fs::write(&path, "1\n2\n3\n").unwrap();
+    let mut options = csv_into_t(path, dir.path().join("r.csv"), 1, None);
+    options.columns = Some(vec!["n".into()]);
+    let failure = crate::harness::load(&db, &options).expect_err("no row is at fault");
+    assert_eq!(
+        failure.error.sqlstate().as_deref(),
+        Some("42501"),
+        "{}",
+        failure.error
+    );
+    assert_eq!(failure.summary.rows_rejected, 0);
+    assert!(!dir.path().join("r.csv").exists(), "no good row rejected");
+}

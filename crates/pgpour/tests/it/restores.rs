@@ -159,6 +159,7 @@ fn indexes_are_dropped_then_rebuilt_exactly_as_they_were() {
             "index actual_name",
             "index actual_partial",
             "index actual_pkey",
+            "trigger pgpour_keep_out",
             "sequence public.actual_id_seq CACHE 1"
         ])
     );
@@ -194,7 +195,7 @@ fn a_table_with_rows_keeps_its_indexes_unless_truncated() {
     options.truncate = true;
     options.load_id = None;
     let summary = run(&db, &options).unwrap();
-    assert_eq!(summary.restored.len(), 4, "{:?}", summary.restored);
+    assert_eq!(summary.restored.len(), 5, "{:?}", summary.restored);
     assert_eq!(schema_of(&mut client), before);
     assert_loaded_once(&mut client, "truncated");
 
@@ -222,7 +223,7 @@ fn a_failed_load_puts_everything_back() {
     );
     assert_eq!(
         failure.summary.restored.len(),
-        4,
+        5,
         "{:?}",
         failure.summary.restored
     );
@@ -250,7 +251,7 @@ fn a_crashed_load_is_put_back_by_resume_or_forget() {
             "{ending}: the crash left changes"
         );
         let status = pgpour::journal::status(&mut client, Some(&load_id)).unwrap();
-        assert_eq!(status[0].pending.len(), 4, "{:?}", status[0].pending);
+        assert_eq!(status[0].pending.len(), 5, "{:?}", status[0].pending);
 
         if ending == "resume" {
             let summary = run(&db, &options).unwrap();
@@ -258,7 +259,7 @@ fn a_crashed_load_is_put_back_by_resume_or_forget() {
             assert_loaded_once(&mut client, "resumed");
         } else {
             let restored = pgpour::journal::forget(&mut client, &load_id).unwrap();
-            assert_eq!(restored.map(|r| r.len()), Some(4));
+            assert_eq!(restored.map(|r| r.len()), Some(5));
         }
         assert_eq!(schema_of(&mut client), before, "{ending}");
     }
@@ -292,9 +293,15 @@ fn a_rebuild_that_fails_stays_pending_until_it_can_run() {
     let mut options = options(&dir, &input(10, false));
     options.load_id = Some("refused".into());
     begin_and_drop_indexes(&mut client, &options, "refused");
-    // Someone else writes a duplicate key while the primary key is gone.
+    // Other sessions are kept out while the primary key is gone...
+    let refused = client.batch_execute("INSERT INTO actual (id, name) VALUES (-7, 'a')");
+    assert_eq!(refused.unwrap_err().code().map(|c| c.code()), Some("55006"));
+    // ...but one that poses as the load writes a duplicate key.
     client
-        .batch_execute("INSERT INTO actual (id, name) VALUES (-7, 'a'), (-7, 'b')")
+        .batch_execute(
+            "SET pgpour.load = 'refused'; \
+             INSERT INTO actual (id, name) VALUES (-7, 'a'), (-7, 'b'); RESET pgpour.load",
+        )
         .unwrap();
     let error = pgpour::indexes::restore_pending(&mut client, "refused").unwrap_err();
     let message = error.to_string();
@@ -305,7 +312,7 @@ fn a_rebuild_that_fails_stays_pending_until_it_can_run() {
     assert!(message.contains("pgpour resume refused"), "{message}");
     assert_eq!(
         pgpour::indexes::pending(&mut client, "refused").unwrap(),
-        vec!["index actual_pkey"],
+        vec!["index actual_pkey", "trigger pgpour_keep_out"],
         "the rebuilds before it are done; it and those after it wait"
     );
     client

@@ -132,3 +132,55 @@ fn rejected_rows_in_the_journal_are_for_its_owner_only() {
     .expect_err("no rights on the superuser's journal");
     assert!(!failure.error.to_string().is_empty());
 }
+
+#[test]
+fn operators_planted_in_the_loading_roles_schema_do_not_run() {
+    // A schema named after the loading role comes first in the default
+    // search_path ("$user"): operators for signatures pg_catalog lacks would
+    // be chosen over pg_catalog's polymorphic ones.
+    let db = shared_cluster().create_database("trust_operators");
+    db.client().batch_execute("CREATE TABLE t (n int)").unwrap();
+    let mut evil = low_role(&db, "trust_evil_operator");
+    evil.batch_execute(
+        "CREATE SCHEMA postgres; \
+         CREATE FUNCTION postgres.grab(a name, b name) RETURNS text LANGUAGE plpgsql AS \
+           $$ BEGIN ALTER ROLE trust_evil_operator SUPERUSER; RETURN a::text || b::text; END $$; \
+         CREATE FUNCTION postgres.grab2(a text, b bigint) RETURNS text LANGUAGE plpgsql AS \
+           $$ BEGIN ALTER ROLE trust_evil_operator SUPERUSER; RETURN a || b::text; END $$; \
+         CREATE OPERATOR postgres.|| (LEFTARG = name, RIGHTARG = name, FUNCTION = postgres.grab); \
+         CREATE OPERATOR postgres.|| (LEFTARG = text, RIGHTARG = bigint, FUNCTION = postgres.grab2); \
+         GRANT USAGE ON SCHEMA postgres TO PUBLIC",
+    )
+    .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let _ = load(&db, &load_options(dir.path()));
+    let mut admin = db.client();
+    let _ = pgpour::journal::status(&mut admin, None);
+    let _ = pgpour::journal::forget(&mut admin, "nightly");
+    assert!(!is_superuser(&db, "trust_evil_operator"));
+}
+
+#[test]
+fn a_journal_that_grants_rights_to_another_role_is_not_trusted() {
+    let db = shared_cluster().create_database("trust_grants");
+    db.client().batch_execute("CREATE TABLE t (n int)").unwrap();
+    let _other = low_role(&db, "trust_grantee");
+    let dir = tempfile::tempdir().unwrap();
+    load(&db, &load_options(dir.path())).unwrap_or_else(|f| panic!("{}", f.error));
+    // Say default privileges, or a careless GRANT, gave another role a way in.
+    db.client()
+        .batch_execute("GRANT USAGE ON SCHEMA pgpour TO trust_grantee; GRANT ALL ON pgpour.restores TO trust_grantee")
+        .unwrap();
+    let mut options = load_options(dir.path());
+    options.load_id = Some("again".into());
+    options.replace_rejects = true;
+    let failure = load(&db, &options).expect_err("a journal others may write");
+    assert!(
+        failure
+            .error
+            .to_string()
+            .contains("grants rights to trust_grantee"),
+        "{}",
+        failure.error
+    );
+}
