@@ -341,6 +341,13 @@ pub struct LoadArgs {
     #[arg(long)]
     pub replace_rejects: bool,
 
+    /// The longest record (row) accepted, terminator included: bytes, or
+    /// with KiB/MiB/GiB. A longer one, usually an unterminated quote, stops
+    /// the load as soon as it passes this size, naming its file, line and
+    /// byte, instead of being buffered. At most the 1 GiB PostgreSQL takes.
+    #[arg(long, value_name = "SIZE", default_value = "1GiB")]
+    pub max_record_size: String,
+
     /// Target size of a chunk (one transaction): bytes, or with KiB/MiB/GiB.
     /// Files too small to give each worker four chunks of this size are cut
     /// finer, down to 256 KiB, so that every worker has work.

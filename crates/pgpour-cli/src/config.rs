@@ -44,6 +44,7 @@ impl LoadConfig {
                 max_errors: parse_max_errors(&args.max_errors)?,
                 reject_file: args.reject_file,
                 replace_rejects: args.replace_rejects,
+                max_record_size: parse_max_record_size(&args.max_record_size)?,
                 load_id: args.load_id,
                 atomic: args.atomic,
                 journal: !args.no_journal,
@@ -205,7 +206,26 @@ pub fn parse_max_errors(text: &str) -> Result<Option<u64>> {
 }
 
 /// `4MiB`, `512KiB`, `1GiB`, `1000000`.
+/// `--max-record-size`: a size up to the 1 GiB PostgreSQL takes in a row.
+fn parse_max_record_size(text: &str) -> Result<usize> {
+    let size = size_in_bytes(text).context("--max-record-size")?;
+    if size > pgpour::frame::MAX_RECORD_BYTES {
+        bail!("--max-record-size can be at most 1GiB, the longest row PostgreSQL takes");
+    }
+    Ok(size)
+}
+
+/// `--chunk-size`: a size up to what one COPY message may carry.
 fn parse_size(text: &str) -> Result<usize> {
+    let size = size_in_bytes(text)?;
+    if size > 1 << 30 {
+        bail!("--chunk-size cannot exceed 1GiB (PostgreSQL's limit for one message)");
+    }
+    Ok(size)
+}
+
+/// `4MiB`, `100`, `2g`: a positive number of bytes.
+fn size_in_bytes(text: &str) -> Result<usize> {
     let lower = text.trim().to_ascii_lowercase();
     let (digits, unit) = lower.split_at(
         lower
@@ -226,9 +246,6 @@ fn parse_size(text: &str) -> Result<usize> {
         .checked_mul(unit)
         .filter(|&s| s > 0)
         .with_context(|| format!("invalid size {text:?}"))?;
-    if size > 1 << 30 {
-        bail!("--chunk-size cannot exceed 1GiB (PostgreSQL's limit for one message)");
-    }
     Ok(size)
 }
 

@@ -452,3 +452,37 @@ fn a_glob_run_again_leaves_out_the_reject_files_of_the_first_run() {
         text(&second.stderr)
     );
 }
+
+#[test]
+fn max_record_size_stops_an_unterminated_quote_at_the_limit() {
+    let db = shared_cluster().create_database("cli_max_record");
+    db.client()
+        .batch_execute("CREATE TABLE t (n int, v text)")
+        .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("open.csv");
+    let body = format!("1,a\n2,\"never closed\n{}", "3,c\n".repeat(20_000));
+    std::fs::write(&file, body).unwrap();
+    let args = [
+        "load",
+        file.to_str().unwrap(),
+        "-t",
+        "t",
+        "-d",
+        &db.conninfo(),
+    ];
+    let out = pgpour(&[&args[..], &["--max-record-size", "4KiB"]].concat(), None);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+    let stderr = text(&out.stderr);
+    assert!(
+        stderr.contains("open.csv:2") && stderr.contains("byte 4") && stderr.contains("4096 bytes"),
+        "{stderr}"
+    );
+    let too_big = pgpour(&[&args[..], &["--max-record-size", "2GiB"]].concat(), None);
+    assert_eq!(too_big.status.code(), Some(2));
+    assert!(
+        text(&too_big.stderr).contains("at most 1GiB"),
+        "{}",
+        text(&too_big.stderr)
+    );
+}

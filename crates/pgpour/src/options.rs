@@ -28,6 +28,10 @@ pub struct LoadOptions {
     /// refuses to start; a resumed load always rebuilds its own).
     #[serde(default)]
     pub replace_rejects: bool,
+    /// The longest record, in bytes, terminator included: a longer one stops
+    /// the load as soon as it passes this size (PostgreSQL takes 1 GiB).
+    #[serde(default = "most_postgres_takes")]
+    pub max_record_size: usize,
     /// The load's id in the journal; `None` to generate one. Running again
     /// with the same id continues the load.
     pub load_id: Option<String>,
@@ -52,6 +56,10 @@ fn yes() -> bool {
     true
 }
 
+fn most_postgres_takes() -> usize {
+    crate::frame::MAX_RECORD_BYTES
+}
+
 impl LoadOptions {
     /// The options of `pgpour load inputs --table table` with nothing else
     /// given: all the table's columns, default workers and chunk size, the
@@ -68,6 +76,7 @@ impl LoadOptions {
             max_errors: Some(0),
             reject_file: None,
             replace_rejects: false,
+            max_record_size: crate::frame::MAX_RECORD_BYTES,
             load_id: None,
             atomic: false,
             journal: true,

@@ -456,6 +456,8 @@ fn load_pass(
             format: &options.format,
             expected_header: &target.columns,
             chunk_size: chunk_size_for(options, workers),
+            max_record: options.max_record_size,
+            end_markers: crate::frame::EndMarkers::of_server(target.server_version_num),
             header_out: &sink.header,
             progress,
             stop: &stop,

@@ -23,6 +23,9 @@ pub struct Target {
     pub checks: Vec<(String, ColumnCheck)>,
     /// The database's encoding (`UTF8`, `SQL_ASCII`...).
     pub server_encoding: String,
+    /// The server's `server_version_num` (150004...): some COPY rules
+    /// changed between versions.
+    pub server_version_num: i32,
 }
 
 struct Column {
@@ -105,6 +108,10 @@ impl Target {
             .query_one("SHOW server_encoding", &[])
             .map_err(Error::db("reading the server encoding"))?
             .get(0);
+        let server_version_num: i32 = client
+            .query_one("SELECT current_setting('server_version_num')::int4", &[])
+            .map_err(Error::db("reading the server version"))?
+            .get(0);
         Ok(Target {
             qualified,
             relation: row.get(2),
@@ -112,6 +119,7 @@ impl Target {
             copy_sql,
             checks,
             server_encoding,
+            server_version_num,
         })
     }
 

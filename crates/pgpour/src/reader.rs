@@ -8,7 +8,9 @@ use crossbeam_channel::Sender;
 
 use crate::error::{Error, Position, Result};
 use crate::format::{FormatOptions, Header};
-use crate::frame::{count_byte, end_of_data, split_fields, trim_terminator, Eol, Framer};
+use crate::frame::{
+    count_byte, end_of_data, split_fields, trim_terminator, EndMarkers, Eol, Framer, RecordTooLong,
+};
 use crate::input::InputSpec;
 use crate::progress::Progress;
 
@@ -81,19 +83,60 @@ pub(crate) fn header_line(input: &InputSpec, format: &FormatOptions) -> Result<V
     loop {
         let n = stream.read(&mut block).map_err(Error::io(input.name()))?;
         buf.extend_from_slice(&block[..n]);
+        let eof = n == 0;
+        // The framer's bytes may only grow at the end: frame them once
+        // whether a byte order mark starts them is known.
+        if buf.len() < UTF8_BOM.len() && !eof {
+            continue;
+        }
         let body = buf.strip_prefix(UTF8_BOM).unwrap_or(&buf);
-        if let Some(end) = framer.find_cut(body, 1, n == 0) {
+        let bom = (buf.len() - body.len()) as u64;
+        let cut = framer
+            .next_cut(body, 1, eof)
+            .map_err(|e| record_too_long(input, &framer, body, (bom, 1), e))?;
+        if let Some(end) = cut {
             return Ok(body[..end].to_vec());
         }
-        if n == 0 {
+        if eof {
             return Ok(Vec::new());
         }
     }
 }
 
-/// Records longer than this are refused rather than buffered without bound;
-/// PostgreSQL itself cannot take a row of 1 GiB or more.
-pub const MAX_RECORD_BYTES: usize = 1 << 30;
+/// The error for a record that passed the framer's limit; `at` is the
+/// offset and line of `pending[0]`.
+fn record_too_long(
+    input: &InputSpec,
+    framer: &Framer,
+    pending: &[u8],
+    at: (u64, u64),
+    e: RecordTooLong,
+) -> Error {
+    let eol = framer.eol().map_or(b'\n', Eol::last_byte);
+    let line = at.1 + count_byte(&pending[..e.start], eol) as u64;
+    Error::Data {
+        position: Position {
+            file: input.name(),
+            line,
+            column: None,
+        },
+        message: format!(
+            "the record starting here (byte {}) is longer than the {} a record may have \
+             (an unterminated quote?)",
+            at.0 + e.start as u64,
+            size_name(e.limit)
+        ),
+    }
+}
+
+/// A size as it would be written by hand: 1 GiB, 64 MiB, 1000 bytes.
+fn size_name(bytes: usize) -> String {
+    match bytes {
+        b if b >= 1 << 30 && b % (1 << 30) == 0 => format!("{} GiB", b >> 30),
+        b if b >= 1 << 20 && b % (1 << 20) == 0 => format!("{} MiB", b >> 20),
+        b => format!("{b} bytes"),
+    }
+}
 
 const READ_BLOCK: usize = 256 * 1024;
 const UTF8_BOM: &[u8] = b"\xEF\xBB\xBF";
@@ -106,6 +149,12 @@ pub(crate) struct Reader<'a> {
     /// Column names a `--header match` line must carry.
     pub expected_header: &'a [String],
     pub chunk_size: usize,
+    /// A record longer than this (terminator included) is refused as soon
+    /// as it passes it, so at most about `chunk_size + max_record` bytes are
+    /// ever buffered.
+    pub max_record: usize,
+    /// How the server reads COPY's end-of-data marker.
+    pub end_markers: EndMarkers,
     /// Receives the first input's header line (for the reject file).
     pub header_out: &'a std::sync::OnceLock<Vec<u8>>,
     pub progress: &'a Progress,
@@ -137,7 +186,8 @@ impl Reader<'_> {
         let mut seq = 0;
         for (index, input) in self.inputs.iter().enumerate() {
             for segment in &self.segments[index] {
-                match self.read_segment(index, input, segment, tx, &mut seq)? {
+                let framer = Framer::new(self.format.syntax()).with_max_record(self.max_record);
+                match self.read_segment(index, input, segment, framer, tx, &mut seq)? {
                     SegmentEnd::Read => {}
                     // COPY reads nothing of an input after its marker.
                     SegmentEnd::EndMarker => break,
@@ -149,11 +199,16 @@ impl Reader<'_> {
     }
 
     /// Reads one segment of an input, up to its end or an end-of-data marker.
+    ///
+    /// Each block read goes to the framer at once: it resumes its scan where
+    /// the previous block ended, so the cost is one pass over the input, and
+    /// an overlong record is refused within one block of passing the limit.
     fn read_segment(
         &self,
         index: usize,
         input: &InputSpec,
         segment: &Segment,
+        mut framer: Framer,
         tx: &Sender<Chunk>,
         seq: &mut u64,
     ) -> Result<SegmentEnd> {
@@ -163,7 +218,6 @@ impl Reader<'_> {
             None => stream,
         };
         let read_error = Error::io(input.name());
-        let mut framer = Framer::new(self.format.syntax());
         let mut buf = Vec::with_capacity(self.chunk_size + READ_BLOCK);
         let mut eof = false;
         let mut offset = segment.from;
@@ -178,6 +232,8 @@ impl Reader<'_> {
             *eof = n == 0;
             Ok(())
         };
+        let too_long =
+            |framer: &Framer, buf: &[u8], at, e| record_too_long(input, framer, buf, at, e);
 
         // A byte order mark is not data, whatever the encoding option says.
         while at_start && buf.len() < UTF8_BOM.len() && !eof {
@@ -190,14 +246,12 @@ impl Reader<'_> {
 
         if at_start && self.format.header != Header::None {
             let end = loop {
-                if let Some(end) = framer.find_cut(&buf, 1, eof) {
-                    break end;
+                let cut = framer.next_cut(&buf, 1, eof);
+                match cut.map_err(|e| too_long(&framer, &buf, (offset, line), e))? {
+                    Some(end) => break end,
+                    None if eof => break 0,
+                    None => fill(&mut buf, &mut eof)?,
                 }
-                if eof {
-                    break 0;
-                }
-                self.check_record_length(input, line, buf.len())?;
-                fill(&mut buf, &mut eof)?;
             };
             if self.format.header == Header::Match {
                 self.check_header(input, &buf[..end])?;
@@ -212,14 +266,11 @@ impl Reader<'_> {
             if self.stop.load(Ordering::Relaxed) || self.cancel.load(Ordering::Relaxed) {
                 return Ok(SegmentEnd::Stopped);
             }
-            while buf.len() < self.chunk_size && !eof {
-                fill(&mut buf, &mut eof)?;
-            }
-            let cut = match framer.find_cut(&buf, self.chunk_size, eof) {
+            let cut = framer.next_cut(&buf, self.chunk_size, eof);
+            let cut = match cut.map_err(|e| too_long(&framer, &buf, (offset, line), e))? {
                 Some(end) => end,
                 None if eof => return Ok(SegmentEnd::Read),
                 None => {
-                    self.check_record_length(input, line, buf.len())?;
                     fill(&mut buf, &mut eof)?;
                     continue;
                 }
@@ -228,7 +279,7 @@ impl Reader<'_> {
             buf.truncate(cut);
             let mut data = std::mem::replace(&mut buf, rest);
             buf.reserve(self.chunk_size + READ_BLOCK);
-            let marker = end_of_data(self.format.syntax(), &data);
+            let marker = end_of_data(self.format.syntax(), &data, self.end_markers);
             if let Some(end) = marker {
                 data.truncate(end);
                 if data.is_empty() {
@@ -263,23 +314,6 @@ impl Reader<'_> {
         count_byte(bytes, eol) as u64
     }
 
-    fn check_record_length(&self, input: &InputSpec, line: u64, pending: usize) -> Result<()> {
-        if pending >= MAX_RECORD_BYTES {
-            return Err(Error::Data {
-                position: Position {
-                    file: input.name(),
-                    line,
-                    column: None,
-                },
-                message: format!(
-                    "a record starting here is longer than {} MiB (an unterminated quote?)",
-                    MAX_RECORD_BYTES >> 20
-                ),
-            });
-        }
-        Ok(())
-    }
-
     fn check_header(&self, input: &InputSpec, record: &[u8]) -> Result<()> {
         let fields = split_fields(
             self.format.syntax(),
@@ -304,5 +338,152 @@ impl Reader<'_> {
             });
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::io::Write;
+    use std::sync::OnceLock;
+
+    use super::*;
+    use crate::format::Format;
+
+    const LIMIT: usize = 1 << 20;
+
+    /// Reads `file` as csv with a 1 MiB record limit; returns the outcome,
+    /// the chunks sent and the raw bytes read.
+    fn read_csv(file: &std::path::Path, header: Header) -> (Result<ReadEnd>, Vec<Chunk>, u64) {
+        let inputs = [InputSpec::File(file.to_path_buf())];
+        let mut format = FormatOptions::new(Format::Csv);
+        format.header = header;
+        let progress = Progress::default();
+        let (stop, cancel) = (AtomicBool::new(false), AtomicBool::new(false));
+        let reader = Reader {
+            inputs: &inputs,
+            segments: &segments(1, &[]),
+            format: &format,
+            expected_header: &[],
+            chunk_size: 64 << 10,
+            max_record: LIMIT,
+            end_markers: EndMarkers::UpTo17,
+            header_out: &OnceLock::new(),
+            progress: &progress,
+            stop: &stop,
+            cancel: &cancel,
+        };
+        let (tx, rx) = crossbeam_channel::unbounded();
+        let end = reader.run(&tx);
+        drop(tx);
+        let read = progress.input_bytes_read.load(Ordering::Relaxed);
+        (end, rx.into_iter().collect(), read)
+    }
+
+    fn write_file(dir: &tempfile::TempDir, name: &str, bytes: &[u8]) -> std::path::PathBuf {
+        let path = dir.path().join(name);
+        std::fs::write(&path, bytes).unwrap();
+        path
+    }
+
+    /// The error's position and message, which must name the byte.
+    fn refusal(end: Result<ReadEnd>) -> (Position, String) {
+        match end {
+            Err(Error::Data { position, message }) => (position, message),
+            other => panic!("expected a data error, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn an_unterminated_quote_is_refused_at_the_limit_with_file_line_and_byte() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut input = b"1,a\n2,b\n3,\"open\n".to_vec();
+        for i in 0..400_000 {
+            input.extend_from_slice(format!("{i},row\n").as_bytes());
+        }
+        let path = write_file(&dir, "open.csv", &input);
+        let (end, chunks, read) = read_csv(&path, Header::None);
+        let (position, message) = refusal(end);
+        assert_eq!(position.file, path.display().to_string());
+        assert_eq!(position.line, 3);
+        assert!(
+            message.contains("(byte 8)") && message.contains("1 MiB"),
+            "{message}"
+        );
+        // Everything before the record was sent, nothing of it.
+        assert!(chunks.iter().all(|c| c.offset + c.data.len() as u64 <= 8));
+        assert!(read <= (8 + LIMIT + 2 * READ_BLOCK) as u64, "read {read}");
+        assert!(read < input.len() as u64 / 2);
+    }
+
+    #[test]
+    fn an_overlong_header_is_refused_at_line_one() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut input = b"\xEF\xBB\xBFid,\"name\n".to_vec();
+        input.resize(3 * LIMIT, b'x');
+        let path = write_file(&dir, "header.csv", &input);
+        let (position, message) = refusal(read_csv(&path, Header::Skip).0);
+        assert_eq!(position.line, 1);
+        assert!(
+            message.contains("(byte 3)"),
+            "after the byte order mark: {message}"
+        );
+    }
+
+    #[test]
+    fn the_header_of_a_resumed_load_skips_the_byte_order_mark() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = write_file(&dir, "bom.csv", b"\xEF\xBB\xBFid,\"na\nme\"\r\n1,a\r\n");
+        let format = FormatOptions::new(Format::Csv);
+        let header = header_line(&InputSpec::File(path), &format).unwrap();
+        assert_eq!(header, b"id,\"na\nme\"\r\n");
+    }
+
+    /// 2 GiB of one quoted field in a 2 MB gzip file: gzip members of 1 MiB
+    /// of `x` each (about 1 KiB compressed), concatenated.
+    #[test]
+    fn a_gzip_bomb_fails_at_the_limit_without_inflating_it_all() {
+        use flate2::{write::GzEncoder, Compression};
+        let gzip = |bytes: &[u8]| {
+            let mut encoder = GzEncoder::new(Vec::new(), Compression::best());
+            encoder.write_all(bytes).unwrap();
+            encoder.finish().unwrap()
+        };
+        let mut bomb = gzip(b"id,name\n1,\"");
+        let member = gzip(&vec![b'x'; 1 << 20]);
+        for _ in 0..2048 {
+            bomb.extend_from_slice(&member);
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let path = write_file(&dir, "bomb.csv.gz", &bomb);
+        let (end, _, read) = read_csv(&path, Header::None);
+        let (position, message) = refusal(end);
+        assert_eq!(position.line, 2);
+        assert!(message.contains("(byte 8)"), "{message}");
+        assert!(
+            read < bomb.len() as u64 / 4,
+            "read {read} of {}",
+            bomb.len()
+        );
+    }
+
+    /// The same with zstd frames, which inflate a thousand times more.
+    #[test]
+    fn a_zstd_bomb_fails_at_the_limit_without_inflating_it_all() {
+        let zstd = |bytes: &[u8]| zstd::encode_all(bytes, 19).unwrap();
+        let mut bomb = zstd(b"id,name\n1,\"");
+        let frame = zstd(&vec![b'x'; 64 << 20]);
+        while bomb.len() < 4 << 20 {
+            bomb.extend_from_slice(&frame);
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let path = write_file(&dir, "bomb.csv.zst", &bomb);
+        let (end, _, read) = read_csv(&path, Header::None);
+        let (position, _) = refusal(end);
+        assert_eq!(position.line, 2);
+        assert!(
+            read < bomb.len() as u64 / 4,
+            "read {read} of {}",
+            bomb.len()
+        );
     }
 }

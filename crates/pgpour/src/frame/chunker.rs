@@ -1,24 +1,59 @@
-//! Cutting a stream into record-aligned chunks, fast.
+//! Cutting a stream into record-aligned chunks, fast and in linear time.
 //!
-//! The reader calls [`Framer::find_cut`] on its pending bytes (which always
-//! start at a record start) with a target size; the framer answers with the
-//! end of the first record that ends at or after the target. Bytes before the
-//! target are only skimmed for the state that matters: the quote parity for
-//! csv, nothing at all for text (an escaped newline is recognised by the run of
-//! backslashes right before it). So most bytes are looked at once, by a
-//! vectorized count, and the scan state carries over between calls when the
-//! pending buffer grows.
+//! The reader pushes bytes onto its pending buffer (which always starts at a
+//! record start) and asks [`Framer::next_cut`] for the end of the first
+//! record that ends at or after a target size. Bytes before the target are
+//! only skimmed for the state that matters: the quote parity for csv, nothing
+//! at all for text (an escaped line end is recognised by the run of
+//! backslashes right before it). Bytes from the target on are searched for
+//! line ends with `memchr`.
+//!
+//! Every scan stops where the pending bytes end and resumes there on the
+//! next call, its state kept in the framer: an unterminated quote followed
+//! by a gigabyte of reads costs one pass over the gigabyte, not a rescan per
+//! read. [`Framer::examined`] counts the bytes looked at, so tests can hold
+//! the framer to that. The same state gives the start of the record still
+//! open, so a record that grows past the limit is refused as soon as it
+//! does, with where it starts.
 
-use super::{count_byte, first_terminator, CsvState, Eol, Syntax};
+use std::ops::ControlFlow;
+
+use super::first_record::{looks_per_byte, FirstEnd, FirstRecord};
+use super::{count_byte, CsvState, Eol, Syntax};
+
+/// The longest record the framer takes by default: PostgreSQL refuses a
+/// COPY line of 1 GiB or more (`MaxAllocSize`), so buffering more is waste.
+pub const MAX_RECORD_BYTES: usize = 1 << 30;
+
+/// A record grew past the framer's limit before it ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RecordTooLong {
+    /// Offset of the record's first byte in the pending bytes.
+    pub start: usize,
+    /// The limit it passed, in bytes (terminator included).
+    pub limit: usize,
+}
 
 /// Finds record-aligned cut points in a stream; one per input file.
 #[derive(Debug)]
 pub struct Framer {
     syntax: Syntax,
     eol: Option<Eol>,
-    /// Bytes of the pending buffer already accounted for in `csv`.
+    max_record: usize,
+    /// Bytes of the pending buffer already scanned: the next call resumes
+    /// here, so a growing record is never rescanned.
     scanned: usize,
+    /// The csv quote state at `scanned`.
     csv: CsvState,
+    /// The scan state while the line ending is unknown.
+    first: FirstRecord,
+    /// Where the record open at `scanned` starts. Unknown after a skim, which
+    /// counts quotes without seeing record ends; found by a walk back from
+    /// `scanned` only when a record might pass the limit.
+    open: Option<usize>,
+    /// Bytes looked at over the framer's life, each revisit counted again
+    /// (but for the one byte looked back at for the CR of a CRLF).
+    examined: u64,
 }
 
 impl Framer {
@@ -26,8 +61,12 @@ impl Framer {
         Framer {
             syntax,
             eol: None,
+            max_record: MAX_RECORD_BYTES,
             scanned: 0,
             csv: CsvState::default(),
+            first: FirstRecord::default(),
+            open: Some(0),
+            examined: 0,
         }
     }
 
@@ -39,132 +78,375 @@ impl Framer {
         }
     }
 
+    /// Sets the longest record [`Framer::next_cut`] accepts, terminator
+    /// included (default [`MAX_RECORD_BYTES`]).
+    pub fn with_max_record(self, bytes: usize) -> Self {
+        Framer {
+            max_record: bytes,
+            ..self
+        }
+    }
+
     /// The line ending, once the first record has been seen.
     pub fn eol(&self) -> Option<Eol> {
         self.eol
+    }
+
+    /// Bytes looked at so far, counted once per look: stays within a small
+    /// multiple of the bytes pushed, whatever the input.
+    pub fn examined(&self) -> u64 {
+        self.examined
     }
 
     /// Returns the end of the first record of `pending` that ends at or after
     /// `target` bytes, or `None` if `pending` holds no such record end yet.
     ///
     /// `pending` must start at a record start and, between calls that return
-    /// `None`, may only grow at its end. After `Some(n)` the caller must drop
-    /// the first `n` bytes: the framer then expects a record start again.
-    /// At end of input (`eof`) the rest is the last record: `None` then
-    /// means nothing is left.
+    /// `None`, may only grow at its end (with the same `target`). After
+    /// `Some(n)` the caller must drop the first `n` bytes: the framer then
+    /// expects a record start again. At end of input (`eof`) the rest is the
+    /// last record: `None` then means nothing is left.
+    ///
+    /// A record longer than the limit is refused as soon as `pending` holds
+    /// more of it than the limit, so the caller never buffers much more.
+    pub fn next_cut(
+        &mut self,
+        pending: &[u8],
+        target: usize,
+        eof: bool,
+    ) -> Result<Option<usize>, RecordTooLong> {
+        self.cut(pending, target, eof, self.max_record)
+    }
+
+    /// [`Framer::next_cut`] without the record limit, for bytes already
+    /// checked (a chunk being split into its records).
     pub fn find_cut(&mut self, pending: &[u8], target: usize, eof: bool) -> Option<usize> {
-        match self.scan(pending, target, eof) {
-            Some(end) => Some(self.cut_at(end)),
-            None if eof && !pending.is_empty() => Some(self.cut_at(pending.len())),
-            None => None,
+        match self.cut(pending, target, eof, usize::MAX) {
+            Ok(cut) => cut,
+            Err(_) => unreachable!("no record is longer than usize::MAX bytes"),
         }
     }
 
-    fn scan(&mut self, pending: &[u8], target: usize, eof: bool) -> Option<usize> {
-        let eol = match self.eol {
-            Some(eol) => eol,
-            None => {
-                let (end, eol) = first_terminator(self.syntax, pending, eof)?;
-                self.eol = Some(eol);
-                if end >= target {
-                    return Some(end);
-                }
-                // The first record is done; scan the rest in the fast way.
-                self.scanned = end;
-                eol
-            }
+    fn cut(
+        &mut self,
+        pending: &[u8],
+        target: usize,
+        eof: bool,
+        limit: usize,
+    ) -> Result<Option<usize>, RecordTooLong> {
+        let end = match self.scan(pending, target, eof, limit)? {
+            Some(end) => end,
+            // `scan` has checked the open record: it is the last one.
+            None if eof && !pending.is_empty() => pending.len(),
+            None => return Ok(None),
         };
-        match self.syntax {
-            Syntax::Text => self.find_text_cut(pending, target, eol),
-            Syntax::Csv { quote, escape } if quote == escape => {
-                self.find_csv_parity_cut(pending, target, eol, quote)
-            }
-            Syntax::Csv { quote, escape } => {
-                self.find_csv_escape_cut(pending, target, eol, quote, escape)
-            }
-        }
-    }
-
-    fn cut_at(&mut self, end: usize) -> usize {
         self.scanned = 0;
         self.csv = CsvState::default();
-        end
+        self.first = FirstRecord::default();
+        self.open = Some(0);
+        Ok(Some(end))
     }
 
-    fn find_text_cut(&mut self, buf: &[u8], target: usize, eol: Eol) -> Option<usize> {
-        let from = self.scanned.max(target.saturating_sub(1));
-        for i in memchr::memchr_iter(eol.last_byte(), &buf[from.min(buf.len())..]) {
-            let i = from + i;
-            // For CRLF the terminator starts at the CR; what escapes it is before.
-            let start = if eol == Eol::CrLf && i > 0 && buf[i - 1] == b'\r' {
-                i - 1
-            } else {
-                i
-            };
-            let backslashes = buf[..start]
-                .iter()
-                .rev()
-                .take_while(|&&b| b == b'\\')
-                .count();
-            if backslashes % 2 == 0 {
-                return Some(i + 1);
+    fn scan(
+        &mut self,
+        buf: &[u8],
+        target: usize,
+        eof: bool,
+        limit: usize,
+    ) -> Result<Option<usize>, RecordTooLong> {
+        let eol = match self.eol {
+            Some(eol) => eol,
+            None => match self.first_record(buf, target, eof, limit)? {
+                ControlFlow::Continue(eol) => eol,
+                ControlFlow::Break(found) => return Ok(found),
+            },
+        };
+        let found = match self.syntax {
+            Syntax::Text => self.text_cut(buf, target, eol, limit)?,
+            Syntax::Csv { quote, escape } if quote == escape => {
+                self.csv_parity_cut(buf, target, eol, quote, limit)?
+            }
+            Syntax::Csv { quote, escape } => {
+                self.csv_escape_cut(buf, target, eol, quote, escape, limit)?
+            }
+        };
+        if found.is_none() && buf.len() > limit {
+            self.check(buf, buf.len(), eol, limit)?;
+        }
+        Ok(found)
+    }
+
+    /// Scans on in the first record, where the line ending is learnt: on
+    /// to the fast scans once it has ended before the target.
+    #[cold]
+    fn first_record(
+        &mut self,
+        buf: &[u8],
+        target: usize,
+        eof: bool,
+        limit: usize,
+    ) -> Result<ControlFlow<Option<usize>, Eol>, RecordTooLong> {
+        let from = self.scanned;
+        let looks = looks_per_byte(self.syntax);
+        match self.first.resume(self.syntax, buf, from, eof) {
+            FirstEnd::Ended(end, eol) => {
+                // The scan may have peeked at the byte after a CR.
+                self.examined += looks * ((end + 1).min(buf.len()) - from) as u64;
+                self.eol = Some(eol);
+                if end > limit {
+                    return Err(RecordTooLong { start: 0, limit });
+                }
+                if end >= target {
+                    return Ok(ControlFlow::Break(Some(end)));
+                }
+                self.scanned = end;
+                self.open = Some(end);
+                Ok(ControlFlow::Continue(eol))
+            }
+            FirstEnd::More => {
+                self.examined += looks * (buf.len() - from) as u64;
+                self.scanned = buf.len();
+                if buf.len() > limit {
+                    return Err(RecordTooLong { start: 0, limit });
+                }
+                Ok(ControlFlow::Break(None))
             }
         }
-        self.scanned = buf.len();
-        None
     }
 
-    fn find_csv_parity_cut(
+    fn csv_parity_cut(
         &mut self,
         buf: &[u8],
         target: usize,
         eol: Eol,
         quote: u8,
-    ) -> Option<usize> {
-        // Skim up to the target: only the parity of quotes matters there.
-        let skim_to = target.saturating_sub(1).min(buf.len());
+        limit: usize,
+    ) -> Result<Option<usize>, RecordTooLong> {
+        let skim_to = skim_end(buf.len(), target, limit);
         if self.scanned < skim_to {
-            let quotes = count_byte(&buf[self.scanned..skim_to], quote);
-            self.csv.in_quote ^= quotes % 2 == 1;
+            // Before the target only the quote parity matters: one vectorized count.
+            self.csv.in_quote ^= count_byte(&buf[self.scanned..skim_to], quote) % 2 == 1;
+            self.examined += (skim_to - self.scanned) as u64;
             self.scanned = skim_to;
+            self.open = None;
         }
         let base = self.scanned;
-        let mut from = base;
+        let mut found = None;
         for i in memchr::memchr_iter(eol.last_byte(), &buf[base..]) {
             let i = base + i;
-            let quotes = count_byte(&buf[from..i], quote);
-            self.csv.in_quote ^= quotes % 2 == 1;
-            from = i + 1;
-            if !self.csv.in_quote {
-                return Some(i + 1);
+            self.csv.in_quote ^= count_byte(&buf[self.scanned..i], quote) % 2 == 1;
+            self.scanned = i;
+            if !self.csv.in_quote && ends_record(buf, i, eol) {
+                found = self
+                    .record_end(buf, i + 1, target, eol, limit)
+                    .inspect_err(|_| self.examined += 2 * (i + 1 - base) as u64)?;
+                if found.is_some() {
+                    self.scanned = i + 1;
+                    break;
+                }
             }
+            self.scanned = i + 1;
         }
-        self.csv.in_quote ^= count_byte(&buf[from..], quote) % 2 == 1;
-        self.scanned = buf.len();
-        None
+        if found.is_none() {
+            self.csv.in_quote ^= count_byte(&buf[self.scanned..], quote) % 2 == 1;
+            self.scanned = buf.len();
+        }
+        // memchr went over these bytes, and the count went again.
+        self.examined += 2 * (self.scanned - base) as u64;
+        Ok(found)
     }
 
-    fn find_csv_escape_cut(
+    fn csv_escape_cut(
         &mut self,
         buf: &[u8],
         target: usize,
         eol: Eol,
         quote: u8,
         escape: u8,
-    ) -> Option<usize> {
+        limit: usize,
+    ) -> Result<Option<usize>, RecordTooLong> {
+        // Whether a quote counts depends on every byte before it, so nothing
+        // is skimmed here and the open record's start is always known.
         let last = eol.last_byte();
-        let skim_to = target.saturating_sub(1).min(buf.len());
-        let mut i = self.scanned;
+        let mut csv = self.csv;
+        let mut open = self.open.unwrap_or(0);
+        let from = self.scanned;
+        let mut i = from;
+        let mut found = None;
         while i < buf.len() {
             let c = buf[i];
-            self.csv.step(c, quote, escape);
             i += 1;
-            if c == last && !self.csv.in_quote && i > skim_to {
-                return Some(i);
+            if c != last && c != quote && c != escape {
+                // Most bytes: a branch here runs twice as fast as stepping
+                // the state through every byte.
+                csv.last_was_esc = false;
+                continue;
+            }
+            csv.step(c, quote, escape);
+            if c == last && !csv.in_quote && ends_record(buf, i - 1, eol) {
+                if i - open > limit {
+                    self.examined += (i - from) as u64;
+                    return Err(RecordTooLong { start: open, limit });
+                }
+                if i >= target {
+                    found = Some(i);
+                    break;
+                }
+                open = i;
             }
         }
-        self.scanned = buf.len();
-        None
+        self.examined += (i - from) as u64;
+        self.csv = csv;
+        self.open = Some(open);
+        self.scanned = i;
+        Ok(found)
+    }
+
+    fn text_cut(
+        &mut self,
+        buf: &[u8],
+        target: usize,
+        eol: Eol,
+        limit: usize,
+    ) -> Result<Option<usize>, RecordTooLong> {
+        let skim_to = skim_end(buf.len(), target, limit);
+        if self.scanned < skim_to {
+            // No state to keep: whether a line end is escaped shows in the
+            // backslashes right before it. So these bytes are not even read.
+            self.scanned = skim_to;
+            self.open = None;
+        }
+        let base = self.scanned;
+        let mut found = None;
+        for i in memchr::memchr_iter(eol.last_byte(), &buf[base..]) {
+            let i = base + i;
+            self.scanned = i;
+            if self.text_ends_record(buf, i, eol) {
+                found = self
+                    .record_end(buf, i + 1, target, eol, limit)
+                    .inspect_err(|_| self.examined += (i + 1 - base) as u64)?;
+                if found.is_some() {
+                    self.scanned = i + 1;
+                    break;
+                }
+            }
+            self.scanned = i + 1;
+        }
+        if found.is_none() {
+            self.scanned = buf.len();
+        }
+        self.examined += (self.scanned - base) as u64;
+        Ok(found)
+    }
+
+    /// The record open at `scanned` ends at `end`: a cut if that is at or
+    /// after the target, else the next record opens there.
+    #[inline]
+    fn record_end(
+        &mut self,
+        buf: &[u8],
+        end: usize,
+        target: usize,
+        eol: Eol,
+        limit: usize,
+    ) -> Result<Option<usize>, RecordTooLong> {
+        // No record is longer than the pending bytes: usually nothing to do.
+        if end > limit {
+            self.check(buf, end, eol, limit)?;
+        }
+        if end >= target {
+            return Ok(Some(end));
+        }
+        self.open = Some(end);
+        Ok(None)
+    }
+
+    /// Refuses the record open at `scanned` if, ending at `end`, it is
+    /// longer than `limit`.
+    #[cold]
+    fn check(
+        &mut self,
+        buf: &[u8],
+        end: usize,
+        eol: Eol,
+        limit: usize,
+    ) -> Result<(), RecordTooLong> {
+        let start = match self.open {
+            Some(start) => start,
+            None => {
+                let start = self.open_start(buf, eol);
+                self.open = Some(start);
+                start
+            }
+        };
+        if end - start > limit {
+            return Err(RecordTooLong { start, limit });
+        }
+        Ok(())
+    }
+
+    /// Where the record open at `scanned` starts: after the last record end
+    /// before it. Walked back at most once per record (the answer is kept),
+    /// and only for pending bytes past the limit.
+    fn open_start(&mut self, buf: &[u8], eol: Eol) -> usize {
+        // csv with a distinct escape never skims, so never comes here: its
+        // quote state cannot be walked backwards.
+        debug_assert!(!matches!(self.syntax, Syntax::Csv { quote, escape } if quote != escape));
+        let mut in_quote = self.csv.in_quote;
+        let mut hi = self.scanned;
+        while let Some(p) = memchr::memrchr(eol.last_byte(), &buf[..hi]) {
+            let ends = match self.syntax {
+                Syntax::Text => {
+                    self.examined += (hi - p) as u64;
+                    self.text_ends_record(buf, p, eol)
+                }
+                Syntax::Csv { quote, .. } => {
+                    // The state before `hi`, flipped by each quote in between.
+                    self.examined += 2 * (hi - p) as u64;
+                    in_quote ^= count_byte(&buf[p + 1..hi], quote) % 2 == 1;
+                    !in_quote && ends_record(buf, p, eol)
+                }
+            };
+            if ends {
+                return p + 1;
+            }
+            hi = p;
+        }
+        self.examined += hi as u64;
+        0
+    }
+
+    /// Whether the line end at `i` ends a text record: an even run of
+    /// backslashes before its terminator (a record never starts escaped).
+    fn text_ends_record(&mut self, buf: &[u8], i: usize, eol: Eol) -> bool {
+        if !ends_record(buf, i, eol) {
+            return false;
+        }
+        // For CRLF the terminator starts at the CR; what escapes it is before.
+        let at = if eol == Eol::CrLf { i - 1 } else { i };
+        let backslashes = buf[..at].iter().rev().take_while(|&&b| b == b'\\').count();
+        self.examined += backslashes as u64;
+        backslashes % 2 == 0
+    }
+}
+
+/// Whether a line-end byte at `i`, outside quotes and escapes, ends a
+/// record: with CRLF only after a CR (a lone LF is data to the framer, as
+/// in the reference walk; COPY refuses the record). The one byte looked
+/// back at is not counted as examined: at most one per byte scanned.
+#[inline]
+fn ends_record(buf: &[u8], i: usize, eol: Eol) -> bool {
+    eol != Eol::CrLf || (i > 0 && buf[i - 1] == b'\r')
+}
+
+/// Where skimming stops: just before the target, from where a record end is
+/// a cut. Skimming does not see record ends, so when a record ending before
+/// the target could be longer than the limit, nothing is skimmed.
+fn skim_end(len: usize, target: usize, limit: usize) -> usize {
+    if target > limit {
+        0
+    } else {
+        target.saturating_sub(1).min(len)
     }
 }
 
@@ -236,6 +518,20 @@ mod tests {
     fn crlf_and_cr_line_endings() {
         assert_eq!(cuts(CSV, b"a\r\nb\r\n", 1), vec![&b"a\r\n"[..], b"b\r\n"]);
         assert_eq!(cuts(CSV, b"a\rb\rc", 1), vec![&b"a\r"[..], b"b\r", b"c"]);
+    }
+
+    #[test]
+    fn only_the_learnt_line_ending_ends_records() {
+        // A lone LF in a CRLF input is data here, as a lone CR is in an LF
+        // input: the record runs to the next CRLF, and COPY refuses it.
+        assert_eq!(
+            cuts(CSV, b"a\r\nb\nc\r\n", 1),
+            vec![&b"a\r\n"[..], b"b\nc\r\n"]
+        );
+        assert_eq!(
+            cuts(Syntax::Text, b"a\nb\rc\n", 1),
+            vec![&b"a\n"[..], b"b\rc\n"]
+        );
     }
 
     #[test]

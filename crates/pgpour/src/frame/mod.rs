@@ -10,18 +10,29 @@
 //!   state after any stretch of bytes is the parity of its quote count.
 //! * text: a backslash escapes the byte after it, newlines included.
 //! * The line ending (LF, CRLF or CR) is learned from the first record.
+//!   After that only it ends records: a lone LF in a CRLF input, like a lone
+//!   CR in an LF input, is data to the framer (COPY refuses such a record).
+//!
+//! The framer keeps its scan state between pushes, so each input byte is
+//! looked at a bounded number of times whatever the quoting, and it refuses
+//! a record as soon as it grows past a limit (PostgreSQL's 1 GiB by default)
+//! instead of buffering it.
 
 mod chunker;
 mod end_marker;
 mod fields;
+mod first_record;
 mod records;
 
 #[cfg(test)]
+mod hostile;
+#[cfg(test)]
 mod props;
 
-pub use chunker::Framer;
-pub use end_marker::end_of_data;
+pub use chunker::{Framer, RecordTooLong, MAX_RECORD_BYTES};
+pub use end_marker::{end_of_data, EndMarkers};
 pub use fields::{split_fields, trim_terminator};
+pub(crate) use first_record::first_terminator;
 pub use records::{copy_lines, stray_line_break, RecordIter, StrayBreak};
 
 /// How records are delimited, as far as finding their ends is concerned.
@@ -78,44 +89,4 @@ impl CsvState {
             self.last_was_esc = false;
         }
     }
-}
-
-/// Finds the first line terminator of `buf` that ends a record, scanning from
-/// a record start, and the line ending it implies. Returns `None` when more
-/// bytes are needed to decide (no terminator yet, or a CR as the last byte
-/// before end of input is known).
-pub(crate) fn first_terminator(syntax: Syntax, buf: &[u8], eof: bool) -> Option<(usize, Eol)> {
-    let mut csv = CsvState::default();
-    let mut i = 0;
-    while i < buf.len() {
-        let c = buf[i];
-        match syntax {
-            Syntax::Text => {
-                if c == b'\\' {
-                    i += 2;
-                    continue;
-                }
-            }
-            Syntax::Csv { quote, escape } => {
-                csv.step(c, quote, escape);
-                if csv.in_quote {
-                    i += 1;
-                    continue;
-                }
-            }
-        }
-        if c == b'\n' {
-            return Some((i + 1, Eol::Lf));
-        }
-        if c == b'\r' {
-            return match buf.get(i + 1) {
-                Some(b'\n') => Some((i + 2, Eol::CrLf)),
-                Some(_) => Some((i + 1, Eol::Cr)),
-                None if eof => Some((i + 1, Eol::Cr)),
-                None => None,
-            };
-        }
-        i += 1;
-    }
-    None
 }

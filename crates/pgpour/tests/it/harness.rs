@@ -156,6 +156,7 @@ impl Case {
             max_errors: Some(0),
             reject_file: None,
             replace_rejects: false,
+            max_record_size: pgpour::frame::MAX_RECORD_BYTES,
             load_id: None,
             atomic: false,
             journal: true,

@@ -6,6 +6,7 @@ mod connection;
 mod faults;
 mod harness;
 mod hostile_files;
+mod hostile_inputs;
 mod overlap;
 mod random_documents;
 mod rejects;

@@ -47,6 +47,7 @@ fn options(dir: &tempfile::TempDir, bytes: &[u8]) -> LoadOptions {
         chunk_size: 300,
         reject_file: Some(dir.path().join("rejects.csv")),
         replace_rejects: false,
+        max_record_size: pgpour::frame::MAX_RECORD_BYTES,
         ..LoadOptions::new(
             vec![InputSpec::File(path)],
             TableName::parse("actual").unwrap(),

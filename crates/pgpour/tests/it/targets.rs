@@ -27,6 +27,7 @@ fn options(
         max_errors: Some(0),
         reject_file: Some(dir.path().join("rejects.csv")),
         replace_rejects: false,
+        max_record_size: pgpour::frame::MAX_RECORD_BYTES,
         load_id: None,
         atomic: false,
         journal: true,
