@@ -559,6 +559,10 @@ pub(crate) fn committed_chunk(
 
 /// Every load in the journal, or one.
 pub fn status(client: &mut impl GenericClient, load_id: Option<&str>) -> Result<Vec<LoadStatus>> {
+    crate::sql::with_pinned_search_path(client, |client| status_of(client, load_id))
+}
+
+fn status_of(client: &mut impl GenericClient, load_id: Option<&str>) -> Result<Vec<LoadStatus>> {
     let has_schema: bool = client
         .query_one("SELECT to_regclass('pgpour.loads') IS NOT NULL", &[])
         .map_err(Error::db("reading the journal"))?
@@ -608,6 +612,10 @@ pub fn status(client: &mut impl GenericClient, load_id: Option<&str>) -> Result<
 /// Drops a load's journal entry, after restoring what the load left to
 /// restore (indexes it dropped); `None` when there was no such load.
 pub fn forget(client: &mut postgres::Client, load_id: &str) -> Result<Option<Vec<String>>> {
+    crate::sql::with_pinned_search_path(client, |client| forget_pinned(client, load_id))
+}
+
+fn forget_pinned(client: &mut postgres::Client, load_id: &str) -> Result<Option<Vec<String>>> {
     let has_schema: bool = client
         .query_one("SELECT to_regclass('pgpour.loads') IS NOT NULL", &[])
         .map_err(Error::db("reading the journal"))?

@@ -142,10 +142,15 @@ pub fn load(
             return Err(Box::new(LoadFailure { error, summary }));
         }
     };
-    let run_token = run.as_ref().map_or("", |r| r.token.as_str());
     let journaled = AtomicBool::new(false);
     let outcome = load_passes(
-        connect, &options, progress, cancel, started, &journaled, run_token,
+        connect,
+        &options,
+        progress,
+        cancel,
+        started,
+        &journaled,
+        run.as_ref(),
     );
     // A load that failed before the journal had it (a missing file, a wrong
     // host) changed nothing: it does not even try to connect again.
@@ -161,9 +166,14 @@ pub fn load(
     let client = match outcome {
         Ok(_) => connect_retrying(connect, cancel),
         Err(_) => connect.connect(),
-    };
-    let restored =
-        client.and_then(|mut client| crate::indexes::restore_pending(&mut client, load_id));
+    }
+    .and_then(pinned);
+    // Only while this run holds the load: a run that took it over (after
+    // this one lost its lock with its session) restores at its own end.
+    let held = run.as_ref().map_or(Ok(()), |run| run.ensure_held(connect));
+    let restored = held
+        .and(client)
+        .and_then(|mut client| crate::indexes::restore_pending(&mut client, load_id));
     match (outcome, restored) {
         (Ok(mut summary), Ok(done)) => {
             summary.restored(done, started.elapsed());
@@ -198,13 +208,11 @@ fn load_passes(
     cancel: &AtomicBool,
     started: Instant,
     journaled: &AtomicBool,
-    run_token: &str,
+    run: Option<&RunLock>,
 ) -> Result<LoadSummary, Box<LoadFailure>> {
     let mut first: Option<(u64, Totals)> = None;
     for pass_number in 0..MAX_PASSES {
-        let pass = load_pass(
-            connect, options, progress, cancel, started, journaled, run_token,
-        )?;
+        let pass = load_pass(connect, options, progress, cancel, started, journaled, run)?;
         let (resumed, before) = *first.get_or_insert((pass.summary.resumed_chunks, pass.before));
         if !pass.chunks_lost {
             let mut summary = pass.summary;
@@ -257,8 +265,9 @@ fn load_pass(
     started: Instant,
     // Set once the journal has the load: its restores may then be pending.
     journaled: &AtomicBool,
-    run_token: &str,
+    run: Option<&RunLock>,
 ) -> Result<Pass, Box<LoadFailure>> {
+    let run_token = run.map_or("", |r| r.token.as_str());
     let mut workers = options.workers.unwrap_or_else(default_workers).max(1);
     let sink = RejectSink::new(
         options
@@ -309,6 +318,11 @@ fn load_pass(
         Box::new(LoadFailure { error, summary })
     };
     let load_id = options.load_id.clone().unwrap_or_default();
+    // A server restart (which made another pass needed) ends the lock's
+    // session: take the lock again, or learn that another run has it.
+    if let Some(run) = run {
+        run.ensure_held(connect).map_err(fail)?;
+    }
     // Before the journal has a new load: a refused reject path leaves no trace.
     let state = match first_client.as_mut().filter(|_| options.journal) {
         Some(client) => crate::journal::state_of(client, &load_id).map_err(fail)?,
@@ -436,6 +450,7 @@ fn load_pass(
                 loader: &loader,
                 sink: &sink,
                 committed_ranges: &committed_ranges,
+                run,
                 progress,
                 gate: &gate,
                 stop: &stop,
@@ -472,7 +487,7 @@ fn load_pass(
         if !options.journal {
             return Ok(());
         }
-        let mut client = connect_retrying(connect, cancel)?;
+        let mut client = connect_retrying(connect, cancel).and_then(pinned)?;
         crate::journal::set_state(&mut client, &load_id, run_token, state)
     };
     let with_resumed = |mut summary: LoadSummary| {
@@ -488,7 +503,7 @@ fn load_pass(
     let complete = first_error.is_none() && read_end == Some(ReadEnd::Done { chunks: committed });
     if atomic.is_some() && !complete {
         // All or nothing: nothing. (Best effort; resume rolls back leftovers.)
-        if let Ok(mut client) = connect_retrying(connect, cancel) {
+        if let Ok(mut client) = connect_retrying(connect, cancel).and_then(pinned) {
             crate::prepared::rollback(&mut client, &prepared);
         }
     }
@@ -537,7 +552,7 @@ fn load_pass(
         if !options.journal {
             return Ok(Some(Totals::default()));
         }
-        let mut client = connect_retrying(connect, cancel)?;
+        let mut client = connect_retrying(connect, cancel).and_then(pinned)?;
         if atomic == Some(AtomicMode::TwoPhase) {
             // Decided: from here on, resume finishes the commit.
             crate::prepared::commit(&mut client, &load_id, &prepared)?;
@@ -614,6 +629,10 @@ fn prepare(
         &options.format,
     )?;
     target.preflight(&mut client)?;
+    // The target is resolved with the user's path; what follows on this
+    // session (journal, indexes, sequences) is pgpour's own SQL, until the
+    // first worker takes it over for COPY.
+    let client = pinned(client)?;
     Ok((Some(client), target))
 }
 
@@ -659,6 +678,8 @@ struct Worker<'a> {
     sink: &'a RejectSink,
     /// Byte ranges of the chunks committed, per input (without the journal).
     committed_ranges: &'a Mutex<Vec<(usize, u64, u64)>>,
+    /// The run's lock on its load id, taken again after a reconnection.
+    run: Option<&'a RunLock>,
     progress: &'a Progress,
     gate: &'a Gate,
     stop: &'a AtomicBool,
@@ -669,7 +690,12 @@ struct Worker<'a> {
 impl Worker<'_> {
     fn run(&self, client: Option<Client>, rx: crossbeam_channel::Receiver<Chunk>) -> Result<()> {
         let mut client = match client {
-            Some(c) => c,
+            Some(mut c) => {
+                // COPY runs the table's triggers: with the user's path.
+                c.batch_execute("RESET search_path")
+                    .map_err(Error::db("setting up the session"))?;
+                c
+            }
             None => connect_retrying(self.connect, self.cancel)?,
         };
         if let Some(load_id) = self.loader.journal {
@@ -806,6 +832,10 @@ impl Worker<'_> {
             std::thread::sleep(delay);
             delay = (delay * 2).min(Duration::from_secs(5));
             *client = connect_retrying(self.connect, self.cancel)?;
+            if let Some(run) = self.run {
+                // The server may have restarted, ending the lock's session.
+                run.ensure_held(self.connect)?;
+            }
             if let Some(load_id) = self.loader.journal {
                 journaled_session(client, load_id)?;
                 if let Some((rows, rejected)) =
@@ -843,6 +873,12 @@ fn connect_retrying(connect: &ConnectOptions, cancel: &AtomicBool) -> Result<Cli
             other => return other,
         }
     }
+}
+
+/// A session for pgpour's own statements only, its search path pinned.
+fn pinned(mut client: Client) -> Result<Client> {
+    crate::sql::pin_search_path(&mut client).map_err(Error::db("setting up the session"))?;
+    Ok(client)
 }
 
 /// A worker session of a journaled load. Chunks commit asynchronously: the

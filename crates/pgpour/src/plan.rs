@@ -222,10 +222,11 @@ fn missing_table_message(client: &mut Client, table: &TableName) -> String {
     // A case mismatch is the usual cause: unquoted names fold to lower case.
     let similar: Option<String> = client
         .query_opt(
-            "SELECT quote_ident(n.nspname) || '.' || quote_ident(c.relname) FROM pg_class c \
-             JOIN pg_namespace n ON n.oid = c.relnamespace \
-             WHERE lower(c.relname) = lower($1) AND c.relkind IN ('r', 'p', 'f') \
-             AND ($2::text IS NULL OR lower(n.nspname) = lower($2)) LIMIT 1",
+            // Runs under the user's search path: every call names pg_catalog.
+            "SELECT pg_catalog.quote_ident(n.nspname::text) || '.' || pg_catalog.quote_ident(c.relname::text) \
+             FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace \
+             WHERE pg_catalog.lower(c.relname::text) = pg_catalog.lower($1::text) AND c.relkind IN ('r', 'p', 'f') \
+             AND ($2::text IS NULL OR pg_catalog.lower(n.nspname::text) = pg_catalog.lower($2::text)) LIMIT 1",
             &[&table.name, &table.schema],
         )
         .ok()

@@ -7,6 +7,8 @@
 //! still fences the run: each chunk commits only while the load's
 //! `run_token` is this run's (see `journal::record_chunk`).
 
+use std::sync::Mutex;
+
 use postgres::Client;
 
 use crate::conn::ConnectOptions;
@@ -16,7 +18,8 @@ use crate::sql::quote_literal;
 /// The lock of one run on its load id; released when dropped (the
 /// connection closes).
 pub(crate) struct RunLock {
-    _session: Client,
+    session: Mutex<Client>,
+    load_id: String,
     /// This run's token: it names the run in the journal and in the ids of
     /// the transactions it prepares.
     pub token: String,
@@ -25,6 +28,7 @@ pub(crate) struct RunLock {
 impl std::fmt::Debug for RunLock {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("RunLock")
+            .field("load_id", &self.load_id)
             .field("token", &self.token)
             .finish()
     }
@@ -33,40 +37,65 @@ impl std::fmt::Debug for RunLock {
 impl RunLock {
     /// Takes the lock on `load_id`, or says which run holds it.
     pub fn acquire(connect: &ConnectOptions, load_id: &str) -> Result<RunLock> {
-        let mut session = connect.connect()?;
-        // Other sessions see this name in pg_stat_activity; a second run
-        // quotes it to say who holds the load.
-        let name = format!("pgpour on {} pid {}", host_name(), std::process::id());
-        // The session sits idle for the whole run: a server's idle timeout
-        // must not end it (and the lock with it). Its own statements name
-        // pg_catalog's objects, which no other role's may shadow.
-        session
-            .batch_execute(&format!(
-                "SET application_name = {}; SET idle_session_timeout = 0; \
-                 SET search_path = pg_catalog, pg_temp",
-                quote_literal(&name)
-            ))
-            .map_err(Error::db("setting up the run's lock session"))?;
-        let (high, low) = lock_key(load_id);
-        let taken: bool = session
-            .query_one(
-                "SELECT pg_catalog.pg_try_advisory_lock($1, $2)",
-                &[&(high as i32), &(low as i32)],
-            )
-            .map_err(Error::db("locking the load id"))?
-            .get(0);
-        if !taken {
-            let holder = holder(&mut session, high, low).unwrap_or_default();
-            return Err(Error::Config(format!(
-                "load {load_id} is already running{holder}; one run per load id at a time: \
-                 wait for that run to end (or stop it), then `pgpour resume {load_id}` if it did not finish"
-            )));
-        }
         Ok(RunLock {
-            _session: session,
+            session: Mutex::new(lock_session(connect, load_id)?),
+            load_id: load_id.to_string(),
             token: new_token(load_id),
         })
     }
+
+    /// Checks that the lock is still held, and takes it again on a new
+    /// session if its session was lost (a server restart ends it, and with
+    /// it the lock): then another run may have taken the load meanwhile,
+    /// which this says.
+    pub fn ensure_held(&self, connect: &ConnectOptions) -> Result<()> {
+        let mut session = self.session.lock().unwrap_or_else(|p| p.into_inner());
+        if session.simple_query("SELECT 1").is_ok() {
+            return Ok(());
+        }
+        *session = lock_session(connect, &self.load_id)?;
+        Ok(())
+    }
+}
+
+/// A session of its own holding the lock on `load_id`.
+fn lock_session(connect: &ConnectOptions, load_id: &str) -> Result<Client> {
+    let mut session = connect.connect()?;
+    // Other sessions see this name in pg_stat_activity; a second run
+    // quotes it to say who holds the load.
+    let name = format!("pgpour on {} pid {}", host_name(), std::process::id());
+    // The session sits idle for the whole run: a server's idle timeout
+    // must not end it (and the lock with it). Its own statements name
+    // pg_catalog's objects, which no other role's may shadow.
+    session
+        .batch_execute(&format!(
+            "SET application_name = {}; SET idle_session_timeout = 0; \
+             SET search_path = pg_catalog, pg_temp",
+            quote_literal(&name)
+        ))
+        .map_err(Error::db("setting up the run's lock session"))?;
+    try_lock(&mut session, load_id, "already running")?;
+    Ok(session)
+}
+
+/// Takes the session-level lock on `load_id`, or says who holds it.
+fn try_lock(session: &mut Client, load_id: &str, held_means: &str) -> Result<()> {
+    let (high, low) = lock_key(load_id);
+    let taken: bool = session
+        .query_one(
+            "SELECT pg_catalog.pg_try_advisory_lock($1, $2)",
+            &[&(high as i32), &(low as i32)],
+        )
+        .map_err(Error::db("locking the load id"))?
+        .get(0);
+    if taken {
+        return Ok(());
+    }
+    let holder = holder(session, high, low).unwrap_or_default();
+    Err(Error::Config(format!(
+        "load {load_id} is {held_means}{holder}; one run per load id at a time: wait for \
+         that run to end (or stop it), then `pgpour resume {load_id}` if it did not finish"
+    )))
 }
 
 /// Runs `f` holding the run lock of `load_id` on `client`'s own session
@@ -77,20 +106,8 @@ pub(crate) fn while_locked<T>(
     load_id: &str,
     f: impl FnOnce(&mut Client) -> Result<T>,
 ) -> Result<T> {
+    try_lock(client, load_id, "running")?;
     let (high, low) = lock_key(load_id);
-    let taken: bool = client
-        .query_one(
-            "SELECT pg_catalog.pg_try_advisory_lock($1, $2)",
-            &[&(high as i32), &(low as i32)],
-        )
-        .map_err(Error::db("locking the load id"))?
-        .get(0);
-    if !taken {
-        let holder = holder(client, high, low).unwrap_or_default();
-        return Err(Error::Config(format!(
-            "load {load_id} is running{holder}: wait for that run to end (or stop it) first"
-        )));
-    }
     let outcome = client
         .batch_execute("SET lock_timeout = '10s'")
         .map_err(Error::db("setting up the session"))

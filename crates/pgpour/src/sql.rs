@@ -122,6 +122,29 @@ fn split_identifiers(text: &str, separator: u8) -> Result<Vec<String>> {
     Ok(parts)
 }
 
+/// Pins the session's `search_path` to pg_catalog (temporary objects
+/// last): pgpour's own statements then resolve every function and operator
+/// to PostgreSQL's, whatever other roles create in schemas on the user's
+/// path (PostgreSQL's advice since CVE-2018-1058). Not for sessions that
+/// COPY: the table's triggers may rely on the user's path.
+pub(crate) fn pin_search_path(
+    client: &mut impl postgres::GenericClient,
+) -> Result<(), postgres::Error> {
+    client.batch_execute("SET search_path = pg_catalog, pg_temp")
+}
+
+/// Runs `f` with the search path pinned, then gives the session its own
+/// back (for a caller's client).
+pub(crate) fn with_pinned_search_path<C: postgres::GenericClient, T>(
+    client: &mut C,
+    f: impl FnOnce(&mut C) -> crate::error::Result<T>,
+) -> crate::error::Result<T> {
+    pin_search_path(client).map_err(crate::error::Error::db("pinning the search path"))?;
+    let outcome = f(client);
+    let _ = client.batch_execute("RESET search_path");
+    outcome
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

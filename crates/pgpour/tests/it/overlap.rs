@@ -117,6 +117,14 @@ fn a_second_run_of_a_load_id_stops_at_once_and_names_the_first() {
     let db = shared_cluster().create_database("one_run_per_id");
     let mut client = db.client();
     slow_table(&mut client, "t", 0.5);
+    // The lock's session idles for the whole run: a server's idle timeout
+    // must not end it (and free the id for a second run).
+    client
+        .batch_execute(&format!(
+            "ALTER DATABASE \"{}\" SET idle_session_timeout = '300ms'",
+            db.name
+        ))
+        .unwrap();
     let dir = tempfile::tempdir().unwrap();
     let path = numbers(dir.path(), "in.csv", 3000);
     let first = options(&path, "t", "nightly");
@@ -131,6 +139,7 @@ fn a_second_run_of_a_load_id_stops_at_once_and_names_the_first() {
             "SELECT count(*) FROM pg_stat_activity WHERE state = 'active' AND query LIKE 'COPY%' AND datname = current_database()",
             "the first run to copy",
         );
+        std::thread::sleep(Duration::from_millis(700));
         let started = Instant::now();
         let second = load(&db, &second);
         assert!(

@@ -139,7 +139,10 @@ fn operators_planted_in_the_loading_roles_schema_do_not_run() {
     // search_path ("$user"): operators for signatures pg_catalog lacks would
     // be chosen over pg_catalog's polymorphic ones.
     let db = shared_cluster().create_database("trust_operators");
-    db.client().batch_execute("CREATE TABLE t (n int)").unwrap();
+    // Indexes and a sequence: the planner's statements run too.
+    db.client()
+        .batch_execute("CREATE TABLE t (id serial PRIMARY KEY, n int); CREATE INDEX ON t (n)")
+        .unwrap();
     let mut evil = low_role(&db, "trust_evil_operator");
     evil.batch_execute(
         "CREATE SCHEMA postgres; \
@@ -149,11 +152,19 @@ fn operators_planted_in_the_loading_roles_schema_do_not_run() {
            $$ BEGIN ALTER ROLE trust_evil_operator SUPERUSER; RETURN a || b::text; END $$; \
          CREATE OPERATOR postgres.|| (LEFTARG = name, RIGHTARG = name, FUNCTION = postgres.grab); \
          CREATE OPERATOR postgres.|| (LEFTARG = text, RIGHTARG = bigint, FUNCTION = postgres.grab2); \
+         CREATE FUNCTION postgres.format(f text, a name, b name) RETURNS text LANGUAGE plpgsql AS \
+           $$ BEGIN ALTER ROLE trust_evil_operator SUPERUSER; RETURN pg_catalog.format(f, a, b); END $$; \
+         CREATE FUNCTION postgres.quote_ident(a name) RETURNS text LANGUAGE plpgsql AS \
+           $$ BEGIN ALTER ROLE trust_evil_operator SUPERUSER; RETURN pg_catalog.quote_ident(a::text); END $$; \
+         CREATE FUNCTION postgres.lower(a name) RETURNS text LANGUAGE plpgsql AS \
+           $$ BEGIN ALTER ROLE trust_evil_operator SUPERUSER; RETURN pg_catalog.lower(a::text); END $$; \
          GRANT USAGE ON SCHEMA postgres TO PUBLIC",
     )
     .unwrap();
     let dir = tempfile::tempdir().unwrap();
-    let _ = load(&db, &load_options(dir.path()));
+    let mut options = load_options(dir.path());
+    options.columns = Some(vec!["n".into()]);
+    let _ = load(&db, &options);
     let mut admin = db.client();
     let _ = pgpour::journal::status(&mut admin, None);
     let _ = pgpour::journal::forget(&mut admin, "nightly");
