@@ -5,7 +5,10 @@
 #      closes, so the whole file is one record (COPY: "unterminated CSV
 #      quoted field"); pgpour used to rescan that record on every read;
 #   2. a zstd bomb: a few hundred KB that inflate to BOMB_GB GiB of one
-#      quoted field, far past the 1 GiB a row may have.
+#      quoted field, far past the 1 GiB a row may have;
+#   3. REFUSED_ROWS rows (default 1M) that the server refuses every one of:
+#      each key is already in the table (pgpour --max-errors all rejects
+#      them all; psql \copy stops at the first).
 # Each runs under /usr/bin/time -v: wall time, the client's peak RSS, exit
 # code and the first line of its error. The server's memory is not counted.
 # The server is the one the libpq environment names (PGHOST, PGPORT, PGUSER,
@@ -14,12 +17,13 @@
 #   SIZE_MB=20 BOMB_GB=4 PGPOUR=/tmp/old-target/release/pgpour bench/hostile-inputs.sh
 set -euo pipefail
 SIZE_MB=${SIZE_MB:-200}
+REFUSED_ROWS=${REFUSED_ROWS:-1000000}
 BOMB_GB=${BOMB_GB:-16}
 PGPOUR=${PGPOUR:-$(dirname "$0")/../target/release/pgpour}
 TIMEOUT=${TIMEOUT:-600}
 TABLE=hostile_inputs
 WORK=$(mktemp -d /tmp/hostile-inputs.XXXXXX)
-trap 'rm -rf "$WORK"; psql -X -q -c "DROP TABLE IF EXISTS $TABLE" >/dev/null 2>&1 || true' EXIT
+trap 'rm -rf "$WORK"; psql -X -q -c "DROP TABLE IF EXISTS $TABLE, hostile_keys" >/dev/null 2>&1 || true' EXIT
 
 # 1. One quote opened at byte 2, then ordinary rows.
 OPEN="$WORK/unterminated.csv"
@@ -65,3 +69,16 @@ run "unterminated quote" psql psql -X -q -v ON_ERROR_STOP=1 \
 run "zstd bomb" pgpour "$PGPOUR" load "$BOMB" --table $TABLE --format csv --no-journal -q
 run "zstd bomb" psql psql -X -q -v ON_ERROR_STOP=1 \
   -c "\\copy $TABLE from program 'zstd -dc $BOMB' (format csv)"
+
+# 3. Every row refused by the server (a key the table already has).
+DUPS="$WORK/dups.csv"
+seq "$REFUSED_ROWS" | sed 's/$/,dup/' >"$DUPS"
+psql -X -q -v ON_ERROR_STOP=1 -c "SET client_min_messages = warning" \
+  -c "DROP TABLE IF EXISTS hostile_keys" -c "CREATE TABLE hostile_keys (id int PRIMARY KEY, v text)" \
+  -c "INSERT INTO hostile_keys SELECT g, 'old' FROM generate_series(1, $REFUSED_ROWS) g"
+TABLE=hostile_keys
+run "$REFUSED_ROWS rows all refused" pgpour "$PGPOUR" load "$DUPS" --table hostile_keys --format csv \
+  --no-journal -q --max-errors all --reject-file "$WORK/refused.csv"
+psql -X -q -c "INSERT INTO hostile_keys SELECT g, 'old' FROM generate_series(1, $REFUSED_ROWS) g"
+run "$REFUSED_ROWS rows all refused" psql psql -X -q -v ON_ERROR_STOP=1 \
+  -c "\\copy hostile_keys from '$DUPS' (format csv)"
