@@ -7,7 +7,7 @@
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Condvar, Mutex};
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use postgres::Client;
@@ -15,6 +15,7 @@ use postgres::Client;
 use crate::conn::ConnectOptions;
 use crate::copy::{ChunkLoader, Loaded};
 use crate::error::{Error, Result};
+use crate::gate::{Gate, OpenOnDrop};
 use crate::input::InputSpec;
 use crate::journal::{Previous, Totals};
 use crate::options::{chunk_size_for, default_workers, LoadOptions};
@@ -24,6 +25,7 @@ use crate::reader::{Chunk, ReadEnd, Reader};
 use crate::reject::{RejectBudget, RejectSink};
 use crate::report::LoadSummary;
 use crate::run_lock::RunLock;
+use crate::sessions::{connect_retrying, journaled_session, pinned, RETRY_FOR};
 
 /// How an `--atomic` load makes all its rows visible at once.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -848,101 +850,5 @@ impl Worker<'_> {
                 }
             }
         }
-    }
-}
-
-/// How long a chunk, or a connection, is retried after transient failures.
-const RETRY_FOR: Duration = Duration::from_secs(60);
-
-/// Connects once the load has started, waiting out a server that restarts
-/// or recovers (transient failures) for up to `RETRY_FOR`. The first
-/// connection of a load does not wait, so a wrong host fails at once.
-fn connect_retrying(connect: &ConnectOptions, cancel: &AtomicBool) -> Result<Client> {
-    let deadline = Instant::now() + RETRY_FOR;
-    let mut delay = Duration::from_millis(100);
-    loop {
-        match connect.connect() {
-            Err(e)
-                if e.is_transient()
-                    && Instant::now() < deadline
-                    && !cancel.load(Ordering::SeqCst) =>
-            {
-                std::thread::sleep(delay);
-                delay = (delay * 2).min(Duration::from_secs(5));
-            }
-            other => return other,
-        }
-    }
-}
-
-/// A session for pgpour's own statements only, its search path pinned.
-fn pinned(mut client: Client) -> Result<Client> {
-    crate::sql::pin_search_path(&mut client).map_err(Error::db("setting up the session"))?;
-    Ok(client)
-}
-
-/// A worker session of a journaled load. Chunks commit asynchronously: the
-/// journal shares their fate, and the load reports success only after a
-/// synchronous final commit. `pgpour.load` names the load, which lets the
-/// session write to a table whose unique keys the load dropped.
-fn journaled_session(client: &mut Client, load_id: &str) -> Result<()> {
-    client
-        .batch_execute(&format!(
-            "SET synchronous_commit = off; SET pgpour.load = {}",
-            crate::sql::quote_literal(load_id)
-        ))
-        .map_err(Error::db("setting up the session"))
-}
-
-/// Opens the gate when dropped: as committed only if marked so.
-struct OpenOnDrop<'a> {
-    gate: &'a Gate,
-    committed: bool,
-}
-
-impl<'a> OpenOnDrop<'a> {
-    fn new(gate: &'a Gate) -> Self {
-        OpenOnDrop {
-            gate,
-            committed: false,
-        }
-    }
-}
-
-impl Drop for OpenOnDrop<'_> {
-    fn drop(&mut self) {
-        self.gate.open(self.committed);
-    }
-}
-
-/// Holds workers back until the first chunk (with its TRUNCATE) has
-/// committed, and tells them whether it did.
-struct Gate {
-    /// `None` while the first chunk is loading.
-    outcome: Mutex<Option<bool>>,
-    opened: Condvar,
-}
-
-impl Gate {
-    fn new(open: bool) -> Self {
-        Gate {
-            outcome: Mutex::new(open.then_some(true)),
-            opened: Condvar::new(),
-        }
-    }
-
-    fn open(&self, committed: bool) {
-        *self.outcome.lock().unwrap_or_else(|p| p.into_inner()) = Some(committed);
-        self.opened.notify_all();
-    }
-
-    /// Waits for the first chunk; whether it committed.
-    fn wait(&self) -> bool {
-        let guard = self.outcome.lock().unwrap_or_else(|p| p.into_inner());
-        let outcome = self
-            .opened
-            .wait_while(guard, |outcome| outcome.is_none())
-            .unwrap_or_else(|p| p.into_inner());
-        *outcome == Some(true)
     }
 }
