@@ -191,7 +191,7 @@ pub fn new_load_id(table: &str) -> String {
         .filter(|c| c.is_ascii_alphanumeric() || *c == '_')
         .take(24)
         .collect();
-    let mix = fnv1a(
+    let mix = crate::hash::fnv1a(
         &[
             now.subsec_nanos().to_le_bytes(),
             std::process::id().to_le_bytes(),
@@ -702,13 +702,6 @@ fn fingerprint(path: &Path) -> std::io::Result<serde_json::Value> {
         "name": path.display().to_string(),
         "size": meta.len(),
         "modified": modified,
-        "sample_hash": format!("{:016x}", fnv1a(&sample)),
+        "sample_hash": format!("{:016x}", crate::hash::fnv1a(&sample)),
     }))
-}
-
-/// FNV-1a, 64 bits: stable across versions, unlike std's hasher.
-pub(crate) fn fnv1a(bytes: &[u8]) -> u64 {
-    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |hash, &b| {
-        (hash ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
-    })
 }

@@ -39,6 +39,7 @@ pub mod format;
 pub mod frame;
 mod gate;
 pub mod gen;
+mod hash;
 pub mod indexes;
 pub mod input;
 pub mod journal;

@@ -128,7 +128,7 @@ pub(crate) fn while_locked<T>(
 /// The advisory lock key of a load id: two 32-bit halves of a stable hash,
 /// the form `pg_try_advisory_lock(int4, int4)` takes.
 fn lock_key(load_id: &str) -> (u32, u32) {
-    let hash = crate::journal::fnv1a(format!("pgpour load\0{load_id}").as_bytes());
+    let hash = crate::hash::fnv1a(format!("pgpour load\0{load_id}").as_bytes());
     ((hash >> 32) as u32, hash as u32)
 }
 
@@ -174,7 +174,7 @@ fn new_token(load_id: &str) -> String {
         load_id.as_bytes(),
     ]
     .concat();
-    format!("{:016x}", crate::journal::fnv1a(&seed))
+    format!("{:016x}", crate::hash::fnv1a(&seed))
 }
 
 /// This machine's name, for messages that say where a run is.
