@@ -137,9 +137,9 @@ pub(crate) fn pin_search_path(
 /// back (for a caller's client).
 pub(crate) fn with_pinned_search_path<C: postgres::GenericClient, T>(
     client: &mut C,
-    f: impl FnOnce(&mut C) -> crate::error::Result<T>,
-) -> crate::error::Result<T> {
-    pin_search_path(client).map_err(crate::error::Error::db("pinning the search path"))?;
+    f: impl FnOnce(&mut C) -> Result<T>,
+) -> Result<T> {
+    pin_search_path(client).map_err(Error::db("pinning the search path"))?;
     let outcome = f(client);
     let _ = client.batch_execute("RESET search_path");
     outcome

@@ -111,22 +111,33 @@ fn count(db: &TestDb) -> i64 {
         .get(0)
 }
 
-#[test]
-fn without_the_journal_a_commit_whose_reply_was_lost_is_not_retried() {
-    let db = shared_cluster().create_database("commit_reply_lost");
+/// Table `t`, 200 numbers in `dir`, and a connection to `db` through a
+/// proxy that cuts the connection after the `cut_at`-th COMMIT.
+fn behind_commit_cutter(
+    db: &TestDb,
+    dir: &std::path::Path,
+    cut_at: usize,
+) -> (std::path::PathBuf, ConnectOptions) {
     db.client().batch_execute("CREATE TABLE t (n int)").unwrap();
     let (_, server_port) = db.cluster().tcp().expect("an owned cluster");
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("in.csv");
+    let path = dir.join("in.csv");
     let rows: String = (1..=200).map(|n| format!("{n}\n")).collect();
     std::fs::write(&path, rows).unwrap();
-    // The third chunk's commit reaches the server, its reply does not.
-    let proxy = CommitCutter::start(server_port, 3);
+    let proxy = CommitCutter::start(server_port, cut_at);
     let conninfo = format!(
         "host=127.0.0.1 port={} user=postgres password={SUPERUSER_PASSWORD} dbname={} sslmode=disable",
         proxy.port, db.name
     );
     let connect = ConnectOptions::resolve(Some(&conninfo), &|_| None).unwrap();
+    (path, connect)
+}
+
+#[test]
+fn without_the_journal_a_commit_whose_reply_was_lost_is_not_retried() {
+    let db = shared_cluster().create_database("commit_reply_lost");
+    let dir = tempfile::tempdir().unwrap();
+    // The third chunk's commit reaches the server, its reply does not.
+    let (path, connect) = behind_commit_cutter(&db, dir.path(), 3);
     let mut options = numbers_options(path);
     options.journal = false;
     let failure = pgpour::load(
@@ -155,19 +166,9 @@ fn without_the_journal_a_commit_whose_reply_was_lost_is_not_retried() {
 #[test]
 fn with_the_journal_a_commit_whose_reply_was_lost_is_found_and_not_doubled() {
     let db = shared_cluster().create_database("commit_reply_lost_journal");
-    db.client().batch_execute("CREATE TABLE t (n int)").unwrap();
-    let (_, server_port) = db.cluster().tcp().expect("an owned cluster");
     let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("in.csv");
-    let rows: String = (1..=200).map(|n| format!("{n}\n")).collect();
-    std::fs::write(&path, rows).unwrap();
     // Journaled loads commit the journal's setup too: cut a later one.
-    let proxy = CommitCutter::start(server_port, 6);
-    let conninfo = format!(
-        "host=127.0.0.1 port={} user=postgres password={SUPERUSER_PASSWORD} dbname={} sslmode=disable",
-        proxy.port, db.name
-    );
-    let connect = ConnectOptions::resolve(Some(&conninfo), &|_| None).unwrap();
+    let (path, connect) = behind_commit_cutter(&db, dir.path(), 6);
     let summary = pgpour::load(
         &connect,
         &numbers_options(path),
