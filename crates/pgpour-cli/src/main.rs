@@ -158,7 +158,17 @@ fn run_load(mut config: LoadConfig) -> Result<ExitCode> {
                 eprintln!("pgpour: rejected rows are in {file} (reasons in {file}.jsonl)");
             }
             if data_moved {
-                eprintln!("pgpour: {resume_hint}");
+                match &failure.error {
+                    // A damaged input fails again at the same byte on resume.
+                    pgpour::Error::Input { path, .. } if journaled => eprintln!(
+                        "pgpour: if the read failed for a passing cause, {resume_hint}; if {} \
+                         is damaged, resuming stops at the same place: replace it with a good \
+                         copy (`pgpour forget {load_id}` first if its content changes), or \
+                         remove the committed rows",
+                        path.display()
+                    ),
+                    _ => eprintln!("pgpour: {resume_hint}"),
+                }
             }
             printed.map(|()| ExitCode::from(EXIT_ERROR))
         }

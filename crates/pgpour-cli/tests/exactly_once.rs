@@ -179,7 +179,7 @@ fn kill_and_resume(
         assert_eq!(prepared, 0, "run {run}: prepared transactions left behind");
         let pending: i64 = db
             .client()
-            .query_one("SELECT count(*) FROM pgpour.restores", &[])
+            .query_one("SELECT count(*) FROM pgpour.undo", &[])
             .unwrap()
             .get(0);
         assert_eq!(

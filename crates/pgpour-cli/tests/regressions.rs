@@ -1,6 +1,6 @@
 //! The `pgpour` binary end to end, one test per bug that reached users:
-//! a closed stdout, sslmode on a unix socket, quoted conninfo values, and
-//! load ids that were accepted and failed late.
+//! a closed stdout, sslmode on a unix socket, quoted conninfo values, load
+//! ids that were accepted and failed late, and a damaged gzip file.
 
 mod common;
 
@@ -240,4 +240,83 @@ fn bad_load_ids_are_refused_before_anything_is_created() {
     assert!(out.status.success(), "{}", text(&out.stderr));
     let out = pgpour(&["status", &longest, "-d", &conninfo], None);
     assert!(out.status.success(), "{}", text(&out.stderr));
+}
+
+/// A gzip file whose checksum is wrong: chunks decoded before its end may
+/// have committed. The run fails (exit 2) naming the file, the position of
+/// the damage and the rows committed, and does not promise that a resume
+/// will get past it; with --atomic nothing is committed.
+#[test]
+fn a_damaged_gzip_file_fails_naming_where_and_what_committed() {
+    let db = shared_cluster().create_database("cli_damaged_gzip");
+    db.client()
+        .batch_execute("CREATE TABLE g (id int, name text)")
+        .unwrap();
+    let rows: String = (0..20_000).map(|i| format!("{i},name {i}\n")).collect();
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    std::io::Write::write_all(&mut gz, rows.as_bytes()).unwrap();
+    let mut bytes = gz.finish().unwrap();
+    // The CRC-32 is the trailer's first four bytes.
+    let crc = bytes.len() - 8;
+    bytes[crc] ^= 0xff;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("damaged.csv.gz");
+    std::fs::write(&path, &bytes).unwrap();
+    let file = path.to_str().unwrap();
+    let conninfo = db.conninfo();
+    let count = || -> i64 {
+        db.client()
+            .query_one("SELECT count(*) FROM g", &[])
+            .unwrap()
+            .get(0)
+    };
+
+    let out = pgpour(
+        &[
+            "load",
+            file,
+            "--table",
+            "g",
+            "-d",
+            &conninfo,
+            "--chunk-size",
+            "20000",
+        ],
+        None,
+    );
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains(file), "names the file: {stderr}");
+    assert!(
+        stderr.contains(&format!("after decompressed byte {}", rows.len())),
+        "names where: {stderr}"
+    );
+    let committed = count();
+    assert!(committed > 0, "chunks before the end committed");
+    assert!(
+        stderr.contains(&format!("{committed} rows were committed")),
+        "says what committed: {stderr}"
+    );
+    assert!(
+        stderr.contains("is damaged, resuming stops at the same place"),
+        "{stderr}"
+    );
+
+    db.client().batch_execute("TRUNCATE g").unwrap();
+    let out = pgpour(
+        &[
+            "load",
+            file,
+            "--table",
+            "g",
+            "-d",
+            &conninfo,
+            "--chunk-size",
+            "20000",
+            "--atomic",
+        ],
+        None,
+    );
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+    assert_eq!(count(), 0, "--atomic commits nothing");
 }

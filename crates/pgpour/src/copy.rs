@@ -272,8 +272,14 @@ impl<'a> ChunkLoader<'a> {
         let Some(load_id) = self.journal else {
             return Ok(());
         };
-        let recorded =
-            crate::journal::record_chunk(tx, load_id, self.run_token, chunk, rows, rejected);
+        let recorded = crate::journal::record_chunk(
+            tx,
+            load_id,
+            self.run_token,
+            &chunk.range(),
+            rows,
+            rejected,
+        );
         match recorded {
             Ok(true) => Ok(()),
             Ok(false) => Err(Error::Config(format!(

@@ -130,6 +130,15 @@ pub enum Error {
         source: postgres::Error,
     },
 
+    /// A step of a load's undo log that pgpour will not run: recorded as
+    /// SQL text by an older pgpour, or not about the load's own table.
+    #[error("the rows are loaded, but {what} was not restored: {reason}")]
+    UndoRefused {
+        what: String,
+        load_id: String,
+        reason: String,
+    },
+
     /// The connection failed while a chunk was committing, and without the
     /// journal nothing can tell whether it did: retrying could load it
     /// twice, so the load stops. `loaded` says what certainly committed.

@@ -10,18 +10,18 @@
 //!   filled by a sequence that does not cycle, so its rebuild cannot meet a
 //!   duplicate; a unique key read from the file keeps its index, which
 //!   checks each row as it loads;
-//! * the statements that recreate the indexes go to the journal in the
-//!   transaction that drops them, and each leaves it in the transaction that
-//!   runs it. The end of a load (done, failed or interrupted), `pgpour
-//!   resume` and `pgpour forget` run whatever is pending, so a crash at any
-//!   moment leaves the statements waiting for the next of these.
+//! * what recreates the indexes goes to the journal's undo log in the
+//!   transaction that drops them (see `journal::undo`), so a crash at any
+//!   moment leaves it for the end of the load, `pgpour resume` or `pgpour
+//!   forget`.
 
 use postgres::{Client, GenericClient};
 
 use crate::error::{Error, Result};
+use crate::journal::undo::{UndoStep, GUARD_TRIGGER};
 use crate::options::LoadOptions;
 use crate::plan::Target;
-use crate::sql::{quote_ident, quote_literal};
+use crate::sql::quote_literal;
 
 /// What the load does with the target's indexes.
 #[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize)]
@@ -40,6 +40,9 @@ pub struct Rebuild {
     pub name: String,
     #[serde(skip)]
     drop_sql: String,
+    /// What recreates it, as the catalog gives it.
+    #[serde(skip)]
+    undo: UndoStep,
     pub create_sql: String,
     /// A unique index or key: while it is away, other writers are kept out.
     pub unique: bool,
@@ -143,28 +146,48 @@ pub fn plan(
             plan.kept.push(keep(reason));
             continue;
         }
-        let (drop_sql, create_sql) = match row.get::<_, Option<String>>("conname") {
-            Some(constraint) => (
-                format!(
-                    "ALTER TABLE {} DROP CONSTRAINT {}",
-                    target.qualified,
-                    quote_ident(&constraint)
-                ),
-                format!(
-                    "ALTER TABLE {} ADD CONSTRAINT {} {}",
-                    target.qualified,
-                    quote_ident(&constraint),
-                    row.get::<_, String>("condef")
-                ),
-            ),
-            None => (
-                format!("DROP INDEX {}", row.get::<_, String>("qualified")),
-                row.get("indexdef"),
-            ),
+        let table: postgres::types::Oid = row.get("table_oid");
+        let table_name: String = row.get("table_name");
+        let (drop_sql, create_sql, undo) = match row.get::<_, Option<String>>("conname") {
+            Some(constraint) => {
+                let definition: String = row.get("condef");
+                (
+                    format!(
+                        "ALTER TABLE {} DROP CONSTRAINT {}",
+                        target.qualified,
+                        crate::sql::quote_ident(&constraint)
+                    ),
+                    format!(
+                        "ALTER TABLE {} ADD CONSTRAINT {} {definition}",
+                        target.qualified,
+                        crate::sql::quote_ident(&constraint),
+                    ),
+                    UndoStep::Constraint {
+                        table,
+                        table_name,
+                        name: constraint,
+                        definition,
+                    },
+                )
+            }
+            None => {
+                let definition: String = row.get("indexdef");
+                (
+                    format!("DROP INDEX {}", row.get::<_, String>("qualified")),
+                    definition.clone(),
+                    UndoStep::Index {
+                        table,
+                        table_name,
+                        name: name.clone(),
+                        definition,
+                    },
+                )
+            }
         };
         plan.rebuild.push(Rebuild {
             name,
             drop_sql,
+            undo,
             create_sql,
             unique: row.get("is_unique"),
         });
@@ -177,6 +200,9 @@ pub fn plan(
 const INDEXES_SQL: &str = "
 SELECT ic.relname::text AS name,
        format('%I.%I', n.nspname, ic.relname) AS qualified,
+       i.indrelid AS table_oid,
+       (SELECT format('%I.%I', tn.nspname, tc.relname) FROM pg_class tc
+          JOIN pg_namespace tn ON tn.oid = tc.relnamespace WHERE tc.oid = i.indrelid) AS table_name,
        con.conname::text AS conname, con.contype::text AS contype,
        pg_get_indexdef(i.indexrelid) AS indexdef,
        CASE WHEN con.oid IS NOT NULL THEN pg_get_constraintdef(con.oid) END AS condef,
@@ -228,12 +254,7 @@ pub fn drop_for_load(
     let dropped = (|| {
         for index in &plan.rebuild {
             tx.batch_execute(&index.drop_sql)?;
-            crate::journal::add_restore(
-                &mut tx,
-                load_id,
-                &format!("index {}", index.name),
-                &index.create_sql,
-            )?;
+            crate::journal::undo::record(&mut tx, load_id, &index.undo)?;
         }
         if plan.rebuild.iter().any(|r| r.unique) {
             // Recorded after the indexes: restored after them too.
@@ -261,10 +282,6 @@ pub fn drop_for_load(
         }),
     }
 }
-
-/// The name of the trigger that keeps other writers out of a table whose
-/// unique keys a load dropped.
-const GUARD_TRIGGER: &str = "pgpour_keep_out";
 
 /// Makes the table refuse INSERT and UPDATE from every session but the
 /// load's own (they set `pgpour.load` to the load id) until the keys are
@@ -294,61 +311,21 @@ fn keep_other_writers_out(
         table = target.qualified,
         id = quote_literal(load_id),
     ))?;
-    crate::journal::add_restore(
+    let table_name: String = tx
+        .query_one(
+            "SELECT format('%I.%I', n.nspname, c.relname) FROM pg_class c \
+             JOIN pg_namespace n ON n.oid = c.relnamespace WHERE c.oid = $1",
+            &[&target.oid],
+        )?
+        .get(0);
+    crate::journal::undo::record(
         tx,
         load_id,
-        &format!("trigger {GUARD_TRIGGER}"),
-        &format!(
-            "DROP TRIGGER IF EXISTS {GUARD_TRIGGER} ON {}",
-            target.qualified
-        ),
+        &UndoStep::GuardTrigger {
+            table: target.oid,
+            table_name,
+        },
     )
-}
-
-/// What a load still has to restore (`index votes_pkey`...).
-pub fn pending(client: &mut impl GenericClient, load_id: &str) -> Result<Vec<String>> {
-    Ok(client
-        .query(
-            "SELECT what FROM pgpour.restores WHERE load_id = $1 ORDER BY position",
-            &[&load_id],
-        )
-        .map_err(Error::db("reading the journal"))?
-        .iter()
-        .map(|r| r.get(0))
-        .collect())
-}
-
-/// Runs a load's pending restores, each in the transaction that removes it
-/// from the journal; returns what it restored. Stops at the first failure,
-/// which stays pending.
-pub fn restore_pending(client: &mut Client, load_id: &str) -> Result<Vec<String>> {
-    crate::journal::ensure_schema(client)?;
-    let pending = client
-        .query(
-            "SELECT position, what, sql FROM pgpour.restores WHERE load_id = $1 ORDER BY position",
-            &[&load_id],
-        )
-        .map_err(Error::db("reading the journal"))?;
-    let mut done = Vec::new();
-    for row in pending {
-        let (position, what, sql): (i32, String, String) = (row.get(0), row.get(1), row.get(2));
-        let run = (|| {
-            let mut tx = client.transaction()?;
-            tx.batch_execute(&sql)?;
-            tx.execute(
-                "DELETE FROM pgpour.restores WHERE load_id = $1 AND position = $2",
-                &[&load_id, &position],
-            )?;
-            tx.commit()
-        })();
-        run.map_err(|source| Error::Restore {
-            what: what.clone(),
-            load_id: load_id.to_string(),
-            source,
-        })?;
-        done.push(what);
-    }
-    Ok(done)
 }
 
 /// `--explain`'s words for an index plan.

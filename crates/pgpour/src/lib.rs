@@ -31,10 +31,12 @@
 //! ```
 
 pub mod bench;
+mod chunk_range;
 pub mod conn;
 mod copy;
 mod copy_context;
 pub mod error;
+mod fingerprint;
 pub mod format;
 pub mod frame;
 mod gate;
@@ -46,7 +48,6 @@ pub mod journal;
 pub mod options;
 pub mod pipeline;
 pub mod plan;
-pub mod prepared;
 pub mod progress;
 mod reader;
 pub mod reject;
@@ -55,7 +56,6 @@ mod run_lock;
 pub mod sequences;
 mod sessions;
 pub mod sql;
-mod trust;
 pub mod validate;
 
 pub use conn::ConnectOptions;

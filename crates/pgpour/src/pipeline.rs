@@ -173,9 +173,13 @@ pub fn load(
     // Only while this run holds the load: a run that took it over (after
     // this one lost its lock with its session) restores at its own end.
     let held = run.as_ref().map_or(Ok(()), |run| run.ensure_held(connect));
-    let restored = held
-        .and(client)
-        .and_then(|mut client| crate::indexes::restore_pending(&mut client, load_id));
+    let restored = held.and(client).and_then(|mut client| {
+        crate::journal::undo::run_pending(
+            &mut client,
+            load_id,
+            crate::journal::undo::Legacy::Refuse,
+        )
+    });
     match (outcome, restored) {
         (Ok(mut summary), Ok(done)) => {
             summary.restored(done, started.elapsed());
@@ -506,7 +510,7 @@ fn load_pass(
     if atomic.is_some() && !complete {
         // All or nothing: nothing. (Best effort; resume rolls back leftovers.)
         if let Ok(mut client) = connect_retrying(connect, cancel).and_then(pinned) {
-            crate::prepared::rollback(&mut client, &prepared);
+            crate::journal::two_phase::rollback(&mut client, &prepared);
         }
     }
     if let Some(Error::InDoubt { loaded, .. }) = &mut first_error {
@@ -557,7 +561,7 @@ fn load_pass(
         let mut client = connect_retrying(connect, cancel).and_then(pinned)?;
         if atomic == Some(AtomicMode::TwoPhase) {
             // Decided: from here on, resume finishes the commit.
-            crate::prepared::commit(&mut client, &load_id, &prepared)?;
+            crate::journal::two_phase::commit(&mut client, &load_id, &prepared)?;
         }
         let finished = crate::journal::finish_if_complete(&mut client, &load_id, expected)?;
         if finished.is_some() {
@@ -788,9 +792,9 @@ impl Worker<'_> {
         match mode {
             AtomicMode::OneTransaction => tx.commit().map_err(Error::db("committing the load")),
             AtomicMode::TwoPhase => {
-                let gid = crate::prepared::gid(self.loader.run_token, self.index);
+                let gid = crate::journal::two_phase::gid(self.loader.run_token, self.index);
                 let load_id = self.loader.journal.unwrap_or_default();
-                crate::prepared::record_inside(&mut tx, load_id, &gid)?;
+                crate::journal::two_phase::record_inside(&mut tx, load_id, &gid)?;
                 tx.batch_execute(&format!(
                     "PREPARE TRANSACTION {}",
                     crate::sql::quote_literal(&gid)
@@ -841,7 +845,7 @@ impl Worker<'_> {
             if let Some(load_id) = self.loader.journal {
                 journaled_session(client, load_id)?;
                 if let Some((rows, rejected)) =
-                    crate::journal::committed_chunk(client, load_id, chunk)?
+                    crate::journal::committed_chunk(client, load_id, &chunk.range())?
                 {
                     // Its rows were taken out of the reject file when the
                     // commit seemed to fail: they belong there after all.

@@ -11,6 +11,8 @@ use crate::validate::{ColumnCheck, Validator};
 /// A table resolved in the catalog and the file-to-column mapping.
 #[derive(Clone, Debug)]
 pub struct Target {
+    /// The table's oid.
+    pub oid: u32,
     /// `"schema"."table"` as found in the catalog.
     pub qualified: String,
     /// The table's bare name, as the server prints it in COPY's error context.
@@ -113,6 +115,7 @@ impl Target {
             .map_err(Error::db("reading the server version"))?
             .get(0);
         Ok(Target {
+            oid,
             qualified,
             relation: row.get(2),
             columns,

@@ -32,6 +32,19 @@ pub struct Chunk {
     pub data: Vec<u8>,
 }
 
+impl Chunk {
+    /// Where the chunk lies, for the journal.
+    pub fn range(&self) -> crate::chunk_range::ChunkRange {
+        crate::chunk_range::ChunkRange {
+            input: self.input,
+            byte_start: self.offset,
+            byte_end: self.offset + self.data.len() as u64,
+            first_line: self.first_line,
+            lines: self.lines,
+        }
+    }
+}
+
 /// A stretch of one input to read: all of it, or on resume a gap between
 /// chunks an earlier run committed.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -45,7 +58,7 @@ pub(crate) struct Segment {
 /// The segments still to read of each input, given the committed chunks.
 pub(crate) fn segments(
     inputs: usize,
-    committed: &[crate::journal::CommittedChunk],
+    committed: &[crate::chunk_range::CommittedChunk],
 ) -> Vec<Vec<Segment>> {
     (0..inputs)
         .map(|input| {
@@ -217,7 +230,13 @@ impl Reader<'_> {
             Some(to) => Box::new(stream.take(to - segment.from)),
             None => stream,
         };
-        let read_error = Error::io(input.name());
+        // Where a read failed, so that a corrupt compressed stream is named
+        // with the position of the damage (in decompressed bytes).
+        let mut read_to = segment.from;
+        let read_error = |e: std::io::Error, at: u64| {
+            let message = format!("{e} (after decompressed byte {at})");
+            Error::io(input.name())(std::io::Error::new(e.kind(), message))
+        };
         let mut buf = Vec::with_capacity(self.chunk_size + READ_BLOCK);
         let mut eof = false;
         let mut offset = segment.from;
@@ -227,7 +246,10 @@ impl Reader<'_> {
         let mut fill = |buf: &mut Vec<u8>, eof: &mut bool| -> Result<()> {
             let len = buf.len();
             buf.resize(len + READ_BLOCK, 0);
-            let n = stream.read(&mut buf[len..]).map_err(&read_error)?;
+            let n = stream
+                .read(&mut buf[len..])
+                .map_err(|e| read_error(e, read_to))?;
+            read_to += n as u64;
             buf.truncate(len + n);
             *eof = n == 0;
             Ok(())

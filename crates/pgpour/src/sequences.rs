@@ -14,6 +14,7 @@
 use postgres::{Client, GenericClient};
 
 use crate::error::{Error, Result};
+use crate::journal::undo::UndoStep;
 use crate::options::LoadOptions;
 use crate::plan::Target;
 
@@ -125,11 +126,17 @@ pub fn raise_for_load(
         let mut tx = client.transaction()?;
         for (sequence, cache) in &plan.raise {
             tx.batch_execute(&format!("ALTER SEQUENCE {sequence} CACHE {LOAD_CACHE}"))?;
-            crate::journal::add_restore(
+            let oid: u32 = tx
+                .query_one("SELECT $1::text::regclass::oid", &[sequence])?
+                .get(0);
+            crate::journal::undo::record(
                 &mut tx,
                 load_id,
-                &format!("sequence {sequence} CACHE {cache}"),
-                &format!("ALTER SEQUENCE {sequence} CACHE {cache}"),
+                &UndoStep::SequenceCache {
+                    sequence: oid,
+                    sequence_name: sequence.clone(),
+                    cache: *cache,
+                },
             )?;
         }
         tx.commit()

@@ -7,6 +7,7 @@ mod faults;
 mod harness;
 mod hostile_files;
 mod hostile_inputs;
+mod journal_upgrade;
 mod overlap;
 mod random_documents;
 mod rejects;

@@ -167,7 +167,7 @@ fn indexes_are_dropped_then_rebuilt_exactly_as_they_were() {
     assert_eq!(schema_of(&mut client), before);
     assert_loaded_once(&mut client, "rebuilt");
     let pending: i64 = client
-        .query_one("SELECT count(*) FROM pgpour.restores", &[])
+        .query_one("SELECT count(*) FROM pgpour.undo", &[])
         .unwrap()
         .get(0);
     assert_eq!(pending, 0);
@@ -268,7 +268,7 @@ fn a_crashed_load_is_put_back_by_resume_or_forget() {
 
 /// What a load does before its first chunk as far as the indexes: resolve
 /// the target, open the journal entry, drop what the planner drops.
-fn begin_and_drop_indexes(
+pub(crate) fn begin_and_drop_indexes(
     client: &mut postgres::Client,
     options: &LoadOptions,
     load_id: &str,
@@ -304,7 +304,7 @@ fn a_rebuild_that_fails_stays_pending_until_it_can_run() {
              INSERT INTO actual (id, name) VALUES (-7, 'a'), (-7, 'b'); RESET pgpour.load",
         )
         .unwrap();
-    let error = pgpour::indexes::restore_pending(&mut client, "refused").unwrap_err();
+    let error = pgpour::journal::restore_pending(&mut client, "refused").unwrap_err();
     let message = error.to_string();
     assert!(
         message.contains("index actual_pkey could not be restored"),
@@ -312,7 +312,7 @@ fn a_rebuild_that_fails_stays_pending_until_it_can_run() {
     );
     assert!(message.contains("pgpour resume refused"), "{message}");
     assert_eq!(
-        pgpour::indexes::pending(&mut client, "refused").unwrap(),
+        pgpour::journal::pending(&mut client, "refused").unwrap(),
         vec!["index actual_pkey", "trigger pgpour_keep_out"],
         "the rebuilds before it are done; it and those after it wait"
     );
@@ -326,4 +326,93 @@ fn a_rebuild_that_fails_stays_pending_until_it_can_run() {
         summary.restored
     );
     assert_eq!(schema_of(&mut client), before);
+}
+
+/// The undo log names the table by oid: a table renamed while its indexes
+/// are away gets them back under its new name.
+#[test]
+fn a_table_renamed_mid_load_gets_its_indexes_back() {
+    let (_db, mut client, _) = setup("undo_renamed", 10);
+    let indexes = |client: &mut postgres::Client, table: &str| -> Vec<String> {
+        client
+            .query(
+                "SELECT c.relname::text FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid \
+                 WHERE i.indrelid = $1::text::regclass ORDER BY 1",
+                &[&table],
+            )
+            .unwrap()
+            .iter()
+            .map(|r| r.get(0))
+            .collect()
+    };
+    let before = indexes(&mut client, "actual");
+    let dir = tempfile::tempdir().unwrap();
+    let options = options(&dir, &input(10, false));
+    begin_and_drop_indexes(&mut client, &options, "renamed");
+    assert_ne!(indexes(&mut client, "actual"), before, "some were dropped");
+    client
+        .batch_execute("ALTER TABLE actual RENAME TO renamed")
+        .unwrap();
+    let restored = pgpour::journal::forget(&mut client, "renamed").unwrap();
+    assert!(
+        restored.unwrap().contains(&"index actual_pkey".to_string()),
+        "the key is put back"
+    );
+    assert_eq!(indexes(&mut client, "renamed"), before);
+}
+
+/// A step of the undo log acts only on the load's own table, and only as
+/// what it says it is: one naming another table, or a definition that is
+/// not the index it names, is refused and stays pending.
+#[test]
+fn an_undo_step_on_another_table_or_object_is_refused() {
+    let (_db, mut client, _) = setup("undo_refused", 10);
+    let dir = tempfile::tempdir().unwrap();
+    let options = options(&dir, &input(10, false));
+    begin_and_drop_indexes(&mut client, &options, "own");
+    // A table of the user's own, with a trigger of the guard's name.
+    client
+        .batch_execute(
+            "CREATE TABLE bystander (n int); \
+             CREATE FUNCTION keep() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RETURN NULL; END $$; \
+             CREATE TRIGGER pgpour_keep_out BEFORE INSERT ON bystander \
+               FOR EACH STATEMENT EXECUTE FUNCTION keep(); \
+             DELETE FROM pgpour.undo WHERE load_id = 'own'; \
+             INSERT INTO pgpour.undo (load_id, position, kind, relation, relation_name, name) \
+               VALUES ('own', 0, 'guard_trigger', 'bystander'::regclass, 'public.bystander', 'pgpour_keep_out')",
+        )
+        .unwrap();
+    let error = pgpour::journal::restore_pending(&mut client, "own").unwrap_err();
+    assert!(
+        error.to_string().contains("not the table of load own"),
+        "{error}"
+    );
+    let triggers: i64 = client
+        .query_one(
+            "SELECT count(*) FROM pg_trigger WHERE tgrelid = 'bystander'::regclass",
+            &[],
+        )
+        .unwrap()
+        .get(0);
+    assert_eq!(triggers, 1, "the bystander's trigger is still there");
+
+    client
+        .batch_execute(
+            "DELETE FROM pgpour.undo WHERE load_id = 'own'; \
+             INSERT INTO pgpour.undo (load_id, position, kind, relation, relation_name, name, definition) \
+               VALUES ('own', 0, 'index', 'actual'::regclass, 'public.actual', 'actual_name', \
+                       'CREATE INDEX other ON public.actual USING btree (name)')",
+        )
+        .unwrap();
+    let error = pgpour::journal::restore_pending(&mut client, "own").unwrap_err();
+    assert!(
+        error
+            .to_string()
+            .contains("not an index actual_name on public.actual"),
+        "{error}"
+    );
+    assert_eq!(
+        pgpour::journal::pending(&mut client, "own").unwrap(),
+        vec!["index actual_name"]
+    );
 }

@@ -92,8 +92,8 @@ fn a_restore_planted_by_another_role_is_never_run() {
     evil.batch_execute(
         "INSERT INTO pgpour.loads (load_id, target, options, inputs) \
            VALUES ('nightly', 't', '{}', '[]'); \
-         INSERT INTO pgpour.restores (load_id, position, what, sql) \
-           VALUES ('nightly', 0, 'index t_pkey', 'ALTER ROLE trust_evil_restore SUPERUSER')",
+         INSERT INTO pgpour.undo (load_id, position, kind, relation_name, name, definition) \
+           VALUES ('nightly', 0, 'statement', '', 'index t_pkey', 'ALTER ROLE trust_evil_restore SUPERUSER')",
     )
     .unwrap();
     let mut admin = db.client();
@@ -180,7 +180,7 @@ fn a_journal_that_grants_rights_to_another_role_is_not_trusted() {
     load(&db, &load_options(dir.path())).unwrap_or_else(|f| panic!("{}", f.error));
     // Say default privileges, or a careless GRANT, gave another role a way in.
     db.client()
-        .batch_execute("GRANT USAGE ON SCHEMA pgpour TO trust_grantee; GRANT ALL ON pgpour.restores TO trust_grantee")
+        .batch_execute("GRANT USAGE ON SCHEMA pgpour TO trust_grantee; GRANT ALL ON pgpour.undo TO trust_grantee")
         .unwrap();
     let mut options = load_options(dir.path());
     options.load_id = Some("again".into());

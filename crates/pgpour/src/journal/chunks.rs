@@ -1,0 +1,95 @@
+//! Committed chunks: one row each, written in the chunk's own transaction
+//! with its rejected rows; its primary key makes a second commit of the
+//! same chunk impossible, whoever tries.
+
+use postgres::GenericClient;
+
+use crate::chunk_range::{ChunkRange, CommittedChunk};
+use crate::error::{Error, Result};
+use crate::reject::BadRow;
+
+/// What the journal holds of a load: rows and bytes of its committed chunks.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Totals {
+    pub rows_loaded: u64,
+    pub rows_rejected: u64,
+    pub bytes: u64,
+}
+
+impl Totals {
+    pub fn of(chunks: &[CommittedChunk]) -> Self {
+        chunks.iter().fold(Totals::default(), |t, c| Totals {
+            rows_loaded: t.rows_loaded + c.rows_loaded,
+            rows_rejected: t.rows_rejected + c.rows_rejected,
+            bytes: t.bytes + (c.byte_end - c.byte_start),
+        })
+    }
+}
+
+/// The journal rows of one chunk, written in the chunk's transaction; false
+/// when the load's current run is not `run_token` any more (another run
+/// took it over): then nothing is written and the chunk must not commit.
+pub(crate) fn record_chunk(
+    tx: &mut impl GenericClient,
+    load_id: &str,
+    run_token: &str,
+    chunk: &ChunkRange,
+    rows_loaded: u64,
+    rejected: &[BadRow],
+) -> Result<bool, postgres::Error> {
+    // The key share lock on the load's row holds off a takeover (which
+    // locks the row for update) until this transaction ends.
+    let written = tx.execute(
+        "WITH owner AS (SELECT 1 FROM pgpour.loads WHERE load_id = $1 AND run_token = $9 FOR KEY SHARE) \
+         INSERT INTO pgpour.chunks (load_id, input, byte_start, byte_end, first_line, lines, rows_loaded, rows_rejected) \
+         SELECT $1, $2, $3, $4, $5, $6, $7, $8 FROM owner",
+        &[
+            &load_id,
+            &(chunk.input as i32),
+            &(chunk.byte_start as i64),
+            &(chunk.byte_end as i64),
+            &(chunk.first_line as i64),
+            &(chunk.lines as i64),
+            &(rows_loaded as i64),
+            &(rejected.len() as i64),
+            &run_token,
+        ],
+    )?;
+    if written == 0 {
+        return Ok(false);
+    }
+    if rejected.is_empty() {
+        return Ok(true);
+    }
+    // One statement for all of the chunk's rejects, not a round trip each.
+    let bytes_at: Vec<i64> = rejected.iter().map(|r| r.byte as i64).collect();
+    let reasons: Vec<String> = rejected
+        .iter()
+        .map(|r| serde_json::to_string(r).unwrap_or_default())
+        .collect();
+    let rows: Vec<&[u8]> = rejected.iter().map(|r| r.bytes.as_slice()).collect();
+    tx.execute(
+        "INSERT INTO pgpour.rejects (load_id, input, byte, reason, bytes) \
+         SELECT $1, $2, b, r::jsonb, d FROM unnest($3::int8[], $4::text[], $5::bytea[]) AS u(b, r, d)",
+        &[&load_id, &(chunk.input as i32), &bytes_at, &reasons, &rows],
+    )?;
+    Ok(true)
+}
+
+/// Whether `chunk` is in the journal (it committed), with its rows loaded
+/// and its rejected rows.
+pub(crate) fn committed_chunk(
+    client: &mut impl GenericClient,
+    load_id: &str,
+    chunk: &ChunkRange,
+) -> Result<Option<(u64, Vec<BadRow>)>> {
+    let row = client
+        .query_opt(
+            "SELECT rows_loaded FROM pgpour.chunks WHERE load_id = $1 AND input = $2 AND byte_start = $3",
+            &[&load_id, &(chunk.input as i32), &(chunk.byte_start as i64)],
+        )
+        .map_err(Error::db("reading the journal"))?;
+    let Some(row) = row else { return Ok(None) };
+    let rejected = super::rejects::rejected_rows_within(client, load_id, Some(chunk))?;
+    Ok(Some((row.get::<_, i64>(0) as u64, rejected)))
+}

@@ -1,0 +1,275 @@
+//! Loads and their runs: registering a load, checking a resumed one
+//! against what it started with, fencing runs by token, and its state.
+
+use postgres::GenericClient;
+
+use super::chunks::Totals;
+use crate::chunk_range::CommittedChunk;
+use crate::error::{Error, Result};
+use crate::options::LoadOptions;
+
+/// What the journal knew of a load id when a run started.
+#[derive(Debug)]
+pub enum Previous {
+    /// A new load.
+    None,
+    /// The load finished before: nothing to do.
+    Done,
+    /// An unfinished load: these chunks are committed.
+    Unfinished(Vec<CommittedChunk>),
+}
+
+/// A generated load id: the table, the time, and enough else to be unique
+/// (the time's nanoseconds, the process, a counter).
+pub fn new_load_id(table: &str) -> String {
+    use std::sync::atomic::{AtomicU32, Ordering};
+    static COUNTER: AtomicU32 = AtomicU32::new(0);
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default();
+    let clean: String = table
+        .chars()
+        .filter(|c| c.is_ascii_alphanumeric() || *c == '_')
+        .take(24)
+        .collect();
+    let mix = crate::hash::fnv1a(
+        &[
+            now.subsec_nanos().to_le_bytes(),
+            std::process::id().to_le_bytes(),
+            COUNTER.fetch_add(1, Ordering::Relaxed).to_le_bytes(),
+        ]
+        .concat(),
+    );
+    format!("{clean}-{}-{:08x}", now.as_secs(), mix as u32)
+}
+
+/// The parts of the options that must match for a run to continue a load
+/// (workers, chunk size, error limits may change between runs).
+fn identity(options: &serde_json::Value) -> serde_json::Value {
+    let keys = ["inputs", "table", "columns", "format", "truncate", "atomic"];
+    keys.iter()
+        .map(|k| (k.to_string(), options[k].clone()))
+        .collect()
+}
+
+/// Registers a new load, or checks a known one against these options and
+/// inputs and says how far it got; either way the run `run_token` becomes
+/// the load's current one. The caller holds the load's run lock.
+pub fn begin(
+    client: &mut impl GenericClient,
+    load_id: &str,
+    target: &str,
+    options: &LoadOptions,
+    run_token: &str,
+) -> Result<Previous> {
+    super::ensure_schema(client)?;
+    let fingerprints = crate::fingerprint::fingerprints(&options.inputs)?;
+    let stored = serde_json::to_value(options).map_err(|e| Error::Config(e.to_string()))?;
+    let wanted = identity(&stored);
+    let row = client
+        .query_opt(
+            "SELECT options::text, inputs::text, state FROM pgpour.loads WHERE load_id = $1",
+            &[&load_id],
+        )
+        .map_err(Error::db("reading the journal"))?;
+    let Some(row) = row else {
+        client
+            .execute(
+                "INSERT INTO pgpour.loads (load_id, target, target_oid, options, inputs, run_token) \
+                 VALUES ($1, $2, pg_catalog.to_regclass($2)::oid, $3::text::jsonb, $4::text::jsonb, $5)",
+                &[
+                    &load_id,
+                    &target,
+                    &stored.to_string(),
+                    &fingerprints.to_string(),
+                    &run_token,
+                ],
+            )
+            .map_err(Error::db("recording the load in the journal"))?;
+        record_run(client, load_id, run_token)?;
+        return Ok(Previous::None);
+    };
+    let (known_options, known_inputs, state): (&str, &str, &str) =
+        (row.get(0), row.get(1), row.get(2));
+    let parse = |s: &str| serde_json::from_str::<serde_json::Value>(s).unwrap_or_default();
+    if identity(&parse(known_options)) != wanted {
+        return Err(Error::Config(format!(
+            "load {load_id} was started with other options or inputs; \
+             run `pgpour status {load_id}` to see them, or choose another --load-id"
+        )));
+    }
+    if parse(known_inputs) != fingerprints {
+        return Err(Error::Config(format!(
+            "the input of load {load_id} changed since it started (size, time or content): \
+             resuming would load a different file; `pgpour forget {load_id}` to start over"
+        )));
+    }
+    if state == "done" {
+        return Ok(Previous::Done);
+    }
+    // An --atomic load stopped in its two-phase commit: finish what was
+    // decided (state `committing`), roll back the rest.
+    if state == "committing" {
+        let decided: Vec<String> = client
+            .query_one(
+                "SELECT coalesce(committing, '{}') FROM pgpour.loads WHERE load_id = $1",
+                &[&load_id],
+            )
+            .map_err(Error::db("reading the journal"))?
+            .get(0);
+        super::two_phase::finish_decided(client, load_id, &decided)?;
+        client
+            .execute(
+                "UPDATE pgpour.loads SET state = 'done', finished_at = now(), committing = NULL \
+                 WHERE load_id = $1",
+                &[&load_id],
+            )
+            .map_err(Error::db("updating the journal"))?;
+        return Ok(Previous::Done);
+    }
+    let leftovers = super::two_phase::leftovers(client, load_id)?;
+    super::two_phase::rollback(client, &leftovers);
+    take_over(client, load_id, run_token)?;
+    let chunks = client
+        .query(
+            "SELECT input, byte_start, byte_end, first_line, lines, rows_loaded, rows_rejected FROM pgpour.chunks \
+             WHERE load_id = $1 ORDER BY input, byte_start",
+            &[&load_id],
+        )
+        .map_err(Error::db("reading the journal"))?
+        .iter()
+        .map(|r| CommittedChunk {
+            input: r.get::<_, i32>(0) as usize,
+            byte_start: r.get::<_, i64>(1) as u64,
+            byte_end: r.get::<_, i64>(2) as u64,
+            first_line: r.get::<_, i64>(3) as u64,
+            lines: r.get::<_, i64>(4) as u64,
+            rows_loaded: r.get::<_, i64>(5) as u64,
+            rows_rejected: r.get::<_, i64>(6) as u64,
+        })
+        .collect();
+    Ok(Previous::Unfinished(chunks))
+}
+
+/// The state of a load in the journal (`running`, `done`...), if it has it.
+pub(crate) fn state_of(client: &mut impl GenericClient, load_id: &str) -> Result<Option<String>> {
+    if !super::exists(client)? {
+        return Ok(None);
+    }
+    super::ensure_schema(client)?;
+    Ok(client
+        .query_opt(
+            "SELECT state FROM pgpour.loads WHERE load_id = $1",
+            &[&load_id],
+        )
+        .map_err(Error::db("reading the journal"))?
+        .map(|r| r.get(0)))
+}
+
+/// The options a load was started with, for `pgpour resume`.
+pub fn options_of(client: &mut impl GenericClient, load_id: &str) -> Result<Option<LoadOptions>> {
+    super::ensure_schema(client)?;
+    let row = client
+        .query_opt(
+            "SELECT options::text FROM pgpour.loads WHERE load_id = $1",
+            &[&load_id],
+        )
+        .map_err(Error::db("reading the journal"))?;
+    let Some(row) = row else { return Ok(None) };
+    let value: serde_json::Value = serde_json::from_str(row.get(0))
+        .map_err(|e| Error::Config(format!("journal entry of {load_id} is unreadable: {e}")))?;
+    let parsed = serde_json::from_value::<LoadOptions>(value);
+    parsed
+        .map(Some)
+        .map_err(|e| Error::Config(format!("journal entry of {load_id} is unreadable: {e}")))
+}
+
+/// Makes `run_token` the load's current run. The row lock waits for chunks
+/// that an earlier run of the load (one whose run lock was lost with its
+/// connection) is committing; after it, that run can commit no more.
+fn take_over(client: &mut impl GenericClient, load_id: &str, run_token: &str) -> Result<()> {
+    let mut tx = client
+        .transaction()
+        .map_err(Error::db("updating the journal"))?;
+    // Bounded: what could hold the row that long is a prepared transaction
+    // that did not roll back, and then the message says so.
+    tx.batch_execute("SET LOCAL lock_timeout = '60s'")
+        .and_then(|()| {
+            tx.execute(
+                "SELECT 1 FROM pgpour.loads WHERE load_id = $1 FOR UPDATE",
+                &[&load_id],
+            )
+        })
+        .and_then(|_| {
+            tx.execute(
+                "UPDATE pgpour.loads SET state = 'running', run_token = $2 WHERE load_id = $1",
+                &[&load_id, &run_token],
+            )
+        })
+        .map_err(Error::db("updating the journal"))?;
+    tx.commit().map_err(Error::db("updating the journal"))?;
+    record_run(client, load_id, run_token)
+}
+
+/// Records a run of the load before it does anything: its token names the
+/// transactions it may prepare.
+fn record_run(client: &mut impl GenericClient, load_id: &str, run_token: &str) -> Result<()> {
+    client
+        .execute(
+            // A later pass of the same run records it again.
+            "INSERT INTO pgpour.runs (load_id, token) VALUES ($1, $2) ON CONFLICT DO NOTHING",
+            &[&load_id, &run_token],
+        )
+        .map(drop)
+        .map_err(Error::db("recording the run in the journal"))
+}
+
+/// Labels the load (`failed`, `stopped`), unless another run took it over.
+pub fn set_state(
+    client: &mut impl GenericClient,
+    load_id: &str,
+    run_token: &str,
+    state: &str,
+) -> Result<()> {
+    client
+        .execute(
+            "UPDATE pgpour.loads SET state = $2 WHERE load_id = $1 AND run_token = $3",
+            &[&load_id, &state, &run_token],
+        )
+        .map(drop)
+        .map_err(Error::db("recording the state of the load"))
+}
+
+/// Marks the load done if the journal holds `expected` chunks, and returns
+/// what it holds; `None` when chunks are missing (lost in a crash: they
+/// committed asynchronously). The commit is synchronous, so once this
+/// returns every chunk is durable (WAL is flushed in order).
+pub fn finish_if_complete(
+    client: &mut postgres::Client,
+    load_id: &str,
+    expected: u64,
+) -> Result<Option<Totals>> {
+    let run = |client: &mut postgres::Client| -> Result<Option<Totals>, postgres::Error> {
+        client.batch_execute("SET synchronous_commit = on")?;
+        let mut tx = client.transaction()?;
+        let row = tx.query_one(
+            "SELECT count(*), coalesce(sum(rows_loaded), 0)::int8, coalesce(sum(rows_rejected), 0)::int8, \
+             coalesce(sum(byte_end - byte_start), 0)::int8 FROM pgpour.chunks WHERE load_id = $1",
+            &[&load_id],
+        )?;
+        if (row.get::<_, i64>(0) as u64) < expected {
+            return Ok(None);
+        }
+        tx.execute(
+            "UPDATE pgpour.loads SET state = 'done', finished_at = now() WHERE load_id = $1",
+            &[&load_id],
+        )?;
+        tx.commit()?;
+        Ok(Some(Totals {
+            rows_loaded: row.get::<_, i64>(1) as u64,
+            rows_rejected: row.get::<_, i64>(2) as u64,
+            bytes: row.get::<_, i64>(3) as u64,
+        }))
+    };
+    run(client).map_err(Error::db("recording the end of the load"))
+}

@@ -1,0 +1,220 @@
+//! The journal's tables, made and upgraded by numbered migrations.
+//!
+//! `pgpour.schema_version` holds the number of the last migration applied.
+//! A journal made before it existed has `pgpour.loads` and no version: it
+//! is version 1, and migration 2 is written to apply to any state such a
+//! journal can be in. Migrations run in one transaction, one migrating
+//! session at a time, and only when the journal is behind: a role without
+//! CREATE on the database can use a journal that is up to date.
+
+use postgres::GenericClient;
+
+use crate::error::{Error, Result};
+
+/// Each migration, in order: migration `i` takes the journal from version
+/// `i` to `i + 1`.
+const MIGRATIONS: &[&str] = &[V1_TABLES, V2_RUNS, V3_UNDO];
+
+/// The version this pgpour writes.
+pub(crate) const LATEST: i32 = MIGRATIONS.len() as i32;
+
+/// Loads, their committed chunks, their rejected rows, and what each load
+/// must restore (the first journal).
+const V1_TABLES: &str = "
+CREATE SCHEMA IF NOT EXISTS pgpour;
+CREATE TABLE IF NOT EXISTS pgpour.loads (
+    load_id text PRIMARY KEY,
+    target text NOT NULL,
+    options jsonb NOT NULL,
+    inputs jsonb NOT NULL,
+    state text NOT NULL DEFAULT 'running',
+    started_at timestamptz NOT NULL DEFAULT now(),
+    finished_at timestamptz
+);
+CREATE TABLE IF NOT EXISTS pgpour.chunks (
+    load_id text NOT NULL REFERENCES pgpour.loads ON DELETE CASCADE,
+    input int NOT NULL,
+    byte_start bigint NOT NULL,
+    byte_end bigint NOT NULL,
+    first_line bigint NOT NULL,
+    lines bigint NOT NULL,
+    rows_loaded bigint NOT NULL,
+    rows_rejected bigint NOT NULL,
+    committed_at timestamptz NOT NULL DEFAULT now(),
+    PRIMARY KEY (load_id, input, byte_start)
+);
+CREATE TABLE IF NOT EXISTS pgpour.rejects (
+    load_id text NOT NULL REFERENCES pgpour.loads ON DELETE CASCADE,
+    input int NOT NULL,
+    byte bigint NOT NULL,
+    reason jsonb NOT NULL,
+    bytes bytea NOT NULL,
+    PRIMARY KEY (load_id, input, byte)
+);
+CREATE TABLE IF NOT EXISTS pgpour.restores (
+    load_id text NOT NULL REFERENCES pgpour.loads ON DELETE CASCADE,
+    position int NOT NULL,
+    what text NOT NULL,
+    sql text NOT NULL,
+    PRIMARY KEY (load_id, position)
+)";
+
+/// Runs fenced by a token, and the prepared transactions that committed.
+/// Written to apply to a journal that has part of it already (pgpour
+/// versions without a schema version made these one by one).
+const V2_RUNS: &str = "
+ALTER TABLE pgpour.loads ADD COLUMN IF NOT EXISTS run_token text,
+                         ADD COLUMN IF NOT EXISTS committing text[];
+CREATE TABLE IF NOT EXISTS pgpour.runs (
+    load_id text NOT NULL REFERENCES pgpour.loads ON DELETE CASCADE,
+    token text NOT NULL,
+    started_at timestamptz NOT NULL DEFAULT now(),
+    PRIMARY KEY (load_id, token)
+);
+CREATE TABLE IF NOT EXISTS pgpour.prepared (
+    load_id text NOT NULL REFERENCES pgpour.loads ON DELETE CASCADE,
+    gid text NOT NULL,
+    PRIMARY KEY (load_id, gid)
+)";
+
+/// Restores become an undo log of typed steps on the load's own table,
+/// rebuilt from catalog definitions, never SQL text to run. Restores an
+/// older pgpour left pending become `statement` steps, which pgpour shows
+/// and does not run.
+const V3_UNDO: &str = "
+ALTER TABLE pgpour.loads ADD COLUMN target_oid oid;
+CREATE TABLE pgpour.undo (
+    load_id text NOT NULL REFERENCES pgpour.loads ON DELETE CASCADE,
+    position int NOT NULL,
+    kind text NOT NULL
+        CHECK (kind IN ('index', 'constraint', 'guard_trigger', 'sequence_cache', 'statement')),
+    relation oid,
+    relation_name text NOT NULL,
+    name text NOT NULL,
+    definition text,
+    cache bigint,
+    PRIMARY KEY (load_id, position)
+);
+INSERT INTO pgpour.undo (load_id, position, kind, relation_name, name, definition)
+    SELECT load_id, position, 'statement', '', what, sql FROM pgpour.restores;
+DROP TABLE pgpour.restores";
+
+/// Kept after every migration: the journal holds rejected rows, which may
+/// be personal data, for its owner only, whatever default privileges say.
+const PRIVATE: &str = "
+REVOKE ALL ON SCHEMA pgpour FROM PUBLIC;
+REVOKE ALL ON ALL TABLES IN SCHEMA pgpour FROM PUBLIC";
+
+/// Serializes sessions that migrate the journal (an advisory lock key of
+/// pgpour's own, "pgpour:schema" as bytes).
+const MIGRATION_LOCK: i64 = 0x7067_706f_7572_3a73;
+
+/// Creates the journal, or brings an older one up to date, then checks that
+/// it may be trusted.
+pub fn ensure_schema(client: &mut impl GenericClient) -> Result<()> {
+    // Checked before it is read: a table of another role's (a view, a
+    // trigger) would run that role's code as soon as pgpour reads it.
+    if exists(client)? {
+        super::trust::check_journal(client)?;
+    }
+    if version(client)? != Some(LATEST) {
+        migrate(client)?;
+        // Again after creating it: IF NOT EXISTS takes a schema another
+        // role made meanwhile.
+        super::trust::check_journal(client)?;
+    }
+    Ok(())
+}
+
+/// The journal's version: `None` without a journal.
+fn version(client: &mut impl GenericClient) -> Result<Option<i32>> {
+    let row = client
+        .query_one(
+            "SELECT pg_catalog.to_regclass('pgpour.loads') IS NOT NULL, \
+                    pg_catalog.to_regclass('pgpour.schema_version') IS NOT NULL",
+            &[],
+        )
+        .map_err(Error::db("looking for the pgpour journal"))?;
+    match (row.get::<_, bool>(0), row.get::<_, bool>(1)) {
+        (false, false) => Ok(None),
+        (_, false) => Ok(Some(1)),
+        (_, true) => client
+            .query_one(
+                "SELECT pg_catalog.max(version) FROM pgpour.schema_version",
+                &[],
+            )
+            .map_err(Error::db("reading the journal's version"))
+            .map(|r| r.get::<_, Option<i32>>(0).or(Some(1))),
+    }
+}
+
+/// Migrates under a session lock, in a transaction begun after it is
+/// granted: one begun before would not see the tables that another
+/// session's migration made meanwhile.
+fn migrate(client: &mut impl GenericClient) -> Result<()> {
+    let context = "creating or upgrading the pgpour journal";
+    client
+        .execute("SELECT pg_catalog.pg_advisory_lock($1)", &[&MIGRATION_LOCK])
+        .map_err(Error::db(context))?;
+    let migrated = migrate_locked(client);
+    let unlocked = client.execute(
+        "SELECT pg_catalog.pg_advisory_unlock($1)",
+        &[&MIGRATION_LOCK],
+    );
+    migrated?;
+    unlocked.map(drop).map_err(Error::db(context))
+}
+
+fn migrate_locked(client: &mut impl GenericClient) -> Result<()> {
+    let context = "creating or upgrading the pgpour journal";
+    let mut tx = client.transaction().map_err(Error::db(context))?;
+    // Again under the lock: another session may have migrated meanwhile.
+    let from = version(&mut tx)?.unwrap_or(0);
+    if from > LATEST {
+        return Err(Error::Config(format!(
+            "the pgpour journal has schema version {from}, made by a newer pgpour; \
+             this one knows versions up to {LATEST}: use the newer pgpour"
+        )));
+    }
+    if from == LATEST {
+        return Ok(());
+    }
+    for migration in &MIGRATIONS[from as usize..] {
+        tx.batch_execute(migration).map_err(Error::db(context))?;
+    }
+    tx.batch_execute(
+        "CREATE TABLE IF NOT EXISTS pgpour.schema_version (version int NOT NULL); \
+         DELETE FROM pgpour.schema_version",
+    )
+    .and_then(|()| {
+        tx.execute(
+            "INSERT INTO pgpour.schema_version (version) VALUES ($1)",
+            &[&LATEST],
+        )
+    })
+    .and_then(|_| tx.batch_execute(PRIVATE))
+    .map_err(Error::db(context))?;
+    tx.commit().map_err(Error::db(context))
+}
+
+/// Whether the database has a journal (of any version).
+pub fn exists(client: &mut impl GenericClient) -> Result<bool> {
+    Ok(client
+        .query_one(
+            "SELECT pg_catalog.to_regclass('pgpour.loads') IS NOT NULL",
+            &[],
+        )
+        .map_err(Error::db("looking for the pgpour journal"))?
+        .get(0))
+}
+
+/// Drops the journal if it holds no load: for commands that run loads of
+/// their own (bench, demo), forget them, and must leave nothing behind.
+pub fn drop_if_empty(client: &mut impl GenericClient) -> Result<()> {
+    client
+        .batch_execute(
+            "DO $$ BEGIN IF to_regclass('pgpour.loads') IS NOT NULL \
+             AND NOT EXISTS (SELECT 1 FROM pgpour.loads) THEN DROP SCHEMA pgpour CASCADE; END IF; END $$",
+        )
+        .map_err(Error::db("dropping the empty pgpour journal"))
+}

@@ -1,0 +1,392 @@
+//! The undo log: what a load changed on its table to load faster (indexes
+//! dropped, a guard trigger, a sequence's CACHE), to put back at its end.
+//!
+//! Each step goes to the journal in the transaction that makes the change,
+//! and leaves it in the transaction that undoes it, so a crash at any
+//! moment leaves the steps for the next `resume` or `forget`. A step holds
+//! what the catalog said of the object (`pg_get_indexdef`,
+//! `pg_get_constraintdef`), never SQL to run: the statement that undoes it
+//! is put together when it runs, for the object's table as it is named then,
+//! and only for the load's own table.
+
+use postgres::types::Oid;
+use postgres::{Client, GenericClient};
+
+use crate::error::{Error, Result};
+
+/// The trigger that keeps other writers out while unique keys are away.
+pub(crate) const GUARD_TRIGGER: &str = "pgpour_keep_out";
+
+/// One change to put back.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum UndoStep {
+    /// Create again a dropped index: `definition` is its `pg_get_indexdef`,
+    /// taken when `table` was named `table_name`.
+    Index {
+        table: Oid,
+        table_name: String,
+        name: String,
+        definition: String,
+    },
+    /// Add again a dropped primary key or unique constraint:
+    /// `definition` is its `pg_get_constraintdef`.
+    Constraint {
+        table: Oid,
+        table_name: String,
+        name: String,
+        definition: String,
+    },
+    /// Drop the trigger that keeps other writers out.
+    GuardTrigger { table: Oid, table_name: String },
+    /// Set a sequence's CACHE back.
+    SequenceCache {
+        sequence: Oid,
+        sequence_name: String,
+        cache: i64,
+    },
+    /// A restore that a pgpour before the undo log recorded as SQL text:
+    /// shown, never run.
+    Statement { what: String, sql: String },
+}
+
+impl UndoStep {
+    /// How `status` and the summary name the step (`index votes_pkey`).
+    pub(crate) fn describe(&self) -> String {
+        match self {
+            UndoStep::Index { name, .. } | UndoStep::Constraint { name, .. } => {
+                format!("index {name}")
+            }
+            UndoStep::GuardTrigger { .. } => format!("trigger {GUARD_TRIGGER}"),
+            UndoStep::SequenceCache {
+                sequence_name,
+                cache,
+                ..
+            } => format!("sequence {sequence_name} CACHE {cache}"),
+            UndoStep::Statement { what, .. } => what.clone(),
+        }
+    }
+}
+
+/// Records `step` as the load's next, in the caller's transaction (the one
+/// that makes the change).
+pub(crate) fn record(
+    tx: &mut impl GenericClient,
+    load_id: &str,
+    step: &UndoStep,
+) -> Result<(), postgres::Error> {
+    let none = None::<String>;
+    let (kind, relation, relation_name, name, definition, cache) = match step {
+        UndoStep::Index {
+            table,
+            table_name,
+            name,
+            definition,
+        } => (
+            "index",
+            Some(*table),
+            table_name,
+            name,
+            Some(definition),
+            None,
+        ),
+        UndoStep::Constraint {
+            table,
+            table_name,
+            name,
+            definition,
+        } => (
+            "constraint",
+            Some(*table),
+            table_name,
+            name,
+            Some(definition),
+            None,
+        ),
+        UndoStep::GuardTrigger { table, table_name } => (
+            "guard_trigger",
+            Some(*table),
+            table_name,
+            &GUARD_TRIGGER.to_string(),
+            none.as_ref(),
+            None,
+        ),
+        UndoStep::SequenceCache {
+            sequence,
+            sequence_name,
+            cache,
+        } => (
+            "sequence_cache",
+            Some(*sequence),
+            sequence_name,
+            sequence_name,
+            none.as_ref(),
+            Some(*cache),
+        ),
+        UndoStep::Statement { what, sql } => {
+            ("statement", None, &String::new(), what, Some(sql), None)
+        }
+    };
+    tx.execute(
+        "INSERT INTO pgpour.undo (load_id, position, kind, relation, relation_name, name, definition, cache) \
+         SELECT $1, coalesce(pg_catalog.max(position) + 1, 0), $2, $3, $4, $5, $6, $7 \
+         FROM pgpour.undo WHERE load_id = $1",
+        &[&load_id, &kind, &relation, relation_name, name, &definition, &cache],
+    )
+    .map(drop)
+}
+
+/// The load's steps still to undo, in order, each with its position.
+fn steps(client: &mut impl GenericClient, load_id: &str) -> Result<Vec<(i32, UndoStep)>> {
+    let rows = client
+        .query(
+            "SELECT position, kind, relation, relation_name, name, definition, cache \
+             FROM pgpour.undo WHERE load_id = $1 ORDER BY position",
+            &[&load_id],
+        )
+        .map_err(Error::db("reading the journal's undo log"))?;
+    rows.iter()
+        .map(|r| {
+            let relation: Option<Oid> = r.get(2);
+            let (relation_name, name): (String, String) = (r.get(3), r.get(4));
+            let definition: Option<String> = r.get(5);
+            let step = match (r.get::<_, &str>(1), relation, definition) {
+                ("index", Some(table), Some(definition)) => UndoStep::Index {
+                    table,
+                    table_name: relation_name,
+                    name,
+                    definition,
+                },
+                ("constraint", Some(table), Some(definition)) => UndoStep::Constraint {
+                    table,
+                    table_name: relation_name,
+                    name,
+                    definition,
+                },
+                ("guard_trigger", Some(table), _) => UndoStep::GuardTrigger {
+                    table,
+                    table_name: relation_name,
+                },
+                ("sequence_cache", Some(sequence), _) => UndoStep::SequenceCache {
+                    sequence,
+                    sequence_name: relation_name,
+                    cache: r.get::<_, Option<i64>>(6).unwrap_or(1),
+                },
+                (_, _, definition) => UndoStep::Statement {
+                    what: name,
+                    sql: definition.unwrap_or_default(),
+                },
+            };
+            Ok((r.get(0), step))
+        })
+        .collect()
+}
+
+/// What a load still has to put back (`index votes_pkey`...).
+pub fn pending(client: &mut impl GenericClient, load_id: &str) -> Result<Vec<String>> {
+    Ok(steps(client, load_id)?
+        .iter()
+        .map(|(_, step)| step.describe())
+        .collect())
+}
+
+/// Undoes what a load left to put back (indexes it dropped...); returns
+/// what it put back. A failure stays pending and says why.
+pub fn restore_pending(client: &mut Client, load_id: &str) -> Result<Vec<String>> {
+    run_pending(client, load_id, Legacy::Refuse)
+}
+
+/// What `run_pending` does with a restore an older pgpour recorded as SQL.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Legacy {
+    /// Stop on it, with the statement in the error (the load is not done).
+    Refuse,
+    /// Drop it, telling what it was (`forget` drops the load anyway).
+    Skip,
+}
+
+/// Undoes a load's pending steps, each in the transaction that removes it
+/// from the journal; returns what it put back. Stops at the first failure,
+/// which stays pending.
+pub(crate) fn run_pending(
+    client: &mut Client,
+    load_id: &str,
+    legacy: Legacy,
+) -> Result<Vec<String>> {
+    super::ensure_schema(client)?;
+    let mut done = Vec::new();
+    for (position, step) in steps(client, load_id)? {
+        let mut what = step.describe();
+        if let (UndoStep::Statement { sql, .. }, Legacy::Skip) = (&step, legacy) {
+            what = format!("{what}: not run (an older pgpour recorded it as SQL text: {sql})");
+            client
+                .execute(
+                    "DELETE FROM pgpour.undo WHERE load_id = $1 AND position = $2",
+                    &[&load_id, &position],
+                )
+                .map_err(Error::db("updating the journal's undo log"))?;
+            done.push(what);
+            continue;
+        }
+        let refused = |reason: String| Error::UndoRefused {
+            what: what.clone(),
+            load_id: load_id.to_string(),
+            reason,
+        };
+        let statement = statement_for(client, load_id, &step)?.map_err(refused)?;
+        let run = (|| {
+            let mut tx = client.transaction()?;
+            if let Some(sql) = &statement {
+                // One statement, by the extended protocol: never a list.
+                tx.execute(sql.as_str(), &[])?;
+            }
+            tx.execute(
+                "DELETE FROM pgpour.undo WHERE load_id = $1 AND position = $2",
+                &[&load_id, &position],
+            )?;
+            tx.commit()
+        })();
+        run.map_err(|source| Error::Restore {
+            what: what.clone(),
+            load_id: load_id.to_string(),
+            source,
+        })?;
+        done.push(what);
+    }
+    Ok(done)
+}
+
+/// The statement that undoes `step`: `Ok(None)` when its object is gone
+/// (nothing left to undo), `Err` with the reason when pgpour will not run it.
+fn statement_for(
+    client: &mut impl GenericClient,
+    load_id: &str,
+    step: &UndoStep,
+) -> Result<Result<Option<String>, String>> {
+    let (relation, expected_kind) = match step {
+        UndoStep::Statement { sql, .. } => {
+            return Ok(Err(format!(
+                "an older pgpour recorded it as SQL text, which this one does not run; \
+                 if you trust it, run it yourself: {sql}"
+            )))
+        }
+        UndoStep::SequenceCache { sequence, .. } => (*sequence, "S"),
+        UndoStep::Index { table, .. }
+        | UndoStep::Constraint { table, .. }
+        | UndoStep::GuardTrigger { table, .. } => (*table, "r"),
+    };
+    // The object as it is named now, and whether it belongs to the load's
+    // table: the table itself, or a sequence that one of its columns owns
+    // or draws from.
+    let row = client
+        .query_opt(
+            "SELECT pg_catalog.format('%I.%I', n.nspname, c.relname), c.relkind::text, \
+                    (SELECT coalesce(l.target_oid, pg_catalog.to_regclass(l.target)::oid) \
+                       FROM pgpour.loads l WHERE l.load_id = $2) AS target \
+             FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace \
+             WHERE c.oid = $1",
+            &[&relation, &load_id],
+        )
+        .map_err(Error::db("reading the journal's undo log"))?;
+    let Some(row) = row else { return Ok(Ok(None)) };
+    let (current, kind, target): (String, String, Option<Oid>) =
+        (row.get(0), row.get(1), row.get(2));
+    if kind != expected_kind {
+        return Ok(Err(format!(
+            "object {relation} is now {current}, not what the load changed"
+        )));
+    }
+    let own_table = match step {
+        UndoStep::SequenceCache { .. } => {
+            target.is_some() && sequence_of_table(client, relation, target)?
+        }
+        _ => target == Some(relation),
+    };
+    if !own_table {
+        return Ok(Err(format!(
+            "{current} is not the table of load {load_id}: pgpour only restores its own load's table"
+        )));
+    }
+    Ok(match step {
+        UndoStep::Index {
+            table_name,
+            name,
+            definition,
+            ..
+        } => rebuilt_index(client, table_name, name, definition, &current)?,
+        UndoStep::Constraint {
+            name, definition, ..
+        } => {
+            if definition.starts_with("PRIMARY KEY ") || definition.starts_with("UNIQUE ") {
+                Ok(Some(format!(
+                    "ALTER TABLE {current} ADD CONSTRAINT {} {definition}",
+                    quote_ident(client, name)?
+                )))
+            } else {
+                Err(format!("not a key's definition: {definition}"))
+            }
+        }
+        UndoStep::GuardTrigger { .. } => Ok(Some(format!(
+            "DROP TRIGGER IF EXISTS {GUARD_TRIGGER} ON {current}"
+        ))),
+        UndoStep::SequenceCache { cache, .. } if *cache >= 1 => {
+            Ok(Some(format!("ALTER SEQUENCE {current} CACHE {cache}")))
+        }
+        UndoStep::SequenceCache { cache, .. } => Err(format!("not a CACHE: {cache}")),
+        UndoStep::Statement { .. } => unreachable!("refused above"),
+    })
+}
+
+/// `CREATE [UNIQUE] INDEX name ON <table as recorded> USING ...` made to
+/// name the table as it is now; refused when the definition is not an
+/// index of that name on that table.
+fn rebuilt_index(
+    client: &mut impl GenericClient,
+    table_name: &str,
+    name: &str,
+    definition: &str,
+    current: &str,
+) -> Result<Result<Option<String>, String>> {
+    let name = quote_ident(client, name)?;
+    for unique in ["", "UNIQUE "] {
+        let head = format!("CREATE {unique}INDEX {name} ON {table_name} USING ");
+        if let Some(rest) = definition.strip_prefix(&head) {
+            return Ok(Ok(Some(format!(
+                "CREATE {unique}INDEX {name} ON {current} USING {rest}"
+            ))));
+        }
+    }
+    Ok(Err(format!(
+        "not an index {name} on {table_name}: {definition}"
+    )))
+}
+
+/// The server's quoting of an identifier, as `pg_get_indexdef` prints it
+/// (keywords quoted too).
+fn quote_ident(client: &mut impl GenericClient, name: &str) -> Result<String> {
+    Ok(client
+        .query_one("SELECT pg_catalog.quote_ident($1)", &[&name])
+        .map_err(Error::db("reading the journal's undo log"))?
+        .get(0))
+}
+
+/// Whether `sequence` is owned by, or drawn from by a default of, `table`.
+fn sequence_of_table(
+    client: &mut impl GenericClient,
+    sequence: Oid,
+    table: Option<Oid>,
+) -> Result<bool> {
+    Ok(client
+        .query_one(
+            "SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_depend d \
+                            WHERE d.classid = 'pg_catalog.pg_class'::pg_catalog.regclass \
+                              AND d.objid = $1 AND d.refobjid = $2) \
+                 OR EXISTS (SELECT 1 FROM pg_catalog.pg_attrdef a \
+                            JOIN pg_catalog.pg_depend d \
+                              ON d.classid = 'pg_catalog.pg_attrdef'::pg_catalog.regclass \
+                             AND d.objid = a.oid \
+                            WHERE a.adrelid = $2 AND d.refobjid = $1)",
+            &[&sequence, &table],
+        )
+        .map_err(Error::db("reading the journal's undo log"))?
+        .get(0))
+}

@@ -1,0 +1,103 @@
+//! A journal made by an older pgpour is brought up to date by a newer one,
+//! and what the old one recorded keeps its meaning.
+
+use pgpour_testkit::shared_cluster;
+
+/// The journal as pgpour wrote it before it had a schema version: restores
+/// as SQL text, runs fenced by token.
+const UNVERSIONED_JOURNAL: &str = "
+CREATE SCHEMA pgpour;
+CREATE TABLE pgpour.loads (
+    load_id text PRIMARY KEY, target text NOT NULL, options jsonb NOT NULL,
+    inputs jsonb NOT NULL, state text NOT NULL DEFAULT 'running',
+    started_at timestamptz NOT NULL DEFAULT now(), finished_at timestamptz,
+    run_token text, committing text[]);
+CREATE TABLE pgpour.runs (
+    load_id text NOT NULL REFERENCES pgpour.loads ON DELETE CASCADE, token text NOT NULL,
+    started_at timestamptz NOT NULL DEFAULT now(), PRIMARY KEY (load_id, token));
+CREATE TABLE pgpour.prepared (
+    load_id text NOT NULL REFERENCES pgpour.loads ON DELETE CASCADE, gid text NOT NULL,
+    PRIMARY KEY (load_id, gid));
+CREATE TABLE pgpour.chunks (
+    load_id text NOT NULL REFERENCES pgpour.loads ON DELETE CASCADE, input int NOT NULL,
+    byte_start bigint NOT NULL, byte_end bigint NOT NULL, first_line bigint NOT NULL,
+    lines bigint NOT NULL, rows_loaded bigint NOT NULL, rows_rejected bigint NOT NULL,
+    committed_at timestamptz NOT NULL DEFAULT now(), PRIMARY KEY (load_id, input, byte_start));
+CREATE TABLE pgpour.rejects (
+    load_id text NOT NULL REFERENCES pgpour.loads ON DELETE CASCADE, input int NOT NULL,
+    byte bigint NOT NULL, reason jsonb NOT NULL, bytes bytea NOT NULL,
+    PRIMARY KEY (load_id, input, byte));
+CREATE TABLE pgpour.restores (
+    load_id text NOT NULL REFERENCES pgpour.loads ON DELETE CASCADE, position int NOT NULL,
+    what text NOT NULL, sql text NOT NULL, PRIMARY KEY (load_id, position));
+REVOKE ALL ON SCHEMA pgpour FROM PUBLIC;
+REVOKE ALL ON ALL TABLES IN SCHEMA pgpour FROM PUBLIC;
+INSERT INTO pgpour.loads (load_id, target, options, inputs, state)
+    VALUES ('old-done', 'public.t', '{}', '[]', 'done'),
+           ('old-killed', 'public.t', '{}', '[]', 'running');
+INSERT INTO pgpour.chunks VALUES ('old-done', 0, 0, 100, 1, 10, 9, 1);
+INSERT INTO pgpour.restores VALUES
+    ('old-killed', 0, 'index t_pkey', 'CREATE TABLE planted_by_sql_text ()');";
+
+#[test]
+fn an_unversioned_journal_is_upgraded_and_its_sql_restores_are_shown_not_run() {
+    let db = shared_cluster().create_database("journal_upgrade");
+    let mut client = db.client();
+    client.batch_execute("CREATE TABLE t (n int)").unwrap();
+    client.batch_execute(UNVERSIONED_JOURNAL).unwrap();
+
+    let loads = pgpour::journal::status(&mut client, None).unwrap();
+    let done = loads.iter().find(|l| l.load_id == "old-done").unwrap();
+    assert_eq!((done.state.as_str(), done.rows_loaded), ("done", 9));
+    let killed = loads.iter().find(|l| l.load_id == "old-killed").unwrap();
+    assert_eq!(killed.pending, vec!["index t_pkey"]);
+    let version: i32 = client
+        .query_one("SELECT version FROM pgpour.schema_version", &[])
+        .unwrap()
+        .get(0);
+    assert_eq!(version, 3);
+    let old_table: bool = client
+        .query_one("SELECT to_regclass('pgpour.restores') IS NOT NULL", &[])
+        .unwrap()
+        .get(0);
+    assert!(!old_table, "restores became the undo log");
+
+    let refused = pgpour::journal::restore_pending(&mut client, "old-killed").unwrap_err();
+    assert!(
+        refused
+            .to_string()
+            .contains("run it yourself: CREATE TABLE planted_by_sql_text ()"),
+        "{refused}"
+    );
+    let forgotten = pgpour::journal::forget(&mut client, "old-killed")
+        .unwrap()
+        .unwrap();
+    assert!(forgotten[0].contains("not run"), "{forgotten:?}");
+    let planted: bool = client
+        .query_one("SELECT to_regclass('planted_by_sql_text') IS NOT NULL", &[])
+        .unwrap()
+        .get(0);
+    assert!(!planted, "SQL text from the journal was run");
+}
+
+/// Two sessions that find the same old journal upgrade it once.
+#[test]
+fn concurrent_upgrades_apply_each_migration_once() {
+    let db = shared_cluster().create_database("journal_upgrade_race");
+    db.client().batch_execute(UNVERSIONED_JOURNAL).unwrap();
+    let handles: Vec<_> = (0..2)
+        .map(|_| {
+            let mut client = db.client();
+            std::thread::spawn(move || pgpour::journal::ensure_schema(&mut client))
+        })
+        .collect();
+    for handle in handles {
+        handle.join().unwrap().unwrap();
+    }
+    let undo_steps: i64 = db
+        .client()
+        .query_one("SELECT count(*) FROM pgpour.undo", &[])
+        .unwrap()
+        .get(0);
+    assert_eq!(undo_steps, 1);
+}
