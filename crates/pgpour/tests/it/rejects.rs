@@ -792,3 +792,45 @@ fn an_error_that_is_not_the_rows_fault_stops_the_load_instead_of_rejecting_good_
     assert_eq!(failure.summary.rows_rejected, 0);
     assert!(!dir.path().join("r.csv").exists(), "no good row rejected");
 }
+
+/// A rejected row the journal holds but cannot read back (its reason was
+/// damaged) is an error when the reject file is rebuilt, not a row that
+/// silently goes missing from it.
+#[test]
+fn an_unreadable_rejected_row_in_the_journal_is_an_error_not_a_drop() {
+    let db = shared_cluster().create_database("rejects_unreadable");
+    let mut client = db.client();
+    client
+        .batch_execute("CREATE TABLE t (name text, score int)")
+        .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("votes.csv");
+    std::fs::write(&path, "a,1\nb,x\nc,3\nd,y\n").unwrap();
+    let mut options = csv_into_t(path, dir.path().join("r.csv"), 1, None);
+    options.load_id = Some("damaged".into());
+    let summary = pgpour::load(
+        &connect(&db),
+        &options,
+        &Progress::default(),
+        &AtomicBool::new(false),
+    )
+    .unwrap();
+    assert_eq!(summary.rows_rejected, 2);
+    assert_eq!(
+        pgpour::journal::rejected_rows(&mut client, "damaged")
+            .unwrap()
+            .len(),
+        2
+    );
+    client
+        .batch_execute(
+            "UPDATE pgpour.rejects SET reason = reason - 'line' \
+             WHERE load_id = 'damaged' AND byte = (SELECT max(byte) FROM pgpour.rejects)",
+        )
+        .unwrap();
+    let error = pgpour::journal::rejected_rows(&mut client, "damaged").unwrap_err();
+    assert!(
+        error.to_string().contains("cannot read (input 0, byte"),
+        "{error}"
+    );
+}
