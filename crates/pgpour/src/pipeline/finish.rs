@@ -1,0 +1,143 @@
+//! The last phase: check that the load is complete, commit an atomic
+//! load's prepared transactions, mark the load done and rewrite the reject
+//! file from the journal; or say how it stopped.
+
+use super::workers::{Ran, Setup};
+use crate::error::{Error, Result};
+use crate::input::{InputSpec, InputsSeen};
+use crate::journal::Totals;
+use crate::reader::ReadEnd;
+use crate::sessions::{connect_retrying, pinned};
+
+/// How a pass that did not fail ended.
+pub(super) enum Finished {
+    /// Interrupted: whole chunks are committed, the load can resume.
+    Stopped,
+    /// Every chunk was loaded: what the journal holds of the load now, or
+    /// `None` when it lacks chunks this pass committed (a crash lost them).
+    Complete(Option<Totals>),
+}
+
+/// Ends a pass after its workers and reader stopped. `done_chunks` were
+/// committed by earlier runs.
+pub(super) fn finish(
+    setup: &Setup,
+    ran: Ran,
+    inputs_seen: &InputsSeen,
+    done_chunks: u64,
+    own_reject_file: bool,
+    truncate: bool,
+) -> Result<Finished> {
+    let Setup {
+        connect,
+        options,
+        decision,
+        target,
+        sink,
+        run,
+        cancel,
+        ..
+    } = *setup;
+    let load_id = options.load_id.clone().unwrap_or_default();
+    let run_token = run.map_or("", |r| r.token.as_str());
+    let end_state = |state: &str| {
+        if !options.journal {
+            return Ok(());
+        }
+        let mut client = connect_retrying(connect, cancel).and_then(pinned)?;
+        crate::journal::set_state(&mut client, &load_id, run_token, state)
+    };
+    let Ran {
+        read_end,
+        mut error,
+        prepared,
+        committed,
+        committed_ranges,
+    } = ran;
+    if error.is_none() && matches!(read_end, Some(ReadEnd::Done { .. })) {
+        error = inputs_seen.check_unchanged(&options.inputs).err();
+    }
+    let complete = error.is_none() && read_end == Some(ReadEnd::Done { chunks: committed });
+    if decision.atomic.is_some() && !complete {
+        // All or nothing: nothing. (Best effort; resume rolls back leftovers.)
+        if let Ok(mut client) = connect_retrying(connect, cancel).and_then(pinned) {
+            crate::journal::two_phase::rollback(&mut client, &prepared);
+        }
+    }
+    if let Some(Error::InDoubt { loaded, .. }) = &mut error {
+        *loaded = certainly_loaded(&options.inputs, committed_ranges);
+    }
+    if let Some(e) = error {
+        // Best effort: the journal is right either way, the state is a label.
+        let _ = end_state("failed");
+        return Err(e);
+    }
+    // --truncate with no data at all: the table must still end up empty.
+    if truncate && read_end == Some(ReadEnd::Done { chunks: 0 }) {
+        let mut client = connect.connect()?;
+        client
+            .batch_execute(&target.truncate_sql())
+            .map_err(Error::db("truncating the table"))?;
+    }
+    if !complete {
+        end_state("stopped")?;
+        if decision.atomic.is_some() {
+            return Err(Error::Config(
+                "interrupted: nothing of this --atomic load was committed".into(),
+            ));
+        }
+        return Ok(Finished::Stopped);
+    }
+    if !options.journal {
+        return Ok(Finished::Complete(Some(Totals::default())));
+    }
+    // Chunks commit asynchronously: check that the journal has them all and
+    // mark the load done in one synchronous commit, which makes every chunk
+    // before it durable too. Chunks a crash lost are loaded by another pass.
+    let expected = done_chunks + committed;
+    let mut client = connect_retrying(connect, cancel).and_then(pinned)?;
+    if decision.atomic == Some(super::decide::AtomicMode::TwoPhase) {
+        // Decided: from here on, resume finishes the commit.
+        crate::journal::two_phase::commit(&mut client, &load_id, &prepared)?;
+    }
+    let finished = crate::journal::finish_if_complete(&mut client, &load_id, expected)?;
+    if finished.is_some() {
+        // Rejects of an atomic load are known for sure only now; workers
+        // wrote them in the order their chunks committed; rows synced for a
+        // chunk whose commit was lost must go: the journal gives back
+        // exactly the committed ones, in file order.
+        let rows = crate::journal::rejected_rows(&mut client, &load_id)?;
+        if !rows.is_empty() || sink.written() > 0 || own_reject_file {
+            sink.rewrite(&rows)?;
+        }
+    }
+    Ok(Finished::Complete(finished))
+}
+
+/// `; certainly loaded: a.csv bytes 0..4096, 8192..9000` from the byte
+/// ranges of committed chunks.
+fn certainly_loaded(inputs: &[InputSpec], mut ranges: Vec<(usize, u64, u64)>) -> String {
+    ranges.sort_unstable();
+    let mut merged: Vec<(usize, u64, u64)> = Vec::new();
+    for (input, start, end) in ranges {
+        match merged.last_mut() {
+            Some(last) if last.0 == input && last.2 == start => last.2 = end,
+            _ => merged.push((input, start, end)),
+        }
+    }
+    if merged.is_empty() {
+        return "; no other chunk of this run had committed".into();
+    }
+    let mut out = String::from("; certainly loaded:");
+    let mut current = None;
+    for (input, start, end) in merged {
+        if current != Some(input) {
+            out.push_str(&format!(" {} bytes", inputs[input].name()));
+            current = Some(input);
+        } else {
+            out.push(',');
+        }
+        out.push_str(&format!(" {start}..{end}"));
+    }
+    out
+}

@@ -1,0 +1,325 @@
+//! A load in phases, each in its own module:
+//! 1. `decide`: workers, commit mode, chunk size (shared with `--explain`);
+//! 2. `prepare`: reach and resolve the target; register the load in the
+//!    journal; drop indexes and raise sequence caches, recorded as undo
+//!    steps;
+//! 3. `workers`: the reader and the workers load the chunks;
+//! 4. `finish`: check, commit, mark done, rewrite the reject file.
+//!
+//! After the last pass the load's undo steps run, however it ended.
+
+mod decide;
+mod explain;
+mod finish;
+mod prepare;
+mod workers;
+
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Instant;
+
+use crate::conn::ConnectOptions;
+use crate::error::{Error, Result};
+use crate::journal::Totals;
+use crate::options::{default_workers, LoadOptions};
+use crate::progress::Progress;
+use crate::reject::RejectSink;
+use crate::report::LoadSummary;
+use crate::run_lock::RunLock;
+use crate::sessions::{connect_retrying, pinned};
+use decide::Decision;
+pub use explain::{explain, Explain};
+use finish::Finished;
+use prepare::Prepared;
+use workers::Setup;
+
+/// A load that stopped on an error, with what it had committed by then.
+#[derive(Debug)]
+pub struct LoadFailure {
+    pub error: Error,
+    pub summary: LoadSummary,
+}
+
+/// Passes over the input a load makes at most: more than one only when a
+/// server crash lost chunks that had committed asynchronously.
+const MAX_PASSES: usize = 3;
+
+/// Runs a load to the end, or until `cancel` is set (then workers stop at a
+/// chunk boundary and the summary says `interrupted`).
+pub fn load(
+    connect: &ConnectOptions,
+    options: &LoadOptions,
+    progress: &Progress,
+    cancel: &AtomicBool,
+) -> Result<LoadSummary, Box<LoadFailure>> {
+    let started = Instant::now();
+    let mut options = options.clone();
+    options
+        .load_id
+        .get_or_insert_with(|| crate::journal::new_load_id(&options.table.name));
+    let run = match run_lock(connect, &options) {
+        Ok(run) => run,
+        Err(error) => {
+            let summary = LoadSummary::new(
+                &options,
+                0,
+                progress,
+                started.elapsed(),
+                false,
+                &RejectSink::new(PathBuf::new()),
+            );
+            return Err(Box::new(LoadFailure { error, summary }));
+        }
+    };
+    let journaled = AtomicBool::new(false);
+    let outcome = load_passes(
+        connect,
+        &options,
+        progress,
+        cancel,
+        started,
+        &journaled,
+        run.as_ref(),
+    );
+    // A load that failed before the journal had it (a missing file, a wrong
+    // host) changed nothing: it does not even try to connect again.
+    if !journaled.load(Ordering::SeqCst) {
+        return outcome;
+    }
+    // Indexes dropped for the load are rebuilt however it ended: a failed
+    // or interrupted load leaves the table as usable as before, and its
+    // resume goes on with the indexes in place. After a failure the server
+    // may well be gone, so one attempt only: what stays pending waits in
+    // the journal for resume or forget.
+    let load_id = options.load_id.as_deref().unwrap_or_default();
+    let client = match outcome {
+        Ok(_) => connect_retrying(connect, cancel),
+        Err(_) => connect.connect(),
+    }
+    .and_then(pinned);
+    // Only while this run holds the load: a run that took it over (after
+    // this one lost its lock with its session) restores at its own end.
+    let held = run.as_ref().map_or(Ok(()), |run| run.ensure_held(connect));
+    let restored = held.and(client).and_then(|mut client| {
+        crate::journal::undo::run_pending(
+            &mut client,
+            load_id,
+            crate::journal::undo::Legacy::Refuse,
+        )
+    });
+    match (outcome, restored) {
+        (Ok(mut summary), Ok(done)) => {
+            summary.restored(done, started.elapsed());
+            Ok(summary)
+        }
+        (Ok(summary), Err(error)) => Err(Box::new(LoadFailure { error, summary })),
+        (Err(mut failure), Ok(done)) => {
+            failure.summary.restored(done, started.elapsed());
+            Err(failure)
+        }
+        // The load's own error comes first; the restore stays pending.
+        (Err(failure), Err(_)) => Err(failure),
+    }
+}
+
+/// The run lock of a journaled load, taken once its options are known to
+/// be sound; `None` without the journal (such a load has no id to resume).
+fn run_lock(connect: &ConnectOptions, options: &LoadOptions) -> Result<Option<RunLock>> {
+    if !options.journal {
+        return Ok(None);
+    }
+    prepare::check_options(options)?;
+    let load_id = options.load_id.as_deref().unwrap_or_default();
+    RunLock::acquire(connect, load_id).map(Some)
+}
+
+/// The passes of a load, until one finds every chunk in the journal.
+fn load_passes(
+    connect: &ConnectOptions,
+    options: &LoadOptions,
+    progress: &Progress,
+    cancel: &AtomicBool,
+    started: Instant,
+    journaled: &AtomicBool,
+    run: Option<&RunLock>,
+) -> Result<LoadSummary, Box<LoadFailure>> {
+    let mut first: Option<(u64, Totals)> = None;
+    for pass_number in 0..MAX_PASSES {
+        let pass = load_pass(connect, options, progress, cancel, started, journaled, run)?;
+        let (resumed, before) = *first.get_or_insert((pass.summary.resumed_chunks, pass.before));
+        if !pass.chunks_lost {
+            let mut summary = pass.summary;
+            summary.resumed_chunks = resumed;
+            if let (true, Some(after)) = (pass_number > 0, pass.after) {
+                // Chunks lost in a crash were counted when they first
+                // committed: this run's figures come from the journal.
+                summary.set_counts(
+                    after.rows_loaded - before.rows_loaded,
+                    after.rows_rejected - before.rows_rejected,
+                    after.bytes - before.bytes,
+                );
+            }
+            return Ok(summary);
+        }
+    }
+    Err(Box::new(LoadFailure {
+        error: Error::Config(format!(
+            "chunks committed by this load were lost {MAX_PASSES} times (server crashes?); \
+             `pgpour resume {}` when the server is stable",
+            options.load_id.as_deref().unwrap_or_default()
+        )),
+        summary: LoadSummary::new(
+            options,
+            0,
+            progress,
+            started.elapsed(),
+            true,
+            &RejectSink::new(PathBuf::new()),
+        ),
+    }))
+}
+
+/// How one pass over the input ended.
+struct Pass {
+    summary: LoadSummary,
+    /// The journal lacks chunks this pass committed: a crash lost them.
+    chunks_lost: bool,
+    /// What the journal held of the load when the pass started, and at its end.
+    before: Totals,
+    after: Option<Totals>,
+}
+
+/// One pass: the chunks the journal does not have yet, through the phases.
+fn load_pass(
+    connect: &ConnectOptions,
+    options: &LoadOptions,
+    progress: &Progress,
+    cancel: &AtomicBool,
+    started: Instant,
+    // Set once the journal has the load: its undo steps may then be pending.
+    journaled: &AtomicBool,
+    run: Option<&RunLock>,
+) -> Result<Pass, Box<LoadFailure>> {
+    let run_token = run.map_or("", |r| r.token.as_str());
+    let sink = RejectSink::new(
+        options
+            .reject_file
+            .clone()
+            .unwrap_or_else(|| RejectSink::default_path(&options.inputs, options.format.format)),
+    )
+    .replacing(options.replace_rejects);
+    let (mut client, target) = match prepare::connect_and_resolve(connect, options, progress) {
+        Ok(resolved) => resolved,
+        Err(error) => {
+            let workers = options.workers.unwrap_or_else(default_workers).max(1);
+            let summary =
+                LoadSummary::new(options, workers, progress, started.elapsed(), false, &sink);
+            return Err(Box::new(LoadFailure { error, summary }));
+        }
+    };
+    let decision = Decision::make(&mut client, options);
+    let summary = |interrupted| {
+        let mut s = LoadSummary::new(
+            options,
+            decision.workers,
+            progress,
+            started.elapsed(),
+            interrupted,
+            &sink,
+        );
+        s.atomic = decision.atomic_note();
+        if !options.journal {
+            // Without the journal there is nothing to resume: no id to show.
+            s.load_id.clear();
+        }
+        s
+    };
+    let fail = |error| {
+        let mut summary = summary(false);
+        if decision.atomic.is_some() {
+            // Nothing of an atomic load that failed is visible.
+            summary.set_counts(0, 0, 0);
+            summary.reject_file = None;
+            summary.reject_log = None;
+        }
+        Box::new(LoadFailure { error, summary })
+    };
+    // A server restart (which made another pass needed) ends the lock's
+    // session: take the lock again, or learn that another run has it.
+    if let Some(run) = run {
+        run.ensure_held(connect).map_err(fail)?;
+    }
+    let prepared = prepare::prepare_target(
+        &mut client,
+        &target,
+        options,
+        &decision,
+        &sink,
+        run_token,
+        journaled,
+    )
+    .map_err(fail)?;
+    let (done_chunks, own_reject_file) = match prepared {
+        Prepared::AlreadyDone => {
+            let mut summary = summary(false);
+            summary.already_done = true;
+            return Ok(Pass {
+                summary,
+                chunks_lost: false,
+                before: Totals::default(),
+                after: None,
+            });
+        }
+        Prepared::Ready {
+            done_chunks,
+            own_reject_file,
+        } => (done_chunks, own_reject_file),
+    };
+    let before = Totals::of(&done_chunks);
+    let segments = crate::reader::segments(options.inputs.len(), &done_chunks);
+    // TRUNCATE belongs to the first chunk of the load, not of a resumed run.
+    let truncate = options.truncate && done_chunks.is_empty();
+    let inputs_seen = crate::input::InputsSeen::now(&options.inputs);
+    let setup = Setup {
+        connect,
+        options,
+        decision: &decision,
+        target: &target,
+        sink: &sink,
+        run,
+        progress,
+        cancel,
+    };
+    let ran = workers::run(&setup, client, &segments, truncate, before.rows_rejected);
+    let finished = finish::finish(
+        &setup,
+        ran,
+        &inputs_seen,
+        done_chunks.len() as u64,
+        own_reject_file,
+        truncate,
+    );
+    let with_resumed = |mut summary: LoadSummary| {
+        summary.resumed_chunks = done_chunks.len() as u64;
+        summary
+    };
+    match finished {
+        Ok(Finished::Stopped) => Ok(Pass {
+            summary: with_resumed(summary(true)),
+            chunks_lost: false,
+            before,
+            after: None,
+        }),
+        Ok(Finished::Complete(after)) => Ok(Pass {
+            summary: with_resumed(summary(false)),
+            chunks_lost: after.is_none(),
+            before,
+            after,
+        }),
+        Err(error) => {
+            let mut failure = fail(error);
+            failure.summary = with_resumed(failure.summary);
+            Err(failure)
+        }
+    }
+}

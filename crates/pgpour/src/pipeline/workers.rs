@@ -1,0 +1,345 @@
+//! The third phase: one reader thread frames the inputs into
+//! record-aligned chunks on a bounded channel; N workers, each with its own
+//! connection, load one chunk per transaction (or, `--atomic`, all of
+//! theirs in one).
+//!
+//! Memory stays bounded: at most `2 × workers` chunks wait in the channel,
+//! each worker holds one, and the reader builds one.
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use postgres::Client;
+
+use super::decide::{AtomicMode, Decision};
+use crate::conn::ConnectOptions;
+use crate::copy::{ChunkLoader, Loaded};
+use crate::error::{Error, Result};
+use crate::gate::{Gate, OpenOnDrop};
+use crate::options::LoadOptions;
+use crate::plan::Target;
+use crate::progress::Progress;
+use crate::reader::{Chunk, ReadEnd, Reader, Segment};
+use crate::reject::{RejectBudget, RejectSink};
+use crate::run_lock::RunLock;
+use crate::sessions::{connect_retrying, journaled_session, RETRY_FOR};
+
+/// What the load runs on, set up by the phases before.
+pub(super) struct Setup<'a> {
+    pub connect: &'a ConnectOptions,
+    pub options: &'a LoadOptions,
+    pub decision: &'a Decision,
+    pub target: &'a Target,
+    pub sink: &'a RejectSink,
+    pub run: Option<&'a RunLock>,
+    pub progress: &'a Progress,
+    pub cancel: &'a AtomicBool,
+}
+
+/// How the workers and the reader ended.
+pub(super) struct Ran {
+    /// How the reader ended, unless it failed.
+    pub read_end: Option<ReadEnd>,
+    /// The first failure of any of them.
+    pub error: Option<Error>,
+    /// Global ids of the transactions workers prepared (`--atomic`).
+    pub prepared: Vec<String>,
+    /// Chunks committed (or, `--atomic`, loaded in the open transactions).
+    pub committed: u64,
+    /// Byte ranges of the chunks committed, per input (without the journal).
+    pub committed_ranges: Vec<(usize, u64, u64)>,
+}
+
+/// Reads `segments` and loads them; `client` becomes the first worker's
+/// session. `truncate` empties the table with the first chunk;
+/// `rejects_before` counts against `--max-errors` (a resumed load's).
+pub(super) fn run(
+    setup: &Setup,
+    client: Client,
+    segments: &[Vec<Segment>],
+    truncate: bool,
+    rejects_before: u64,
+) -> Ran {
+    let Setup {
+        options, target, ..
+    } = *setup;
+    let load_id = options.load_id.clone().unwrap_or_default();
+    let workers = setup.decision.workers;
+    let prepared: Mutex<Vec<String>> = Mutex::new(Vec::new());
+    let first_error: Mutex<Option<Error>> = Mutex::new(None);
+    let stop = AtomicBool::new(false);
+    let record_error = |e: Error| {
+        stop.store(true, Ordering::SeqCst);
+        first_error
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get_or_insert(e);
+    };
+    let gate = Gate::new(!truncate);
+    let validator = target.validator(&options.format);
+    let budget = RejectBudget::new(options.max_errors, rejects_before);
+    let loader = ChunkLoader {
+        copy_sql: &target.copy_sql,
+        relation: &target.relation,
+        columns: &target.columns,
+        syntax: options.format.syntax(),
+        validator: &validator,
+        budget: &budget,
+        journal: options.journal.then_some(load_id.as_str()),
+        run_token: setup.run.map_or("", |r| r.token.as_str()),
+        sink: setup.decision.atomic.is_none().then_some(setup.sink),
+    };
+    let committed_ranges: Mutex<Vec<(usize, u64, u64)>> = Mutex::new(Vec::new());
+    let committed = AtomicU64::new(0);
+    let mut first_client = Some(client);
+
+    let read_end = std::thread::scope(|scope| {
+        let (tx, rx) = crossbeam_channel::bounded::<Chunk>(2 * workers);
+        for index in 0..workers {
+            let rx = rx.clone();
+            let client = if index == 0 {
+                first_client.take()
+            } else {
+                None
+            };
+            let worker = Worker {
+                connect: setup.connect,
+                options,
+                index,
+                atomic: setup.decision.atomic,
+                prepared: &prepared,
+                truncate,
+                target,
+                loader: &loader,
+                sink: setup.sink,
+                committed_ranges: &committed_ranges,
+                run: setup.run,
+                progress: setup.progress,
+                gate: &gate,
+                stop: &stop,
+                cancel: setup.cancel,
+                committed: &committed,
+            };
+            let record_error = &record_error;
+            scope.spawn(move || {
+                if let Err(e) = worker.run(client, rx) {
+                    record_error(e);
+                }
+            });
+        }
+        drop(rx);
+        let reader = Reader {
+            inputs: &options.inputs,
+            segments,
+            format: &options.format,
+            expected_header: &target.columns,
+            chunk_size: setup.decision.chunk_size,
+            max_record: options.max_record_size,
+            end_markers: crate::frame::EndMarkers::of_server(target.server_version_num),
+            header_out: &setup.sink.header,
+            progress: setup.progress,
+            stop: &stop,
+            cancel: setup.cancel,
+        };
+        let end = reader.run(&tx);
+        drop(tx);
+        end.map_err(record_error).ok()
+    });
+    Ran {
+        read_end,
+        error: first_error.into_inner().unwrap_or_else(|p| p.into_inner()),
+        prepared: prepared.into_inner().unwrap_or_else(|p| p.into_inner()),
+        committed: committed.load(Ordering::SeqCst),
+        committed_ranges: committed_ranges
+            .into_inner()
+            .unwrap_or_else(|p| p.into_inner()),
+    }
+}
+
+struct Worker<'a> {
+    connect: &'a ConnectOptions,
+    options: &'a LoadOptions,
+    index: usize,
+    atomic: Option<AtomicMode>,
+    /// Global ids of the transactions workers prepared (`--atomic`).
+    prepared: &'a Mutex<Vec<String>>,
+    /// TRUNCATE with the first chunk (not when resuming).
+    truncate: bool,
+    target: &'a Target,
+    loader: &'a ChunkLoader<'a>,
+    sink: &'a RejectSink,
+    /// Byte ranges of the chunks committed, per input (without the journal).
+    committed_ranges: &'a Mutex<Vec<(usize, u64, u64)>>,
+    /// The run's lock on its load id, taken again after a reconnection.
+    run: Option<&'a RunLock>,
+    progress: &'a Progress,
+    gate: &'a Gate,
+    stop: &'a AtomicBool,
+    cancel: &'a AtomicBool,
+    committed: &'a AtomicU64,
+}
+
+impl Worker<'_> {
+    fn run(&self, client: Option<Client>, rx: crossbeam_channel::Receiver<Chunk>) -> Result<()> {
+        let mut client = match client {
+            Some(mut c) => {
+                // COPY runs the table's triggers: with the user's path.
+                c.batch_execute("RESET search_path")
+                    .map_err(Error::db("setting up the session"))?;
+                c
+            }
+            None => connect_retrying(self.connect, self.cancel)?,
+        };
+        if let Some(load_id) = self.loader.journal {
+            journaled_session(&mut client, load_id)?;
+        }
+        if let Some(mode) = self.atomic {
+            return self.run_atomic(client, rx, mode);
+        }
+        let truncate = self.target.truncate_sql();
+        for chunk in rx {
+            let first = chunk.seq == 0;
+            // Opened however the first chunk ends, even by a panic: to let
+            // the others in only once it committed.
+            let mut opener = first.then(|| OpenOnDrop::new(self.gate));
+            if self.stop.load(Ordering::SeqCst) || self.cancel.load(Ordering::SeqCst) {
+                break;
+            }
+            // Nothing may commit before the TRUNCATE does, or it would be
+            // emptied; and nothing at all if the TRUNCATE did not commit,
+            // or old rows would stay beside new ones.
+            if !first && !self.gate.wait() {
+                break;
+            }
+            if self.stop.load(Ordering::SeqCst) {
+                break;
+            }
+            let before = (first && self.truncate).then_some(truncate.as_str());
+            let file = self.options.inputs[chunk.input].name();
+            let result = self.load_with_retry(&mut client, before, &chunk, &file);
+            if let (Ok(_), Some(opener)) = (&result, opener.as_mut()) {
+                opener.committed = true;
+            }
+            drop(opener);
+            let loaded = result.map_err(|e| e.while_loading(&file, chunk.first_line))?;
+            if self.loader.journal.is_none() {
+                // What an in-doubt commit later says is certainly loaded.
+                let end = chunk.offset + chunk.data.len() as u64;
+                self.committed_ranges
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .push((chunk.input, chunk.offset, end));
+            }
+            self.count(&chunk, &loaded);
+        }
+        Ok(())
+    }
+
+    /// A chunk is in: progress and the count of chunks committed.
+    fn count(&self, chunk: &Chunk, loaded: &Loaded) {
+        self.progress.add_committed(
+            loaded.rows,
+            loaded.rejected.len() as u64,
+            chunk.data.len() as u64,
+        );
+        self.committed.fetch_add(1, Ordering::SeqCst);
+    }
+}
+
+impl Worker<'_> {
+    /// `--atomic`: every chunk in one transaction of this worker (a chunk is a
+    /// savepoint there), prepared or committed at the end unless the load
+    /// failed. No retries: a lost connection loses the transaction.
+    fn run_atomic(
+        &self,
+        mut client: Client,
+        rx: crossbeam_channel::Receiver<Chunk>,
+        mode: AtomicMode,
+    ) -> Result<()> {
+        let mut tx = client
+            .transaction()
+            .map_err(Error::db("starting the load's transaction"))?;
+        let truncate = self.target.truncate_sql();
+        for chunk in rx {
+            if self.stop.load(Ordering::SeqCst) || self.cancel.load(Ordering::SeqCst) {
+                return Ok(());
+            }
+            let before = (chunk.seq == 0 && self.truncate).then_some(truncate.as_str());
+            let file = self.options.inputs[chunk.input].name();
+            let loaded = self
+                .loader
+                .load(&mut tx, before, &chunk, &file)
+                .map_err(|e| e.while_loading(&file, chunk.first_line))?;
+            self.count(&chunk, &loaded);
+        }
+        if self.stop.load(Ordering::SeqCst) || self.cancel.load(Ordering::SeqCst) {
+            return Ok(());
+        }
+        match mode {
+            AtomicMode::OneTransaction => tx.commit().map_err(Error::db("committing the load")),
+            AtomicMode::TwoPhase => {
+                let gid = crate::journal::two_phase::gid(self.loader.run_token, self.index);
+                let load_id = self.loader.journal.unwrap_or_default();
+                crate::journal::two_phase::record_inside(&mut tx, load_id, &gid)?;
+                tx.batch_execute(&format!(
+                    "PREPARE TRANSACTION {}",
+                    crate::sql::quote_literal(&gid)
+                ))
+                .map_err(Error::db("preparing the load's transaction"))?;
+                self.prepared
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .push(gid);
+                // The transaction is prepared; dropping the handle only asks
+                // the now idle session to roll back nothing.
+                drop(tx);
+                Ok(())
+            }
+        }
+    }
+
+    /// Loads a chunk, retrying transient failures (a restarting server, a
+    /// terminated backend, a lost connection, a serialization failure or
+    /// deadlock) with backoff for up to `RETRY_FOR`. Before a retry the
+    /// journal says whether the chunk committed after all (the connection
+    /// may have died after the commit), so a retry never loads it twice.
+    fn load_with_retry(
+        &self,
+        client: &mut Client,
+        before: Option<&str>,
+        chunk: &Chunk,
+        file: &str,
+    ) -> Result<Loaded> {
+        let deadline = Instant::now() + RETRY_FOR;
+        let mut delay = Duration::from_millis(100);
+        let retryable = |e: &Error| {
+            e.is_transient() && Instant::now() < deadline && !self.cancel.load(Ordering::SeqCst)
+        };
+        loop {
+            match self.loader.load(client, before, chunk, file) {
+                Ok(loaded) => return Ok(loaded),
+                Err(e) if retryable(&e) => {}
+                Err(e) => return Err(e),
+            }
+            std::thread::sleep(delay);
+            delay = (delay * 2).min(Duration::from_secs(5));
+            *client = connect_retrying(self.connect, self.cancel)?;
+            if let Some(run) = self.run {
+                // The server may have restarted, ending the lock's session.
+                run.ensure_held(self.connect)?;
+            }
+            if let Some(load_id) = self.loader.journal {
+                journaled_session(client, load_id)?;
+                if let Some((rows, rejected)) =
+                    crate::journal::committed_chunk(client, load_id, &chunk.range())?
+                {
+                    // Its rows were taken out of the reject file when the
+                    // commit seemed to fail: they belong there after all.
+                    self.sink.write(&rejected)?;
+                    return Ok(Loaded { rows, rejected });
+                }
+            }
+        }
+    }
+}
