@@ -197,7 +197,9 @@ impl Error {
                 || matches!(s, "57P01" | "57P02" | "57P03" | "40001" | "40P01" | "53300")
         };
         match self {
-            Error::Db { source, .. } | Error::Connect { source, .. } => {
+            Error::Db { source, .. }
+            | Error::Connect { source, .. }
+            | Error::Restore { source, .. } => {
                 source.code().is_none_or(|c| transient_state(c.code()))
             }
             Error::Copy { server, .. } => transient_state(&server.sqlstate),

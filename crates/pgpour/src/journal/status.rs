@@ -101,7 +101,8 @@ fn forget_pinned(client: &mut postgres::Client, load_id: &str) -> Result<Option<
                 super::two_phase::rollback(client, &leftovers);
             }
         }
-        let restored = super::undo::run_pending(client, load_id, Legacy::Skip)?;
+        let mut restored = Vec::new();
+        super::undo::run_pending(client, load_id, Legacy::Skip, &mut restored)?;
         let n = client
             .execute("DELETE FROM pgpour.loads WHERE load_id = $1", &[&load_id])
             .map_err(Error::db("forgetting the load"))?;

@@ -192,7 +192,8 @@ pub fn pending(client: &mut impl GenericClient, load_id: &str) -> Result<Vec<Str
 /// Undoes what a load left to put back (indexes it dropped...); returns
 /// what it put back. A failure stays pending and says why.
 pub fn restore_pending(client: &mut Client, load_id: &str) -> Result<Vec<String>> {
-    run_pending(client, load_id, Legacy::Refuse)
+    let mut done = Vec::new();
+    run_pending(client, load_id, Legacy::Refuse, &mut done).map(|()| done)
 }
 
 /// What `run_pending` does with a restore an older pgpour recorded as SQL.
@@ -205,15 +206,15 @@ pub(crate) enum Legacy {
 }
 
 /// Undoes a load's pending steps, each in the transaction that removes it
-/// from the journal; returns what it put back. Stops at the first failure,
-/// which stays pending.
+/// from the journal; adds what it put back to `done`. Stops at the first
+/// failure, which stays pending: run again, it goes on from there.
 pub(crate) fn run_pending(
     client: &mut Client,
     load_id: &str,
     legacy: Legacy,
-) -> Result<Vec<String>> {
+    done: &mut Vec<String>,
+) -> Result<()> {
     super::ensure_schema(client)?;
-    let mut done = Vec::new();
     for (position, step) in steps(client, load_id)? {
         let mut what = step.describe();
         if let (UndoStep::Statement { sql, .. }, Legacy::Skip) = (&step, legacy) {
@@ -252,7 +253,7 @@ pub(crate) fn run_pending(
         })?;
         done.push(what);
     }
-    Ok(done)
+    Ok(())
 }
 
 /// The statement that undoes `step`: `Ok(None)` when its object is gone

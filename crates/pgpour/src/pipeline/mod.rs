@@ -20,13 +20,14 @@ use std::time::Instant;
 
 use crate::conn::ConnectOptions;
 use crate::error::{Error, Result};
+use crate::journal::undo::Legacy;
 use crate::journal::Totals;
 use crate::options::{default_workers, LoadOptions};
 use crate::progress::Progress;
 use crate::reject::RejectSink;
 use crate::report::LoadSummary;
 use crate::run_lock::RunLock;
-use crate::sessions::{connect_retrying, pinned};
+use crate::sessions::{connect_retrying, pinned, RETRY_FOR};
 use decide::Decision;
 pub use explain::{explain, Explain};
 use finish::Finished;
@@ -92,21 +93,30 @@ pub fn load(
     // may well be gone, so one attempt only: what stays pending waits in
     // the journal for resume or forget.
     let load_id = options.load_id.as_deref().unwrap_or_default();
-    let client = match outcome {
-        Ok(_) => connect_retrying(connect, cancel),
-        Err(_) => connect.connect(),
+    let retry = outcome.is_ok();
+    let client = match retry {
+        true => connect_retrying(connect, cancel),
+        false => connect.connect(),
     }
     .and_then(pinned);
     // Only while this run holds the load: a run that took it over (after
     // this one lost its lock with its session) restores at its own end.
     let held = run.as_ref().map_or(Ok(()), |run| run.ensure_held(connect));
-    let restored = held.and(client).and_then(|mut client| {
-        crate::journal::undo::run_pending(
-            &mut client,
-            load_id,
-            crate::journal::undo::Legacy::Refuse,
-        )
-    });
+    let mut done = Vec::new();
+    let restored = held
+        .and(client)
+        .and_then(|client| {
+            undo(
+                connect,
+                cancel,
+                run.as_ref(),
+                client,
+                load_id,
+                retry,
+                &mut done,
+            )
+        })
+        .map(|()| done);
     match (outcome, restored) {
         (Ok(mut summary), Ok(done)) => {
             summary.restored(done, started.elapsed());
@@ -119,6 +129,36 @@ pub fn load(
         }
         // The load's own error comes first; the restore stays pending.
         (Err(failure), Err(_)) => Err(failure),
+    }
+}
+
+/// Runs the load's undo steps. A step cut off with its connection (a
+/// terminated backend, a server restart) is tried again on a new one for up
+/// to `RETRY_FOR`, as a chunk would be: each step leaves the journal in the
+/// transaction that runs it, so none runs twice. Without `retry` (after a
+/// failed load, when the server may well be gone) one attempt only: what
+/// stays pending waits in the journal for resume or forget.
+fn undo(
+    connect: &ConnectOptions,
+    cancel: &AtomicBool,
+    run: Option<&RunLock>,
+    mut client: postgres::Client,
+    load_id: &str,
+    retry: bool,
+    done: &mut Vec<String>,
+) -> Result<()> {
+    let deadline = Instant::now() + if retry { RETRY_FOR } else { Default::default() };
+    loop {
+        match crate::journal::undo::run_pending(&mut client, load_id, Legacy::Refuse, done) {
+            Err(e) if e.is_transient() && Instant::now() < deadline => {
+                std::thread::sleep(std::time::Duration::from_millis(500));
+                client = connect_retrying(connect, cancel).and_then(pinned)?;
+                if let Some(run) = run {
+                    run.ensure_held(connect)?;
+                }
+            }
+            ended => return ended,
+        }
     }
 }
 

@@ -416,3 +416,60 @@ fn an_undo_step_on_another_table_or_object_is_refused() {
         vec!["index actual_name"]
     );
 }
+
+/// A rebuild whose backend is terminated midway is tried again on a new
+/// connection, as a chunk would be: the load ends with the index back.
+#[test]
+fn a_rebuild_cut_off_by_a_terminated_backend_is_tried_again() {
+    let db = shared_cluster().create_database("undo_terminated");
+    let mut client = db.client();
+    // Each key takes 50 ms to compute: the rebuild lasts long enough to be
+    // seen and cut off.
+    client
+        .batch_execute(
+            "CREATE TABLE actual (n int, name text); \
+             CREATE FUNCTION slow_key(int) RETURNS int LANGUAGE plpgsql IMMUTABLE \
+               AS $$ BEGIN PERFORM pg_sleep(0.05); RETURN $1; END $$; \
+             CREATE INDEX actual_slow ON actual (slow_key(n))",
+        )
+        .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let rows: String = (0..30).map(|i| format!("{i},row {i}\n")).collect();
+    let mut options = options(&dir, rows.as_bytes());
+    options.columns = None;
+    let watcher = {
+        let mut watcher = db.client();
+        std::thread::spawn(move || {
+            let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+            while std::time::Instant::now() < deadline {
+                let terminated: i64 = watcher
+                    .query_one(
+                        "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity \
+                         WHERE query LIKE 'CREATE INDEX actual_slow%' AND pid <> pg_backend_pid()",
+                        &[],
+                    )
+                    .unwrap()
+                    .get(0);
+                if terminated > 0 {
+                    return true;
+                }
+                std::thread::sleep(std::time::Duration::from_millis(20));
+            }
+            false
+        })
+    };
+    let db_ref = &db;
+    let summary = run(db_ref, &options).unwrap_or_else(|f| panic!("{}", f.error));
+    assert!(watcher.join().unwrap(), "the rebuild was never cut off");
+    assert!(
+        summary.restored.contains(&"index actual_slow".to_string()),
+        "{:?}",
+        summary.restored
+    );
+    let back: bool = client
+        .query_one("SELECT to_regclass('actual_slow') IS NOT NULL", &[])
+        .unwrap()
+        .get(0);
+    assert!(back, "the index is back");
+    assert_eq!(summary.rows_loaded, 30);
+}
