@@ -9,7 +9,8 @@ use crossbeam_channel::Sender;
 use crate::error::{Error, Position, Result};
 use crate::format::{FormatOptions, Header};
 use crate::frame::{
-    count_byte, end_of_data, split_fields, trim_terminator, EndMarkers, Eol, Framer, RecordTooLong,
+    count_byte, end_of_data, trim_terminator, EndMarkers, Eol, Fields, Framer, RecordTooLong,
+    UnterminatedQuote,
 };
 use crate::input::InputSpec;
 use crate::progress::Progress;
@@ -314,30 +315,44 @@ impl Reader<'_> {
         count_byte(bytes, eol) as u64
     }
 
+    /// Checks a `--header match` line as COPY's HEADER MATCH does: its
+    /// values, decoded like data, must be the column names, none NULL.
     fn check_header(&self, input: &InputSpec, record: &[u8]) -> Result<()> {
-        let fields = split_fields(
-            self.format.syntax(),
-            self.format.delimiter(),
-            trim_terminator(record),
-        );
-        let names: Vec<String> = fields
+        let mut fields = Fields::default();
+        let decoded = self
+            .format
+            .field_decoder()
+            .decode(trim_terminator(record), &mut fields);
+        let names: Vec<Option<String>> = fields
             .iter()
-            .map(|f| String::from_utf8_lossy(f).into_owned())
+            .map(|f| f.map(|name| String::from_utf8_lossy(name).into_owned()))
             .collect();
-        if names != self.expected_header {
-            return Err(Error::Data {
-                position: Position {
-                    file: input.name(),
-                    line: 1,
-                    column: None,
-                },
-                message: format!(
-                    "header {names:?} does not match the columns {:?} (--header match)",
-                    self.expected_header
-                ),
-            });
+        let matches = decoded.is_ok()
+            && names.len() == self.expected_header.len()
+            && names
+                .iter()
+                .zip(self.expected_header)
+                .all(|(name, column)| name.as_deref() == Some(column.as_str()));
+        if matches {
+            return Ok(());
         }
-        Ok(())
+        let shown: Vec<&str> = names
+            .iter()
+            .map(|n| n.as_deref().unwrap_or("NULL"))
+            .collect();
+        let position = Position {
+            file: input.name(),
+            line: 1,
+            column: None,
+        };
+        let message = match decoded {
+            Err(UnterminatedQuote) => "the header line ends inside quotes".to_string(),
+            Ok(()) => format!(
+                "header {shown:?} does not match the columns {:?} (--header match)",
+                self.expected_header
+            ),
+        };
+        Err(Error::Data { position, message })
     }
 }
 

@@ -31,7 +31,7 @@ mod props;
 
 pub use chunker::{Framer, RecordTooLong, MAX_RECORD_BYTES};
 pub use end_marker::{end_of_data, EndMarkers};
-pub use fields::{split_fields, trim_terminator};
+pub use fields::{trim_terminator, FieldDecoder, Fields, UnterminatedQuote};
 pub(crate) use first_record::first_terminator;
 pub use records::{copy_lines, stray_line_break, RecordIter, StrayBreak};
 
