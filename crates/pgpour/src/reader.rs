@@ -77,31 +77,91 @@ pub(crate) fn segments(
 /// file of a resumed load.
 pub(crate) fn header_line(input: &InputSpec, format: &FormatOptions) -> Result<Vec<u8>> {
     let unused = std::sync::atomic::AtomicU64::new(0);
-    let mut stream = input.open(&unused)?;
+    let mut blocks = Blocks::new(input, input.open(&unused)?);
     let mut framer = Framer::new(format.syntax());
     let mut buf = Vec::new();
-    let mut block = vec![0; 64 * 1024];
-    loop {
-        let n = stream.read(&mut block).map_err(Error::io(input.name()))?;
-        buf.extend_from_slice(&block[..n]);
-        let eof = n == 0;
-        // The framer's bytes may only grow at the end: frame them once
-        // whether a byte order mark starts them is known.
-        if buf.len() < UTF8_BOM.len() && !eof {
-            continue;
-        }
-        let body = buf.strip_prefix(UTF8_BOM).unwrap_or(&buf);
-        let bom = (buf.len() - body.len()) as u64;
-        let cut = framer
-            .next_cut(body, 1, eof)
-            .map_err(|e| record_too_long(input, &framer, body, (bom, 1), e))?;
-        if let Some(end) = cut {
-            return Ok(body[..end].to_vec());
-        }
-        if eof {
-            return Ok(Vec::new());
+    let preamble = read_preamble(input, &mut blocks, &mut framer, &mut buf, true)?;
+    Ok(preamble.header)
+}
+
+/// An input's bytes, read a block at a time onto the end of a buffer.
+struct Blocks<'a> {
+    stream: Box<dyn Read + Send + 'a>,
+    name: String,
+    eof: bool,
+}
+
+impl<'a> Blocks<'a> {
+    fn new(input: &InputSpec, stream: Box<dyn Read + Send + 'a>) -> Self {
+        Blocks {
+            stream,
+            name: input.name(),
+            eof: false,
         }
     }
+
+    /// Appends the next block to `buf`; at the end of input, sets `eof`.
+    fn fill(&mut self, buf: &mut Vec<u8>) -> Result<()> {
+        let len = buf.len();
+        buf.resize(len + READ_BLOCK, 0);
+        let n = self
+            .stream
+            .read(&mut buf[len..])
+            .map_err(|source| Error::Input {
+                path: self.name.clone().into(),
+                source,
+            })?;
+        buf.truncate(len + n);
+        self.eof = n == 0;
+        Ok(())
+    }
+}
+
+/// What comes before an input's first record of data.
+struct Preamble {
+    /// Bytes of the byte order mark: 3 or 0.
+    bom: u64,
+    /// The header line, terminator included; empty without one.
+    header: Vec<u8>,
+}
+
+/// Reads the start of an input into `buf` and takes its preamble out: a
+/// UTF-8 byte order mark (never data, whatever the encoding option says),
+/// then, when `header`, the first record. `buf` keeps the bytes after them.
+fn read_preamble(
+    input: &InputSpec,
+    blocks: &mut Blocks<'_>,
+    framer: &mut Framer,
+    buf: &mut Vec<u8>,
+    header: bool,
+) -> Result<Preamble> {
+    // The framer's bytes may only grow at the end: frame them once whether
+    // a byte order mark starts them is known.
+    while buf.len() < UTF8_BOM.len() && !blocks.eof {
+        blocks.fill(buf)?;
+    }
+    let bom = if buf.starts_with(UTF8_BOM) {
+        buf.drain(..UTF8_BOM.len());
+        UTF8_BOM.len() as u64
+    } else {
+        0
+    };
+    if !header {
+        return Ok(Preamble {
+            bom,
+            header: Vec::new(),
+        });
+    }
+    let end = loop {
+        let cut = framer.next_cut(buf, 1, blocks.eof);
+        match cut.map_err(|e| record_too_long(input, framer, buf, (bom, 1), e))? {
+            Some(end) => break end,
+            None if blocks.eof => break 0,
+            None => blocks.fill(buf)?,
+        }
+    };
+    let header = buf.drain(..end).collect();
+    Ok(Preamble { bom, header })
 }
 
 /// The error for a record that passed the framer's limit; `at` is the
@@ -214,65 +274,40 @@ impl Reader<'_> {
         seq: &mut u64,
     ) -> Result<SegmentEnd> {
         let stream = input.open_at(segment.from, &self.progress.input_bytes_read)?;
-        let mut stream: Box<dyn Read + Send> = match segment.to {
+        let stream: Box<dyn Read + Send> = match segment.to {
             Some(to) => Box::new(stream.take(to - segment.from)),
             None => stream,
         };
-        let read_error = Error::io(input.name());
+        let mut blocks = Blocks::new(input, stream);
         let mut buf = Vec::with_capacity(self.chunk_size + READ_BLOCK);
-        let mut eof = false;
         let mut offset = segment.from;
         let mut line = segment.first_line;
-        let at_start = segment.from == 0;
-
-        let mut fill = |buf: &mut Vec<u8>, eof: &mut bool| -> Result<()> {
-            let len = buf.len();
-            buf.resize(len + READ_BLOCK, 0);
-            let n = stream.read(&mut buf[len..]).map_err(&read_error)?;
-            buf.truncate(len + n);
-            *eof = n == 0;
-            Ok(())
-        };
         let too_long =
             |framer: &Framer, buf: &[u8], at, e| record_too_long(input, framer, buf, at, e);
 
-        // A byte order mark is not data, whatever the encoding option says.
-        while at_start && buf.len() < UTF8_BOM.len() && !eof {
-            fill(&mut buf, &mut eof)?;
-        }
-        if at_start && buf.starts_with(UTF8_BOM) {
-            buf.drain(..UTF8_BOM.len());
-            offset = UTF8_BOM.len() as u64;
-        }
-
-        if at_start && self.format.header != Header::None {
-            let end = loop {
-                let cut = framer.next_cut(&buf, 1, eof);
-                match cut.map_err(|e| too_long(&framer, &buf, (offset, line), e))? {
-                    Some(end) => break end,
-                    None if eof => break 0,
-                    None => fill(&mut buf, &mut eof)?,
+        if segment.from == 0 {
+            let header = self.format.header != Header::None;
+            let preamble = read_preamble(input, &mut blocks, &mut framer, &mut buf, header)?;
+            offset = preamble.bom + preamble.header.len() as u64;
+            if header {
+                if self.format.header == Header::Match {
+                    self.check_header(input, &preamble.header)?;
                 }
-            };
-            if self.format.header == Header::Match {
-                self.check_header(input, &buf[..end])?;
+                line += self.count_lines(&framer, &preamble.header);
+                let _ = self.header_out.set(preamble.header);
             }
-            let _ = self.header_out.set(buf[..end].to_vec());
-            line += self.count_lines(&framer, &buf[..end]);
-            offset += end as u64;
-            buf.drain(..end);
         }
 
         loop {
             if self.stop.load(Ordering::Relaxed) || self.cancel.load(Ordering::Relaxed) {
                 return Ok(SegmentEnd::Stopped);
             }
-            let cut = framer.next_cut(&buf, self.chunk_size, eof);
+            let cut = framer.next_cut(&buf, self.chunk_size, blocks.eof);
             let cut = match cut.map_err(|e| too_long(&framer, &buf, (offset, line), e))? {
                 Some(end) => end,
-                None if eof => return Ok(SegmentEnd::Read),
+                None if blocks.eof => return Ok(SegmentEnd::Read),
                 None => {
-                    fill(&mut buf, &mut eof)?;
+                    blocks.fill(&mut buf)?;
                     continue;
                 }
             };
