@@ -4,6 +4,8 @@
 use std::fmt;
 use std::path::PathBuf;
 
+use crate::sqlstate::{blame, Blame};
+
 /// A place in the input: file, 1-based physical line, optional column name.
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
 pub struct Position {
@@ -183,10 +185,7 @@ impl Error {
     /// restarting or shutting down, a terminated backend, a serialization
     /// failure or deadlock, too many connections.
     pub fn is_transient(&self) -> bool {
-        let transient_state = |s: &str| {
-            s.starts_with("08")
-                || matches!(s, "57P01" | "57P02" | "57P03" | "40001" | "40P01" | "53300")
-        };
+        let transient_state = |s: &str| blame(s) == Blame::Transient;
         match self {
             Error::Db { source, .. } | Error::Connect { source, .. } => {
                 source.code().is_none_or(|c| transient_state(c.code()))

@@ -55,6 +55,7 @@ mod run_lock;
 pub mod sequences;
 mod sessions;
 pub mod sql;
+mod sqlstate;
 mod trust;
 pub mod validate;
 
