@@ -17,12 +17,12 @@ use std::ops::Range;
 use postgres::{GenericClient, Transaction};
 
 use crate::copy_context::CopyContext;
-use crate::error::{Error, ServerError};
+use crate::error::{BadRow, Error, ServerError};
 use crate::frame::{
     copy_lines, count_byte, first_terminator, stray_line_break, Eol, Framer, Syntax,
 };
 use crate::reader::Chunk;
-use crate::reject::{BadRow, RejectBudget, RejectSink};
+use crate::reject::{RejectBudget, RejectSink};
 use crate::sqlstate::{blame, Blame};
 use crate::validate::{Problem, Validator};
 
