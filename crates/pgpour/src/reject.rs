@@ -19,7 +19,7 @@ use std::sync::{Mutex, OnceLock};
 pub use crate::error::BadRow;
 use crate::error::{Error, Result};
 use crate::format::Format;
-use crate::input::InputSpec;
+use crate::input::{without_compression_suffix, InputSpec};
 
 /// How many rejected rows a load tolerates before it stops.
 #[derive(Debug)]
@@ -136,10 +136,7 @@ impl RejectSink {
         let name = path
             .file_name()
             .map_or_else(String::new, |n| n.to_string_lossy().into_owned());
-        let name = [".gz", ".zst", ".zstd"]
-            .iter()
-            .find_map(|ext| name.strip_suffix(ext))
-            .unwrap_or(&name);
+        let name = without_compression_suffix(&name);
         let (stem, ext) = match name.rsplit_once('.') {
             Some((stem, ext)) if !stem.is_empty() => (stem, ext),
             _ => (name, default_ext),
