@@ -17,6 +17,10 @@
 //! looked at a bounded number of times whatever the quoting, and it refuses
 //! a record as soon as it grows past a limit (PostgreSQL's 1 GiB by default)
 //! instead of buffering it.
+//!
+//! Off the hot path, `FieldDecoder` reads one record's values as COPY does
+//! (header lines, the checks of refused rows); it is the one place that
+//! knows how COPY splits and unescapes fields.
 
 mod chunker;
 mod end_marker;
