@@ -1,6 +1,7 @@
 //! From command-line syntax to the engine's validated options.
 
 use anyhow::{bail, Context, Result};
+use pgpour::input::without_compression_suffix;
 use pgpour::sql::parse_column_list;
 use pgpour::{ConnectOptions, Format, FormatOptions, Header, InputSpec, LoadOptions, TableName};
 
@@ -160,10 +161,7 @@ fn format_from_names(inputs: &[InputSpec]) -> Result<Format> {
             continue;
         };
         let name = path.to_string_lossy().to_lowercase();
-        let name = [".gz", ".zst", ".zstd"]
-            .iter()
-            .find_map(|ext| name.strip_suffix(ext))
-            .unwrap_or(&name);
+        let name = without_compression_suffix(&name);
         let format = if name.ends_with(".csv") {
             Format::Csv
         } else if [".tsv", ".txt", ".tab"]

@@ -17,12 +17,13 @@ use std::ops::Range;
 use postgres::{GenericClient, Transaction};
 
 use crate::copy_context::CopyContext;
-use crate::error::{Error, ServerError};
+use crate::error::{BadRow, Error, ServerError};
 use crate::frame::{
     copy_lines, count_byte, first_terminator, stray_line_break, Eol, Framer, Syntax,
 };
 use crate::reader::Chunk;
-use crate::reject::{BadRow, RejectBudget, RejectSink};
+use crate::reject::{RejectBudget, RejectSink};
+use crate::sqlstate::{blame, Blame};
 use crate::validate::{Problem, Validator};
 
 /// Size of the CopyData messages a chunk is sent in.
@@ -512,18 +513,10 @@ impl ChunkLoader<'_> {
         let Some(server) = ServerError::from_db(&e) else {
             return Failure::Fatal(fatal(e));
         };
-        let class = &server.sqlstate[..2.min(server.sqlstate.len())];
-        // The connection, the transaction, the server's resources or state:
-        // never the row's fault, even when the error names the COPY line it
-        // happened on (a backend terminated mid-COPY does).
-        if matches!(class, "08" | "25" | "40" | "53" | "57" | "58" | "XX" | "F0") {
-            return Failure::Fatal(fatal(e));
-        }
-        // Data exceptions, integrity violations, errors raised by triggers'
-        // code, a row too big are the data's fault; privileges and the like
-        // are not, even when they happen at a line (a default whose sequence
-        // the role may not use fails at the first row).
-        if !matches!(class, "22" | "23" | "P0" | "2F" | "38" | "39" | "54") {
+        // A row is rejected only for what is its fault, even when the
+        // server names the COPY line an error happened on (a backend
+        // terminated mid-COPY does).
+        if blame(&server.sqlstate) != Blame::Row {
             return Failure::Fatal(fatal(e));
         }
         match self.context(&server) {

@@ -1,8 +1,10 @@
 //! Errors of the engine: what went wrong, where in the input, and the
-//! server's SQLSTATE when the server said it.
+//! server's SQLSTATE when the server said it; and the rows refused.
 
 use std::fmt;
 use std::path::PathBuf;
+
+use crate::sqlstate::{blame, Blame};
 
 /// A place in the input: file, 1-based physical line, optional column name.
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
@@ -59,6 +61,39 @@ impl ServerError {
     }
 }
 
+/// One refused row: where, why, and its bytes exactly as read.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct BadRow {
+    pub file: String,
+    /// 1-based physical line where the row starts.
+    pub line: u64,
+    /// Offset of the row's first byte in the (decompressed) input.
+    pub byte: u64,
+    pub column: Option<String>,
+    /// The offending value, shortened, when known.
+    pub value: Option<String>,
+    pub sqlstate: String,
+    pub message: String,
+    #[serde(skip)]
+    pub bytes: Vec<u8>,
+}
+
+impl fmt::Display for BadRow {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}:{}", self.file, self.line)?;
+        if let Some(column) = &self.column {
+            write!(f, ", column {column}")?;
+        }
+        write!(f, ": {} (SQLSTATE {})", self.message, self.sqlstate)?;
+        match &self.value {
+            Some(value) if !self.message.contains(value.as_str()) => {
+                write!(f, "; value \"{value}\"")
+            }
+            _ => Ok(()),
+        }
+    }
+}
+
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
     /// The options given cannot work together, found before any data moved.
@@ -97,10 +132,7 @@ pub enum Error {
 
     /// A bad row, and more of them than `--max-errors` allows.
     #[error("{row}{}", if *max_errors == 0 { String::new() } else { format!(" (stopping: more than {max_errors} rows rejected, see --max-errors)") })]
-    Rejected {
-        row: Box<crate::reject::BadRow>,
-        max_errors: u64,
-    },
+    Rejected { row: Box<BadRow>, max_errors: u64 },
 
     #[error("cannot write rejected rows to {}: {source}", path.display())]
     RejectFile {
@@ -192,10 +224,7 @@ impl Error {
     /// restarting or shutting down, a terminated backend, a serialization
     /// failure or deadlock, too many connections.
     pub fn is_transient(&self) -> bool {
-        let transient_state = |s: &str| {
-            s.starts_with("08")
-                || matches!(s, "57P01" | "57P02" | "57P03" | "40001" | "40P01" | "53300")
-        };
+        let transient_state = |s: &str| blame(s) == Blame::Transient;
         match self {
             Error::Db { source, .. }
             | Error::Connect { source, .. }
@@ -236,4 +265,27 @@ fn driver_message(e: &postgres::Error) -> String {
         source = cause.source();
     }
     message
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn display_names_place_reason_and_value() {
+        let row = BadRow {
+            file: "v.csv".into(),
+            line: 7,
+            byte: 100,
+            column: Some("score".into()),
+            value: Some("abc".into()),
+            sqlstate: "22P02".into(),
+            message: "invalid input syntax for type integer: \"abc\"".into(),
+            bytes: b"x,y,abc\n".to_vec(),
+        };
+        assert_eq!(
+            row.to_string(),
+            "v.csv:7, column score: invalid input syntax for type integer: \"abc\" (SQLSTATE 22P02)"
+        );
+    }
 }

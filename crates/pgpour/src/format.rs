@@ -5,7 +5,7 @@
 //! bytes that decide where a record ends, and the delimiter for headers.
 
 use crate::error::{Error, Result};
-use crate::frame::Syntax;
+use crate::frame::{FieldDecoder, Syntax};
 use crate::sql::{quote_ident, quote_literal};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -88,6 +88,24 @@ impl FormatOptions {
                     escape: self.escape.unwrap_or(quote),
                 }
             }
+        }
+    }
+
+    /// COPY's NULL string: the option's, else `\N` in text and nothing in csv.
+    pub fn null_string(&self) -> Vec<u8> {
+        match (&self.null, self.format) {
+            (Some(null), _) => null.clone().into_bytes(),
+            (None, Format::Text) => b"\\N".to_vec(),
+            (None, Format::Csv) => Vec::new(),
+        }
+    }
+
+    /// How COPY reads the values of a record in this format.
+    pub fn field_decoder(&self) -> FieldDecoder {
+        FieldDecoder {
+            syntax: self.syntax(),
+            delimiter: self.delimiter(),
+            null: self.null_string(),
         }
     }
 

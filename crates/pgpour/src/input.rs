@@ -125,6 +125,19 @@ impl InputSpec {
     }
 }
 
+/// The file name endings of compressed inputs, for names only: whether an
+/// input is compressed is told by its first bytes, never by its name.
+pub const COMPRESSION_SUFFIXES: &[&str] = &[".gz", ".zst", ".zstd"];
+
+/// A file name without its compression suffix: `votes.csv.gz` gives
+/// `votes.csv` (matched as written: `.GZ` stays).
+pub fn without_compression_suffix(name: &str) -> &str {
+    COMPRESSION_SUFFIXES
+        .iter()
+        .find_map(|suffix| name.strip_suffix(suffix))
+        .unwrap_or(name)
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Compression {
     None,
@@ -184,6 +197,15 @@ mod tests {
             .unwrap();
         assert_eq!(out, "a,b\nc,d\n");
         assert_eq!(raw.load(Ordering::Relaxed), bytes.len() as u64);
+    }
+
+    #[test]
+    fn compression_suffixes_come_off_names() {
+        assert_eq!(without_compression_suffix("votes.csv.gz"), "votes.csv");
+        assert_eq!(without_compression_suffix("a.tsv.zst"), "a.tsv");
+        assert_eq!(without_compression_suffix("a.zstd"), "a");
+        assert_eq!(without_compression_suffix("a.GZ"), "a.GZ");
+        assert_eq!(without_compression_suffix("gz"), "gz");
     }
 
     #[test]

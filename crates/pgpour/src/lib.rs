@@ -56,15 +56,16 @@ mod run_lock;
 pub mod sequences;
 mod sessions;
 pub mod sql;
+mod sqlstate;
 pub mod validate;
 
 pub use conn::ConnectOptions;
-pub use error::{Error, Position, Result};
+pub use error::{BadRow, Error, Position, Result};
 pub use format::{Format, FormatOptions, Header};
 pub use input::InputSpec;
 pub use options::{default_workers, LoadOptions, DEFAULT_CHUNK_SIZE};
 pub use pipeline::{explain, load, LoadFailure};
 pub use progress::Progress;
-pub use reject::{BadRow, RejectSink};
+pub use reject::RejectSink;
 pub use report::LoadSummary;
 pub use sql::TableName;

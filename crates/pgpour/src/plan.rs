@@ -156,15 +156,7 @@ impl Target {
             )
         });
         Validator {
-            syntax: format.syntax(),
-            delimiter: format.delimiter(),
-            null: format.null.clone().map_or_else(
-                || match format.format {
-                    crate::format::Format::Csv => Vec::new(),
-                    crate::format::Format::Text => b"\\N".to_vec(),
-                },
-                String::into_bytes,
-            ),
+            decoder: format.field_decoder(),
             columns: self.checks.clone(),
             force_null: format.force_null.clone(),
             // A SQL_ASCII database takes any bytes without checking.

@@ -9,7 +9,8 @@ use crossbeam_channel::Sender;
 use crate::error::{Error, Position, Result};
 use crate::format::{FormatOptions, Header};
 use crate::frame::{
-    count_byte, end_of_data, split_fields, trim_terminator, EndMarkers, Eol, Framer, RecordTooLong,
+    count_byte, end_of_data, trim_terminator, EndMarkers, Eol, Fields, Framer, RecordTooLong,
+    UnterminatedQuote,
 };
 use crate::input::InputSpec;
 use crate::progress::Progress;
@@ -89,31 +90,100 @@ pub(crate) fn segments(
 /// file of a resumed load.
 pub(crate) fn header_line(input: &InputSpec, format: &FormatOptions) -> Result<Vec<u8>> {
     let unused = std::sync::atomic::AtomicU64::new(0);
-    let mut stream = input.open(&unused)?;
+    let mut blocks = Blocks::new(input, input.open(&unused)?, 0);
     let mut framer = Framer::new(format.syntax());
     let mut buf = Vec::new();
-    let mut block = vec![0; 64 * 1024];
-    loop {
-        let n = stream.read(&mut block).map_err(Error::io(input.name()))?;
-        buf.extend_from_slice(&block[..n]);
-        let eof = n == 0;
-        // The framer's bytes may only grow at the end: frame them once
-        // whether a byte order mark starts them is known.
-        if buf.len() < UTF8_BOM.len() && !eof {
-            continue;
-        }
-        let body = buf.strip_prefix(UTF8_BOM).unwrap_or(&buf);
-        let bom = (buf.len() - body.len()) as u64;
-        let cut = framer
-            .next_cut(body, 1, eof)
-            .map_err(|e| record_too_long(input, &framer, body, (bom, 1), e))?;
-        if let Some(end) = cut {
-            return Ok(body[..end].to_vec());
-        }
-        if eof {
-            return Ok(Vec::new());
+    let preamble = read_preamble(input, &mut blocks, &mut framer, &mut buf, true)?;
+    Ok(preamble.header)
+}
+
+/// An input's bytes, read a block at a time onto the end of a buffer.
+struct Blocks<'a> {
+    stream: Box<dyn Read + Send + 'a>,
+    name: String,
+    eof: bool,
+    /// Decompressed offset of the next byte: a read that fails (a corrupt
+    /// compressed stream) is named with the position of the damage.
+    read_to: u64,
+}
+
+impl<'a> Blocks<'a> {
+    /// Blocks of `stream`, which starts at decompressed offset `from`.
+    fn new(input: &InputSpec, stream: Box<dyn Read + Send + 'a>, from: u64) -> Self {
+        Blocks {
+            stream,
+            name: input.name(),
+            eof: false,
+            read_to: from,
         }
     }
+
+    /// Appends the next block to `buf`; at the end of input, sets `eof`.
+    fn fill(&mut self, buf: &mut Vec<u8>) -> Result<()> {
+        let len = buf.len();
+        buf.resize(len + READ_BLOCK, 0);
+        let n = self
+            .stream
+            .read(&mut buf[len..])
+            .map_err(|e| Error::Input {
+                path: self.name.clone().into(),
+                source: std::io::Error::new(
+                    e.kind(),
+                    format!("{e} (after decompressed byte {})", self.read_to),
+                ),
+            })?;
+        self.read_to += n as u64;
+        buf.truncate(len + n);
+        self.eof = n == 0;
+        Ok(())
+    }
+}
+
+/// What comes before an input's first record of data.
+struct Preamble {
+    /// Bytes of the byte order mark: 3 or 0.
+    bom: u64,
+    /// The header line, terminator included; empty without one.
+    header: Vec<u8>,
+}
+
+/// Reads the start of an input into `buf` and takes its preamble out: a
+/// UTF-8 byte order mark (never data, whatever the encoding option says),
+/// then, when `header`, the first record. `buf` keeps the bytes after them.
+fn read_preamble(
+    input: &InputSpec,
+    blocks: &mut Blocks<'_>,
+    framer: &mut Framer,
+    buf: &mut Vec<u8>,
+    header: bool,
+) -> Result<Preamble> {
+    // The framer's bytes may only grow at the end: frame them once whether
+    // a byte order mark starts them is known.
+    while buf.len() < UTF8_BOM.len() && !blocks.eof {
+        blocks.fill(buf)?;
+    }
+    let bom = if buf.starts_with(UTF8_BOM) {
+        buf.drain(..UTF8_BOM.len());
+        UTF8_BOM.len() as u64
+    } else {
+        0
+    };
+    if !header {
+        return Ok(Preamble {
+            bom,
+            header: Vec::new(),
+        });
+    }
+    let end = loop {
+        let cut = framer.next_cut(buf, 1, blocks.eof);
+        match cut.map_err(|e| record_too_long(input, framer, buf, (bom, 1), e))? {
+            Some(end) => break end,
+            None if blocks.eof => break 0,
+            None => blocks.fill(buf)?,
+        }
+    };
+    let header = buf.drain(..end).collect();
+    Ok(Preamble { bom, header })
 }
 
 /// The error for a record that passed the framer's limit; `at` is the
@@ -226,74 +296,40 @@ impl Reader<'_> {
         seq: &mut u64,
     ) -> Result<SegmentEnd> {
         let stream = input.open_at(segment.from, &self.progress.input_bytes_read)?;
-        let mut stream: Box<dyn Read + Send> = match segment.to {
+        let stream: Box<dyn Read + Send> = match segment.to {
             Some(to) => Box::new(stream.take(to - segment.from)),
             None => stream,
         };
-        // Where a read failed, so that a corrupt compressed stream is named
-        // with the position of the damage (in decompressed bytes).
-        let mut read_to = segment.from;
-        let read_error = |e: std::io::Error, at: u64| {
-            let message = format!("{e} (after decompressed byte {at})");
-            Error::io(input.name())(std::io::Error::new(e.kind(), message))
-        };
+        let mut blocks = Blocks::new(input, stream, segment.from);
         let mut buf = Vec::with_capacity(self.chunk_size + READ_BLOCK);
-        let mut eof = false;
         let mut offset = segment.from;
         let mut line = segment.first_line;
-        let at_start = segment.from == 0;
-
-        let mut fill = |buf: &mut Vec<u8>, eof: &mut bool| -> Result<()> {
-            let len = buf.len();
-            buf.resize(len + READ_BLOCK, 0);
-            let n = stream
-                .read(&mut buf[len..])
-                .map_err(|e| read_error(e, read_to))?;
-            read_to += n as u64;
-            buf.truncate(len + n);
-            *eof = n == 0;
-            Ok(())
-        };
         let too_long =
             |framer: &Framer, buf: &[u8], at, e| record_too_long(input, framer, buf, at, e);
 
-        // A byte order mark is not data, whatever the encoding option says.
-        while at_start && buf.len() < UTF8_BOM.len() && !eof {
-            fill(&mut buf, &mut eof)?;
-        }
-        if at_start && buf.starts_with(UTF8_BOM) {
-            buf.drain(..UTF8_BOM.len());
-            offset = UTF8_BOM.len() as u64;
-        }
-
-        if at_start && self.format.header != Header::None {
-            let end = loop {
-                let cut = framer.next_cut(&buf, 1, eof);
-                match cut.map_err(|e| too_long(&framer, &buf, (offset, line), e))? {
-                    Some(end) => break end,
-                    None if eof => break 0,
-                    None => fill(&mut buf, &mut eof)?,
+        if segment.from == 0 {
+            let header = self.format.header != Header::None;
+            let preamble = read_preamble(input, &mut blocks, &mut framer, &mut buf, header)?;
+            offset = preamble.bom + preamble.header.len() as u64;
+            if header {
+                if self.format.header == Header::Match {
+                    self.check_header(input, &preamble.header)?;
                 }
-            };
-            if self.format.header == Header::Match {
-                self.check_header(input, &buf[..end])?;
+                line += self.count_lines(&framer, &preamble.header);
+                let _ = self.header_out.set(preamble.header);
             }
-            let _ = self.header_out.set(buf[..end].to_vec());
-            line += self.count_lines(&framer, &buf[..end]);
-            offset += end as u64;
-            buf.drain(..end);
         }
 
         loop {
             if self.stop.load(Ordering::Relaxed) || self.cancel.load(Ordering::Relaxed) {
                 return Ok(SegmentEnd::Stopped);
             }
-            let cut = framer.next_cut(&buf, self.chunk_size, eof);
+            let cut = framer.next_cut(&buf, self.chunk_size, blocks.eof);
             let cut = match cut.map_err(|e| too_long(&framer, &buf, (offset, line), e))? {
                 Some(end) => end,
-                None if eof => return Ok(SegmentEnd::Read),
+                None if blocks.eof => return Ok(SegmentEnd::Read),
                 None => {
-                    fill(&mut buf, &mut eof)?;
+                    blocks.fill(&mut buf)?;
                     continue;
                 }
             };
@@ -336,30 +372,44 @@ impl Reader<'_> {
         count_byte(bytes, eol) as u64
     }
 
+    /// Checks a `--header match` line as COPY's HEADER MATCH does: its
+    /// values, decoded like data, must be the column names, none NULL.
     fn check_header(&self, input: &InputSpec, record: &[u8]) -> Result<()> {
-        let fields = split_fields(
-            self.format.syntax(),
-            self.format.delimiter(),
-            trim_terminator(record),
-        );
-        let names: Vec<String> = fields
+        let mut fields = Fields::default();
+        let decoded = self
+            .format
+            .field_decoder()
+            .decode(trim_terminator(record), &mut fields);
+        let names: Vec<Option<String>> = fields
             .iter()
-            .map(|f| String::from_utf8_lossy(f).into_owned())
+            .map(|f| f.map(|name| String::from_utf8_lossy(name).into_owned()))
             .collect();
-        if names != self.expected_header {
-            return Err(Error::Data {
-                position: Position {
-                    file: input.name(),
-                    line: 1,
-                    column: None,
-                },
-                message: format!(
-                    "header {names:?} does not match the columns {:?} (--header match)",
-                    self.expected_header
-                ),
-            });
+        let matches = decoded.is_ok()
+            && names.len() == self.expected_header.len()
+            && names
+                .iter()
+                .zip(self.expected_header)
+                .all(|(name, column)| name.as_deref() == Some(column.as_str()));
+        if matches {
+            return Ok(());
         }
-        Ok(())
+        let shown: Vec<&str> = names
+            .iter()
+            .map(|n| n.as_deref().unwrap_or("NULL"))
+            .collect();
+        let position = Position {
+            file: input.name(),
+            line: 1,
+            column: None,
+        };
+        let message = match decoded {
+            Err(UnterminatedQuote) => "the header line ends inside quotes".to_string(),
+            Ok(()) => format!(
+                "header {shown:?} does not match the columns {:?} (--header match)",
+                self.expected_header
+            ),
+        };
+        Err(Error::Data { position, message })
     }
 }
 

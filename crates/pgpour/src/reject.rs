@@ -14,42 +14,12 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Mutex, OnceLock};
 
+// BadRow lives with the errors (Error::Rejected carries one), so that
+// error.rs needs nothing of this module; it is still known by this path.
+pub use crate::error::BadRow;
 use crate::error::{Error, Result};
 use crate::format::Format;
-use crate::input::InputSpec;
-
-/// One refused row: where, why, and its bytes exactly as read.
-#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
-pub struct BadRow {
-    pub file: String,
-    /// 1-based physical line where the row starts.
-    pub line: u64,
-    /// Offset of the row's first byte in the (decompressed) input.
-    pub byte: u64,
-    pub column: Option<String>,
-    /// The offending value, shortened, when known.
-    pub value: Option<String>,
-    pub sqlstate: String,
-    pub message: String,
-    #[serde(skip)]
-    pub bytes: Vec<u8>,
-}
-
-impl std::fmt::Display for BadRow {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}:{}", self.file, self.line)?;
-        if let Some(column) = &self.column {
-            write!(f, ", column {column}")?;
-        }
-        write!(f, ": {} (SQLSTATE {})", self.message, self.sqlstate)?;
-        match &self.value {
-            Some(value) if !self.message.contains(value.as_str()) => {
-                write!(f, "; value \"{value}\"")
-            }
-            _ => Ok(()),
-        }
-    }
-}
+use crate::input::{without_compression_suffix, InputSpec};
 
 /// How many rejected rows a load tolerates before it stops.
 #[derive(Debug)]
@@ -166,10 +136,7 @@ impl RejectSink {
         let name = path
             .file_name()
             .map_or_else(String::new, |n| n.to_string_lossy().into_owned());
-        let name = [".gz", ".zst", ".zstd"]
-            .iter()
-            .find_map(|ext| name.strip_suffix(ext))
-            .unwrap_or(&name);
+        let name = without_compression_suffix(&name);
         let (stem, ext) = match name.rsplit_once('.') {
             Some((stem, ext)) if !stem.is_empty() => (stem, ext),
             _ => (name, default_ext),
@@ -396,23 +363,5 @@ mod tests {
         ] {
             assert!(!RejectSink::is_default_name(Path::new(data)), "{data}");
         }
-    }
-
-    #[test]
-    fn display_names_place_reason_and_value() {
-        let row = BadRow {
-            file: "v.csv".into(),
-            line: 7,
-            byte: 100,
-            column: Some("score".into()),
-            value: Some("abc".into()),
-            sqlstate: "22P02".into(),
-            message: "invalid input syntax for type integer: \"abc\"".into(),
-            bytes: b"x,y,abc\n".to_vec(),
-        };
-        assert_eq!(
-            row.to_string(),
-            "v.csv:7, column score: invalid input syntax for type integer: \"abc\" (SQLSTATE 22P02)"
-        );
     }
 }

@@ -7,7 +7,7 @@
 //! that cannot be an integer in any PostgreSQL version). Anything doubtful is
 //! left to the server, whose verdict is final.
 
-use crate::frame::{trim_terminator, Syntax};
+use crate::frame::{trim_terminator, FieldDecoder, Fields};
 
 /// Why a record is certainly bad, with PostgreSQL's SQLSTATE for it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -53,9 +53,8 @@ impl ColumnCheck {
 /// Checks records against the target's columns.
 #[derive(Clone, Debug)]
 pub struct Validator {
-    pub syntax: Syntax,
-    pub delimiter: u8,
-    pub null: Vec<u8>,
+    /// How the records' values are read.
+    pub decoder: FieldDecoder,
     pub columns: Vec<(String, ColumnCheck)>,
     /// csv FORCE_NULL columns: a quoted NULL string is NULL there too.
     pub force_null: Vec<String>,
@@ -99,20 +98,15 @@ impl Validator {
         {
             return false;
         }
-        let special = match self.syntax {
-            Syntax::Csv { quote, escape } => memchr::memchr2(quote, escape, record).is_some(),
-            Syntax::Text => memchr::memchr(b'\\', record).is_some(),
-        };
-        if special {
+        let Some(mut fields) = self.decoder.plain_fields(record) else {
             return false;
-        }
-        let mut fields = record.split(|&b| b == self.delimiter);
+        };
         for (_, check) in &self.columns {
             let Some(field) = fields.next() else {
                 return false;
             };
-            if let ColumnCheck::Integer { min, max, .. } = *check {
-                if field != self.null.as_slice() && integer_problem(field, min, max).is_some() {
+            if let (ColumnCheck::Integer { min, max, .. }, Some(value)) = (*check, field) {
+                if integer_problem(value, min, max).is_some() {
                     return false;
                 }
             }
@@ -146,10 +140,20 @@ impl Validator {
                 });
             }
         }
-        let fields = match self.split(record) {
-            Ok(fields) => fields,
-            Err(problem) => return Some(problem),
-        };
+        let mut fields = Fields::default();
+        if self.decoder.decode(record, &mut fields).is_err() {
+            return Some(Problem {
+                sqlstate: "22P04",
+                message: "unterminated CSV quoted field".into(),
+                column: None,
+                value: None,
+            });
+        }
+        if fields.escaped_non_ascii() {
+            // COPY checks such a value against the database encoding
+            // before anything else of the record: the server's call.
+            return None;
+        }
         if fields.len() > self.columns.len() {
             return Some(Problem {
                 sqlstate: "22P04",
@@ -167,9 +171,9 @@ impl Validator {
                 value: None,
             });
         }
-        for ((name, check), field) in self.columns.iter().zip(&fields) {
+        for ((name, check), field) in self.columns.iter().zip(fields.iter()) {
             let Some(value) = field else { continue };
-            if value.as_slice() == self.null.as_slice() && self.force_null.contains(name) {
+            if value == self.decoder.null.as_slice() && self.force_null.contains(name) {
                 continue;
             }
             let ColumnCheck::Integer {
@@ -206,118 +210,6 @@ impl Validator {
         }
         None
     }
-
-    /// Splits a record into values (`None` for NULL), as COPY reads them.
-    fn split(&self, record: &[u8]) -> Result<Vec<Option<Vec<u8>>>, Problem> {
-        match self.syntax {
-            Syntax::Csv { quote, escape } => self.split_csv(record, quote, escape),
-            Syntax::Text => Ok(record
-                .split(|&b| b == self.delimiter)
-                .map(|raw| (raw != self.null.as_slice()).then(|| unescape_text(raw)))
-                .collect::<Vec<_>>())
-            .map(|fields| rejoin_escaped_delimiters(fields, record, self.delimiter, &self.null)),
-        }
-    }
-
-    fn split_csv(
-        &self,
-        record: &[u8],
-        quote: u8,
-        escape: u8,
-    ) -> Result<Vec<Option<Vec<u8>>>, Problem> {
-        let mut fields = Vec::new();
-        let mut value = Vec::new();
-        let mut raw_start = 0;
-        let mut quoted = false;
-        let mut in_quote = false;
-        let mut i = 0;
-        let mut finish = |value: &mut Vec<u8>, raw: &[u8], quoted: bool| {
-            let is_null = !quoted && raw == self.null.as_slice();
-            fields.push((!is_null).then(|| std::mem::take(value)));
-            value.clear();
-        };
-        while i < record.len() {
-            let c = record[i];
-            if in_quote {
-                let next = record.get(i + 1).copied();
-                if c == escape
-                    && (next == Some(quote) || next == Some(escape))
-                    && (escape != quote || next == Some(quote))
-                {
-                    value.push(next.unwrap_or(c));
-                    i += 2;
-                    continue;
-                }
-                if c == quote {
-                    in_quote = false;
-                } else {
-                    value.push(c);
-                }
-            } else if c == self.delimiter {
-                finish(&mut value, &record[raw_start..i], quoted);
-                raw_start = i + 1;
-                quoted = false;
-            } else if c == quote {
-                in_quote = true;
-                quoted = true;
-            } else {
-                value.push(c);
-            }
-            i += 1;
-        }
-        if in_quote {
-            return Err(Problem {
-                sqlstate: "22P04",
-                message: "unterminated CSV quoted field".into(),
-                column: None,
-                value: None,
-            });
-        }
-        finish(&mut value, &record[raw_start..], quoted);
-        Ok(fields)
-    }
-}
-
-/// Text format splits on unescaped delimiters only: re-split properly when
-/// the record holds a backslash (rare), otherwise the fast split stands.
-fn rejoin_escaped_delimiters(
-    fast: Vec<Option<Vec<u8>>>,
-    record: &[u8],
-    delimiter: u8,
-    null: &[u8],
-) -> Vec<Option<Vec<u8>>> {
-    if !record.contains(&b'\\') {
-        return fast;
-    }
-    let mut fields = Vec::new();
-    let mut start = 0;
-    let mut i = 0;
-    while i < record.len() {
-        match record[i] {
-            b'\\' => i += 2,
-            c if c == delimiter => {
-                fields.push(&record[start..i]);
-                start = i + 1;
-                i += 1;
-            }
-            _ => i += 1,
-        }
-    }
-    fields.push(&record[start.min(record.len())..]);
-    fields
-        .into_iter()
-        .map(|raw| (raw != null).then(|| unescape_text(raw)))
-        .collect()
-}
-
-fn unescape_text(raw: &[u8]) -> Vec<u8> {
-    if !raw.contains(&b'\\') {
-        return raw.to_vec();
-    }
-    crate::frame::split_fields(Syntax::Text, 0xff, raw)
-        .into_iter()
-        .next()
-        .unwrap_or_default()
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -369,6 +261,15 @@ fn integer_problem(value: &[u8], min: i64, max: i64) -> Option<IntegerProblem> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::frame::Syntax;
+
+    fn text_decoder() -> FieldDecoder {
+        FieldDecoder {
+            syntax: Syntax::Text,
+            delimiter: b'\t',
+            null: b"\\N".to_vec(),
+        }
+    }
 
     impl Validator {
         /// Both paths must agree on every record.
@@ -387,12 +288,14 @@ mod tests {
 
     fn csv(columns: &[(&str, ColumnCheck)]) -> Validator {
         Validator {
-            syntax: Syntax::Csv {
-                quote: b'"',
-                escape: b'"',
+            decoder: FieldDecoder {
+                syntax: Syntax::Csv {
+                    quote: b'"',
+                    escape: b'"',
+                },
+                delimiter: b',',
+                null: Vec::new(),
             },
-            delimiter: b',',
-            null: Vec::new(),
             columns: columns.iter().map(|(n, c)| (n.to_string(), *c)).collect(),
             force_null: vec!["score".into()],
             utf8: true,
@@ -439,9 +342,7 @@ mod tests {
     #[test]
     fn text_format_counts_unescaped_delimiters() {
         let v = Validator {
-            syntax: Syntax::Text,
-            delimiter: b'\t',
-            null: b"\\N".to_vec(),
+            decoder: text_decoder(),
             columns: vec![
                 ("a".into(), ColumnCheck::Any),
                 ("n".into(), ColumnCheck::SMALLINT),
@@ -457,5 +358,25 @@ mod tests {
             v.check_t(b"x\t40000\n").unwrap().message,
             "value \"40000\" is out of range for type smallint"
         );
+    }
+
+    /// In LATIN1 (and any one-byte encoding) 0xff is a letter: a value
+    /// holding it beside an escape is checked whole, as the server reads it.
+    #[test]
+    fn text_value_with_byte_0xff_is_checked_whole() {
+        let v = Validator {
+            decoder: text_decoder(),
+            columns: vec![
+                ("a".into(), ColumnCheck::Any),
+                ("n".into(), ColumnCheck::INTEGER),
+            ],
+            force_null: Vec::new(),
+            utf8: false,
+        };
+        // The server reads n as "1", tab, "\xff2": not an integer.
+        let problem = v.check_t(b"x\t1\\t\xff2\n").expect("a certain problem");
+        assert_eq!(problem.sqlstate, "22P02");
+        assert_eq!(problem.column.as_deref(), Some("n"));
+        assert_eq!(problem.value.as_deref(), Some("1\t\u{fffd}2"));
     }
 }

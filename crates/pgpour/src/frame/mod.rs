@@ -17,6 +17,10 @@
 //! looked at a bounded number of times whatever the quoting, and it refuses
 //! a record as soon as it grows past a limit (PostgreSQL's 1 GiB by default)
 //! instead of buffering it.
+//!
+//! Off the hot path, `FieldDecoder` reads one record's values as COPY does
+//! (header lines, the checks of refused rows); it is the one place that
+//! knows how COPY splits and unescapes fields.
 
 mod chunker;
 mod end_marker;
@@ -31,7 +35,7 @@ mod props;
 
 pub use chunker::{Framer, RecordTooLong, MAX_RECORD_BYTES};
 pub use end_marker::{end_of_data, EndMarkers};
-pub use fields::{split_fields, trim_terminator};
+pub use fields::{trim_terminator, FieldDecoder, Fields, UnterminatedQuote};
 pub(crate) use first_record::first_terminator;
 pub use records::{copy_lines, stray_line_break, RecordIter, StrayBreak};
 

@@ -202,3 +202,25 @@ fn quoted_password_keeps_spaces_quotes_and_backslashes() {
         assert_eq!(user, "spaced_engine");
     }
 }
+
+#[test]
+fn url_password_with_at_colon_and_percent_signs() {
+    let cluster = shared_cluster();
+    let Some((host, port)) = cluster.tcp() else {
+        return;
+    };
+    let password = "p@ss:w%rd";
+    cluster
+        .client("postgres")
+        .batch_execute(&format!(
+            "CREATE ROLE url_engine LOGIN PASSWORD '{password}'"
+        ))
+        .unwrap();
+    let url =
+        format!("postgres://url_engine:p%40ss%3Aw%25rd@{host}:{port}/postgres?sslmode=disable");
+    let options = resolve(&url, &[]);
+    assert!(!options.describe().contains("ss:w"));
+    let mut client = options.connect().unwrap_or_else(|e| panic!("{url}: {e}"));
+    let user: String = client.query_one("SELECT current_user", &[]).unwrap().get(0);
+    assert_eq!(user, "url_engine");
+}

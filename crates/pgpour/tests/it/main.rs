@@ -4,6 +4,7 @@
 mod bench;
 mod connection;
 mod faults;
+mod field_decoding;
 mod harness;
 mod hostile_files;
 mod hostile_inputs;

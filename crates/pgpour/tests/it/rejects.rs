@@ -714,6 +714,33 @@ fn bytes_that_do_not_convert_from_the_input_encoding() {
     case.check("win1252_bad_rows");
 }
 
+/// A LATIN1 text file where 0xff is a letter (ÿ), beside escapes, in rows
+/// the careful path checks: it must load what COPY loads. Escapes that make
+/// bytes non-ASCII are checked against the database encoding by the server.
+#[test]
+fn text_values_with_byte_0xff_in_latin1() {
+    let mut format = FormatOptions::new(Format::Text);
+    format.encoding = Some("LATIN1".into());
+    let row = |bytes: &[u8]| (bytes.to_vec(), None);
+    let case = RejectCase {
+        setup: "",
+        columns_ddl: "id int, name text, n int",
+        prefill: "",
+        format,
+        rows: vec![
+            row(b"1\tcaf\xe9\\t\xff\\\xff\t7\n"),
+            bad(b"2\tx\t1\\t\xff2\n", "22P02"),
+            row(b"3\t\xff\\\\\xff\t\\N\n"),
+            bad(b"four\ty\t1\n", "22P02"),
+            bad(b"5\t\\xff\t5\n", "22021"),
+            row(b"6\t\\303\\277\xff\t6\n"),
+            bad(b"7\tz\t\\x37\xff\n", "22P02"),
+            row(b"8\t\xff\t8\n"),
+        ],
+    };
+    case.check("latin1_0xff_rows");
+}
+
 trait Latin1 {
     fn latin1(self) -> Self;
 }

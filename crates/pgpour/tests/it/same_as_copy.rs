@@ -148,6 +148,17 @@ fn header_mismatch_is_refused_before_loading() {
     assert!(msg.contains("header") && msg.contains("wrong"), "{msg}");
 }
 
+/// COPY's HEADER MATCH reads the header's values like data: `\N` is NULL
+/// there, which matches no column, not even one named `N`.
+#[test]
+fn a_null_in_the_header_matches_no_column() {
+    let err = Case::text("a text, \"N\" text", b"a\t\\N\n1\t2\n")
+        .with(|f| f.header = Header::Match)
+        .check_both_refuse("header_null");
+    let msg = err.to_string();
+    assert!(msg.contains("header") && msg.contains("NULL"), "{msg}");
+}
+
 #[test]
 fn utf8_byte_order_mark_is_not_data() {
     Case::csv("a int, b text", b"\xEF\xBB\xBF1,x\n2,y\n")

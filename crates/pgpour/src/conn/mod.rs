@@ -17,6 +17,9 @@ use postgres::{Client, Config};
 use postgres_native_tls::MakeTlsConnector;
 
 use crate::error::{Error, Result};
+use conninfo::{take_tls_params, TlsParams};
+
+mod conninfo;
 
 /// libpq's sslmode values.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -354,131 +357,6 @@ fn add_host(config: &mut Config, host: &str) {
     }
 }
 
-/// A `--db` string without its sslmode and sslrootcert, and their values.
-struct TlsParams {
-    rest: String,
-    sslmode: Option<String>,
-    root_cert: Option<String>,
-}
-
-/// Takes sslmode and sslrootcert out of a URL's query string or a conninfo
-/// string (the last of each wins, as in libpq).
-fn take_tls_params(db: &str) -> Result<TlsParams> {
-    let mut sslmode = None;
-    let mut root_cert = None;
-    let mut take = |key: &str, value: &str| {
-        let slot = match key {
-            "sslmode" => &mut sslmode,
-            "sslrootcert" => &mut root_cert,
-            _ => return false,
-        };
-        *slot = Some(value.to_string());
-        true
-    };
-    let rest = if db.starts_with("postgres://") || db.starts_with("postgresql://") {
-        match db.split_once('?') {
-            None => db.to_string(),
-            Some((base, query)) => {
-                let kept: Vec<&str> = query
-                    .split('&')
-                    .filter(|kv| {
-                        let (key, value) = kv.split_once('=').unwrap_or((kv, ""));
-                        !take(key, value)
-                    })
-                    .collect();
-                if kept.is_empty() {
-                    base.to_string()
-                } else {
-                    format!("{base}?{}", kept.join("&"))
-                }
-            }
-        }
-    } else {
-        // Written back with every value quoted, which the driver's parser
-        // reads as libpq does, so no value loses a space or a quote.
-        let kept: Vec<String> = parse_conninfo(db)?
-            .into_iter()
-            .filter(|(key, value)| !take(key, value))
-            .map(|(key, value)| format!("{key}='{}'", escape_conninfo_value(&value)))
-            .collect();
-        kept.join(" ")
-    };
-    Ok(TlsParams {
-        rest,
-        sslmode,
-        root_cert,
-    })
-}
-
-/// Splits a conninfo string into its pairs as libpq's `conninfo_parse`
-/// does: blanks around `=` and between pairs; a value in single quotes
-/// keeps its blanks; a backslash takes the next character as it is, inside
-/// quotes or not (`\'` and `\\`). A pair with an empty value is left out:
-/// libpq takes an empty value as unset. Errors never quote a value, which
-/// may be a password.
-fn parse_conninfo(text: &str) -> Result<Vec<(String, String)>> {
-    // C's isspace(), which libpq uses; not Unicode's blanks.
-    let blank = |c: &char| matches!(c, ' ' | '\t' | '\n' | '\r' | '\x0b' | '\x0c');
-    let skip_blanks = |chars: &mut std::iter::Peekable<std::str::Chars>| {
-        while chars.next_if(blank).is_some() {}
-    };
-    let mut pairs = Vec::new();
-    let mut chars = text.chars().peekable();
-    loop {
-        skip_blanks(&mut chars);
-        if chars.peek().is_none() {
-            return Ok(pairs);
-        }
-        let mut key = String::new();
-        while let Some(c) = chars.next_if(|c| *c != '=' && !blank(c)) {
-            key.push(c);
-        }
-        skip_blanks(&mut chars);
-        if key.is_empty() || chars.next() != Some('=') {
-            // Not naming the word: it may be a piece of an unquoted password.
-            return Err(Error::Config(
-                "invalid --db connection string: a word that is not name=value \
-                 (a value with spaces goes in single quotes)"
-                    .into(),
-            ));
-        }
-        skip_blanks(&mut chars);
-        let mut value = String::new();
-        if chars.next_if_eq(&'\'').is_some() {
-            loop {
-                match chars.next() {
-                    Some('\'') => break,
-                    Some('\\') => value.extend(chars.next()),
-                    Some(c) => value.push(c),
-                    None => {
-                        // Not naming the key either: a bad string may
-                        // have cut a password into "words".
-                        return Err(Error::Config(
-                            "invalid --db connection string: a quoted value has no closing quote"
-                                .into(),
-                        ));
-                    }
-                }
-            }
-        } else {
-            while let Some(c) = chars.next_if(|c| !blank(c)) {
-                match c {
-                    '\\' => value.extend(chars.next()),
-                    c => value.push(c),
-                }
-            }
-        }
-        if !value.is_empty() {
-            pairs.push((key, value));
-        }
-    }
-}
-
-/// A value for inside single quotes in a conninfo string.
-fn escape_conninfo_value(value: &str) -> String {
-    value.replace('\\', "\\\\").replace('\'', "\\'")
-}
-
 /// Looks the connection up in a pgpass file, like libpq: first matching
 /// line wins, `*` matches anything, a socket connection matches `localhost`,
 /// and a file readable by group or others is ignored.
@@ -570,6 +448,31 @@ mod tests {
     }
 
     #[test]
+    fn url_parts_are_percent_decoded_like_libpq() {
+        let o = resolve(
+            "postgres://us%40er:p%40ss%3Aw%25rd@h/my%20db?sslmode=verify%2Dca&sslrootcert=%2Fmy%20ca.pem",
+            &[],
+        );
+        assert_eq!(o.config.get_user(), Some("us@er"));
+        assert_eq!(o.config.get_password(), Some(&b"p@ss:w%rd"[..]));
+        assert_eq!(o.config.get_dbname(), Some("my db"));
+        assert_eq!(o.ssl, SslMode::VerifyCa);
+        assert_eq!(o.root_cert, Some(PathBuf::from("/my ca.pem")));
+        let o = resolve("postgres://h:5433/d?ssl%6Dode=require", &[]);
+        assert_eq!(o.ssl, SslMode::Require);
+        assert_eq!(o.config.get_ports(), [5433]);
+    }
+
+    /// libpq looks for user credentials only before the first `/`: an `@`
+    /// in the database name or a parameter is theirs.
+    #[test]
+    fn an_at_sign_after_the_host_is_not_a_user_name() {
+        let o = resolve("postgres://h/d@b?application_name=a@b", &[("PGUSER", "u")]);
+        assert_eq!(o.describe(), "host=h port=5432 dbname=d@b user=u");
+        assert_eq!(o.config.get_application_name(), Some("a@b"));
+    }
+
+    #[test]
     fn password_never_described() {
         let o = resolve("postgres://u:s3cret@h/d", &[]);
         assert!(!o.describe().contains("s3cret"));
@@ -589,80 +492,6 @@ mod tests {
         assert_eq!(pgpass_lookup(&file, &config).as_deref(), Some("pa:ss"));
         std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o644)).unwrap();
         assert_eq!(pgpass_lookup(&file, &config), None);
-    }
-
-    fn pairs(text: &str) -> Vec<(String, String)> {
-        parse_conninfo(text).unwrap()
-    }
-
-    fn pair(key: &str, value: &str) -> (String, String) {
-        (key.to_string(), value.to_string())
-    }
-
-    #[test]
-    fn conninfo_values_are_read_as_libpq_reads_them() {
-        assert_eq!(
-            pairs("host=h  password='a  b'\tuser=u"),
-            [
-                pair("host", "h"),
-                pair("password", "a  b"),
-                pair("user", "u")
-            ]
-        );
-        // \' and \\ inside quotes; a backslash outside quotes takes any character.
-        assert_eq!(
-            pairs(r"password='it\'s \\ ok' user=a\ b\'c"),
-            [pair("password", r"it's \ ok"), pair("user", "a b'c")]
-        );
-        // Blanks around '=', none needed after a closing quote.
-        assert_eq!(
-            pairs(" \n host =\th password= ' x 'dbname=d "),
-            [
-                pair("host", "h"),
-                pair("password", " x "),
-                pair("dbname", "d")
-            ]
-        );
-        // Inside quotes, '=' and what looks like a pair are the value's.
-        assert_eq!(
-            pairs("password='p sslmode=disable'"),
-            [pair("password", "p sslmode=disable")]
-        );
-        assert_eq!(pairs("host='' user=u password="), [pair("user", "u")]);
-        assert_eq!(pairs("  "), []);
-    }
-
-    #[test]
-    fn malformed_conninfo_errors_quote_no_value() {
-        for bad in [
-            "password=se cret",
-            "password='secret",
-            "password='secret\\'",
-            "=secret",
-            "host=h secret",
-        ] {
-            let err = parse_conninfo(bad).unwrap_err().to_string();
-            assert!(
-                !err.contains("secret") && !err.contains("cret"),
-                "{bad}: {err}"
-            );
-        }
-    }
-
-    #[test]
-    fn tls_params_come_out_of_conninfo_and_urls() {
-        let p =
-            take_tls_params("host=h sslmode='verify-ca' password='a  b' sslmode=require").unwrap();
-        assert_eq!(p.sslmode.as_deref(), Some("require"), "the last one wins");
-        assert_eq!(p.rest, "host='h' password='a  b'");
-        let p = take_tls_params("password='x sslmode=disable' sslrootcert='/my ca.pem'").unwrap();
-        assert_eq!(p.sslmode, None);
-        assert_eq!(p.root_cert.as_deref(), Some("/my ca.pem"));
-        let p = take_tls_params(r"password='\\ \''").unwrap();
-        assert_eq!(p.rest, r"password='\\ \''");
-        let p = take_tls_params("postgres://u@h/d?sslmode=require&application_name=x").unwrap();
-        assert_eq!(p.sslmode.as_deref(), Some("require"));
-        assert_eq!(p.rest, "postgres://u@h/d?application_name=x");
     }
 
     #[test]

@@ -1,0 +1,64 @@
+//! What a server error's SQLSTATE means for a load, in one table: whether
+//! the row is to blame (reject it, go on), the moment (try again), or
+//! neither (the load stops).
+
+/// Who is to blame for a server error.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Blame {
+    /// The row's data: a data exception, an integrity violation, an error
+    /// raised by a trigger's or a default's code, a row too big.
+    Row,
+    /// The connection or the server's state: a lost connection, a server
+    /// restarting or shutting down, a terminated backend, a serialization
+    /// failure or deadlock, too many connections. The same work may pass
+    /// if tried again.
+    Transient,
+    /// Anything else: privileges, a missing object, the server's resources.
+    /// Some of these happen at a row (a default whose sequence the role may
+    /// not use fails at the first one) without being the row's fault.
+    Load,
+}
+
+pub(crate) fn blame(sqlstate: &str) -> Blame {
+    let class = sqlstate.get(..2).unwrap_or(sqlstate);
+    if class == "08"
+        || matches!(
+            sqlstate,
+            "57P01" | "57P02" | "57P03" | "40001" | "40P01" | "53300"
+        )
+    {
+        Blame::Transient
+    } else if matches!(class, "22" | "23" | "P0" | "2F" | "38" | "39" | "54") {
+        Blame::Row
+    } else {
+        Blame::Load
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn classes_and_codes() {
+        for (code, blamed) in [
+            ("22P02", Blame::Row),
+            ("23505", Blame::Row),
+            ("P0001", Blame::Row),
+            ("54000", Blame::Row),
+            ("08006", Blame::Transient),
+            ("57P01", Blame::Transient),
+            ("40P01", Blame::Transient),
+            ("53300", Blame::Transient),
+            // Never the row's, even when the server names the COPY line.
+            ("57014", Blame::Load),
+            ("53100", Blame::Load),
+            ("25P02", Blame::Load),
+            ("XX000", Blame::Load),
+            ("42501", Blame::Load),
+            ("", Blame::Load),
+        ] {
+            assert_eq!(blame(code), blamed, "{code}");
+        }
+    }
+}
