@@ -30,7 +30,6 @@
 //! # Ok::<(), pgpour::Error>(())
 //! ```
 
-pub mod bench;
 pub mod conn;
 mod copy;
 mod copy_context;
@@ -38,7 +37,6 @@ pub mod error;
 pub mod format;
 pub mod frame;
 mod gate;
-pub mod gen;
 mod hash;
 pub mod indexes;
 pub mod input;
