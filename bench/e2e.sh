@@ -8,10 +8,10 @@
 #   bench/e2e.sh --repeat 5 --variants 'default;--workers 3'
 set -euo pipefail
 cd "$(dirname "$0")/.."
-cargo build --release --quiet --bin pgpour --example e2e_bench
+cargo build --release --quiet --bin pgpour --bin e2e-bench
 echo "machine: $(nproc) cores, $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo), $(uname -sr)"
 for spec in "votes 7500000" "kv 10000000"; do
   set -- $spec "$@"
   dataset=$1 rows=$2; shift 2
-  target/release/examples/e2e_bench --dataset "$dataset" --rows "$rows" "$@"
+  target/release/e2e-bench --dataset "$dataset" --rows "$rows" "$@"
 done

@@ -101,9 +101,9 @@ Examples:
   pgpour bench --file mydata.csv --table mytable --report bench.html
   pgpour bench --dataset kv --rows 10000000 --repeat 5 --json > kv.json";
 
-/// The bench's help, with the method list taken from the engine.
+/// The bench's help, with the method list taken from the bench crate.
 fn bench_about() -> String {
-    let methods: Vec<String> = pgpour::bench::Method::ALL
+    let methods: Vec<String> = pgpour_bench::Method::ALL
         .iter()
         .map(|m| format!("  {:<22} {}", m.name(), m.description()))
         .collect();

@@ -6,8 +6,8 @@ use std::sync::atomic::AtomicBool;
 use std::time::Instant;
 
 use anyhow::{ensure, Context, Result};
-use pgpour::gen::Dataset;
 use pgpour::{InputSpec, LoadOptions, Progress, TableName};
+use pgpour_bench::gen::Dataset;
 use pgpour_testkit::{Cluster, Durability};
 
 use crate::args::DemoArgs;

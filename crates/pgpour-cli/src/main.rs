@@ -16,8 +16,8 @@ use std::sync::Arc;
 
 use anyhow::{Context, Result};
 use clap::Parser;
-use pgpour::gen::Dataset;
 use pgpour::Progress;
+use pgpour_bench::gen::Dataset;
 
 use args::{Cli, Command, GenArgs};
 use config::LoadConfig;

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use common::{pgpour, text};
-use pgpour::bench::html::{COPY_COLOUR, INSERT_COLOUR, LINE_COLOURS, PARALLEL_COLOUR};
+use pgpour_bench::report::html::{COPY_COLOUR, INSERT_COLOUR, LINE_COLOURS, PARALLEL_COLOUR};
 use pgpour_testkit::shared_cluster;
 
 #[test]

@@ -30,7 +30,6 @@
 //! # Ok::<(), pgpour::Error>(())
 //! ```
 
-pub mod bench;
 mod chunk_range;
 pub mod conn;
 mod copy;
@@ -40,7 +39,6 @@ mod fingerprint;
 pub mod format;
 pub mod frame;
 mod gate;
-pub mod gen;
 mod hash;
 pub mod indexes;
 pub mod input;

@@ -1,7 +1,6 @@
 //! Integration tests against a real PostgreSQL started by the test kit.
 //! One test binary, one throwaway cluster, a database per test.
 
-mod bench;
 mod connection;
 mod faults;
 mod field_decoding;

@@ -2,8 +2,8 @@
 
 use std::io::Write;
 
-use pgpour::gen::Dataset;
 use pgpour::Header;
+use pgpour_bench::gen::Dataset;
 
 use crate::harness::Case;
 

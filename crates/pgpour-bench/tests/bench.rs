@@ -4,12 +4,14 @@
 
 use std::sync::atomic::AtomicBool;
 
-use pgpour::bench::{self, BenchOptions, BenchReport, Method, Source, Status};
-use pgpour::gen::Dataset;
-use pgpour::{Format, FormatOptions, InputSpec, TableName};
+use pgpour::{ConnectOptions, Format, FormatOptions, InputSpec, TableName};
+use pgpour_bench::gen::Dataset;
+use pgpour_bench::{self as bench, BenchOptions, BenchReport, Method, Source, Status};
 use pgpour_testkit::{shared_cluster, TestDb};
 
-use crate::harness::connect;
+fn connect(db: &TestDb) -> ConnectOptions {
+    ConnectOptions::resolve(Some(&db.conninfo()), &|_| None).expect("test conninfo")
+}
 
 fn options(source: Source, methods: &[Method]) -> BenchOptions {
     BenchOptions {
@@ -88,7 +90,7 @@ fn every_method_loads_the_votes_rows() {
     let json: serde_json::Value = serde_json::to_value(&report).unwrap();
     assert_eq!(json["cases"].as_array().unwrap().len(), Method::ALL.len());
     assert_eq!(json["cases"][0]["status"], "ok");
-    let html = bench::html::render(&report);
+    let html = pgpour_bench::report::html::render(&report);
     for method in Method::ALL {
         assert!(
             html.contains(&format!(">{}", method.name())),

@@ -9,17 +9,15 @@ use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
+use pgpour::error::ServerError;
+use pgpour::{ConnectOptions, Error, LoadOptions, Progress, Result};
 use postgres::Client;
 
-use super::insert::{self, InsertJob};
-use super::method::Method;
-use super::prepare::{file_size, fresh_target, Prepared, Workspace};
-use super::results::Run;
-use crate::error::{Error, Result, ServerError};
-use crate::options::LoadOptions;
-use crate::progress::Progress;
-use crate::sql::quote_literal;
-use crate::ConnectOptions;
+use crate::insert::{self, InsertJob};
+use crate::method::Method;
+use crate::prepare::{file_size, fresh_target, Prepared, Workspace};
+use crate::quote;
+use crate::results::Run;
 
 /// Everything a run needs besides the method.
 pub struct Bench<'a> {
@@ -249,7 +247,7 @@ impl Bench<'_> {
         let sql = format!(
             "COPY {target} ({}) FROM {} (FORMAT csv)",
             self.data.column_list,
-            quote_literal(&path.to_string_lossy())
+            quote::literal(&path.to_string_lossy())
         );
         let mut client = self.connect.connect()?;
         let (outcome, seconds, timeline) =
@@ -280,7 +278,7 @@ impl Bench<'_> {
     fn pgpour(&self) -> Result<Run> {
         // With the journal, as a user runs it (index rebuild and sequence
         // cache need it); the entry is forgotten after the run.
-        let load_id = crate::journal::new_load_id(&self.workspace.schema);
+        let load_id = pgpour::journal::new_load_id(&self.workspace.schema);
         let options = LoadOptions {
             columns: Some(self.data.load_columns.clone()),
             workers: self.pgpour_workers,
@@ -294,12 +292,12 @@ impl Bench<'_> {
         let progress = Progress::default();
         let rows_loaded = || progress.rows_loaded.load(Ordering::Relaxed);
         let (outcome, seconds, timeline) = timed(Method::Pgpour, &rows_loaded, || {
-            crate::load(self.connect, &options, &progress, self.cancel)
+            pgpour::load(self.connect, &options, &progress, self.cancel)
         });
         let forgotten = self
             .connect
             .connect()
-            .and_then(|mut client| crate::journal::forget(&mut client, &load_id));
+            .and_then(|mut client| pgpour::journal::forget(&mut client, &load_id));
         let summary = outcome.map_err(|failure| failure.error)?;
         forgotten?;
         Ok(Run {

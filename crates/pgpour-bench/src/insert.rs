@@ -9,12 +9,12 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Instant;
 
 use bytes::BytesMut;
+use pgpour::{Error, Result};
 use postgres::types::{to_sql_checked, Format, IsNull, ToSql, Type};
 use postgres::{Client, Statement};
 
-use super::method::{Method, MULTI_ROW_BATCH};
-use crate::error::{Error, Result};
-use crate::sql::quote_literal;
+use crate::method::{Method, MULTI_ROW_BATCH};
+use crate::quote;
 
 /// Where the rows go and when to stop.
 pub struct InsertJob<'a> {
@@ -187,7 +187,7 @@ fn insert_sql(job: &InsertJob, rows: &[&[Option<String>]]) -> String {
                 sql.push_str(", ");
             }
             match field {
-                Some(value) => sql.push_str(&quote_literal(value)),
+                Some(value) => sql.push_str(&quote::literal(value)),
                 None => sql.push_str("NULL"),
             }
         }

@@ -1,6 +1,6 @@
 //! The loading methods `pgpour bench` compares, with the names users type.
 
-use crate::error::{Error, Result};
+use pgpour::{Error, Result};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Method {

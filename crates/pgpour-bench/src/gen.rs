@@ -15,7 +15,7 @@
 use std::io::{self, Write};
 use std::str::FromStr;
 
-use crate::format::{Format, FormatOptions};
+use pgpour::{Format, FormatOptions};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Dataset {

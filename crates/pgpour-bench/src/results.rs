@@ -3,7 +3,7 @@
 
 use serde::Serialize;
 
-use super::method::Method;
+use crate::method::Method;
 
 #[derive(Clone, Debug, Serialize)]
 pub struct BenchReport {

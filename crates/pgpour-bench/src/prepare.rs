@@ -9,16 +9,13 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
 
+use pgpour::{
+    ConnectOptions, Error, FormatOptions, InputSpec, LoadOptions, Progress, Result, TableName,
+};
 use postgres::Client;
 
-use crate::error::{Error, Result};
-use crate::format::FormatOptions;
 use crate::gen::Dataset;
-use crate::input::InputSpec;
-use crate::options::LoadOptions;
-use crate::progress::Progress;
-use crate::sql::{quote_ident, quote_literal, TableName};
-use crate::ConnectOptions;
+use crate::quote;
 
 /// What the bench loads: a built-in dataset, or the user's file into a copy
 /// of the user's table.
@@ -69,13 +66,13 @@ impl Workspace {
         client
             .batch_execute(&format!(
                 "CREATE SCHEMA {0}; COMMENT ON SCHEMA {0} IS {1}",
-                quote_ident(&schema),
-                quote_literal("scratch space of a pgpour bench run; safe to drop")
+                quote::ident(&schema),
+                quote::literal("scratch space of a pgpour bench run; safe to drop")
             ))
             .map_err(Error::db(
                 "creating the bench's schema (needs CREATE on the database)",
             ))?;
-        let journal_existed = crate::journal::exists(client)?;
+        let journal_existed = pgpour::journal::exists(client)?;
         Ok(Workspace {
             schema,
             connect: connect.clone(),
@@ -85,7 +82,7 @@ impl Workspace {
 
     /// `"schema"."name"`.
     pub fn qualified(&self, name: &str) -> String {
-        format!("{}.{}", quote_ident(&self.schema), quote_ident(name))
+        format!("{}.{}", quote::ident(&self.schema), quote::ident(name))
     }
 
     pub fn table_name(&self, name: &str) -> TableName {
@@ -102,10 +99,10 @@ impl Drop for Workspace {
         if let Ok(mut client) = self.connect.connect() {
             let _ = client.batch_execute(&format!(
                 "DROP SCHEMA IF EXISTS {} CASCADE",
-                quote_ident(&self.schema)
+                quote::ident(&self.schema)
             ));
             if !self.journal_existed {
-                let _ = crate::journal::drop_if_empty(&mut client);
+                let _ = pgpour::journal::drop_if_empty(&mut client);
             }
         }
     }
@@ -169,7 +166,7 @@ pub fn prepare(
     };
     let column_list = columns
         .iter()
-        .map(|c| quote_ident(c))
+        .map(|c| quote::ident(c))
         .collect::<Vec<_>>()
         .join(", ");
 
@@ -199,7 +196,7 @@ pub fn prepare(
         )
     };
     let summary =
-        crate::load(connect, &options, &Progress::default(), cancel).map_err(|failure| {
+        pgpour::load(connect, &options, &Progress::default(), cancel).map_err(|failure| {
             Error::Config(format!(
                 "the bench's data must load without errors: {}",
                 failure.error
@@ -284,7 +281,7 @@ fn export_table(
     fs::set_permissions(path, fs::Permissions::from_mode(0o644)).map_err(&io_error)
 }
 
-pub(super) fn file_size(path: &Path) -> Result<u64> {
+pub fn file_size(path: &Path) -> Result<u64> {
     fs::metadata(path).map(|m| m.len()).map_err(Error::io(path))
 }
 
@@ -328,13 +325,13 @@ pub fn fresh_target(
         )
         .map_err(Error::db("reading the case's table"))?;
     for (i, row) in serials.iter().enumerate() {
-        let column = quote_ident(row.get(0));
+        let column = quote::ident(row.get(0));
         let sequence = workspace.qualified(&format!("target_seq_{i}"));
         client
             .batch_execute(&format!(
                 "CREATE SEQUENCE {sequence} OWNED BY {target}.{column}; \
                  ALTER TABLE {target} ALTER COLUMN {column} SET DEFAULT nextval({})",
-                quote_literal(&sequence)
+                quote::literal(&sequence)
             ))
             .map_err(Error::db("giving the case's table its own sequence"))?;
     }
