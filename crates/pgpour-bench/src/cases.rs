@@ -9,7 +9,7 @@ use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use pgpour::error::ServerError;
+use pgpour::ServerError;
 use pgpour::{ConnectOptions, Error, LoadOptions, Progress, Result};
 use postgres::Client;
 
@@ -278,26 +278,20 @@ impl Bench<'_> {
     fn pgpour(&self) -> Result<Run> {
         // With the journal, as a user runs it (index rebuild and sequence
         // cache need it); the entry is forgotten after the run.
-        let load_id = pgpour::journal::new_load_id(&self.workspace.schema);
-        let options = LoadOptions {
-            columns: Some(self.data.load_columns.clone()),
-            workers: self.pgpour_workers,
-            load_id: Some(load_id.clone()),
-            ..LoadOptions::new(
-                self.data.load_inputs.clone(),
-                self.workspace.table_name("target"),
-                self.data.load_format.clone(),
-            )
-        };
+        let mut options = LoadOptions::new(
+            self.data.load_inputs.clone(),
+            self.workspace.table_name("target"),
+            self.data.load_format.clone(),
+        );
+        options.columns = Some(self.data.load_columns.clone());
+        options.workers = self.pgpour_workers;
+        let load_id = options.ensure_load_id().to_string();
         let progress = Progress::default();
         let rows_loaded = || progress.rows_loaded.load(Ordering::Relaxed);
         let (outcome, seconds, timeline) = timed(Method::Pgpour, &rows_loaded, || {
             pgpour::load(self.connect, &options, &progress, self.cancel)
         });
-        let forgotten = self
-            .connect
-            .connect()
-            .and_then(|mut client| pgpour::journal::forget(&mut client, &load_id));
+        let forgotten = pgpour::forget(self.connect, &load_id);
         let summary = outcome.map_err(|failure| failure.error)?;
         forgotten?;
         Ok(Run {

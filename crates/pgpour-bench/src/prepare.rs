@@ -72,7 +72,7 @@ impl Workspace {
             .map_err(Error::db(
                 "creating the bench's schema (needs CREATE on the database)",
             ))?;
-        let journal_existed = pgpour::journal::exists(client)?;
+        let journal_existed = pgpour::journal_exists(connect)?;
         Ok(Workspace {
             schema,
             connect: connect.clone(),
@@ -102,7 +102,7 @@ impl Drop for Workspace {
                 quote::ident(&self.schema)
             ));
             if !self.journal_existed {
-                let _ = pgpour::journal::drop_if_empty(&mut client);
+                let _ = pgpour::drop_journal_if_empty(&self.connect);
             }
         }
     }
@@ -181,20 +181,18 @@ pub fn prepare(
             "CREATE UNLOGGED TABLE {stage} AS SELECT {column_list} FROM {model} WITH NO DATA"
         ))
         .map_err(Error::db("creating the staging table"))?;
-    let options = LoadOptions {
-        columns: Some(columns.clone()),
-        // One session, so that the heap, and the files written from it, keep
-        // the input's row order: parallel sessions would interleave their
-        // chunks, and keys that arrive out of order make every later load
-        // into a primary key slower (kv: 12 s instead of 8 s for 10M rows).
-        workers: Some(1),
-        journal: false,
-        ..LoadOptions::new(
-            load_inputs.clone(),
-            workspace.table_name("stage"),
-            load_format.clone(),
-        )
-    };
+    let mut options = LoadOptions::new(
+        load_inputs.clone(),
+        workspace.table_name("stage"),
+        load_format.clone(),
+    );
+    options.columns = Some(columns.clone());
+    // One session, so that the heap, and the files written from it, keep
+    // the input's row order: parallel sessions would interleave their
+    // chunks, and keys that arrive out of order make every later load into
+    // a primary key slower (kv: 12 s instead of 8 s for 10M rows).
+    options.workers = Some(1);
+    options.journal = false;
     let summary =
         pgpour::load(connect, &options, &Progress::default(), cancel).map_err(|failure| {
             Error::Config(format!(

@@ -4,7 +4,7 @@
 use std::process::ExitCode;
 
 use anyhow::{bail, Context, Result};
-use pgpour::sql::parse_column_list;
+use pgpour::parse_column_list;
 use pgpour::TableName;
 use pgpour_bench::report::{html, text};
 use pgpour_bench::{BenchOptions, Event, Method, Source, Status};

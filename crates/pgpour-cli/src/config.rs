@@ -1,8 +1,7 @@
 //! From command-line syntax to the engine's validated options.
 
 use anyhow::{bail, Context, Result};
-use pgpour::input::without_compression_suffix;
-use pgpour::sql::parse_column_list;
+use pgpour::{parse_column_list, without_compression_suffix};
 use pgpour::{ConnectOptions, Format, FormatOptions, Header, InputSpec, LoadOptions, TableName};
 
 use crate::args::{FormatArgs, LoadArgs};
@@ -34,23 +33,22 @@ impl LoadConfig {
         }
         Ok(LoadConfig {
             connect: connect_options(args.connection.db.as_deref())?,
-            load: LoadOptions {
-                inputs,
-                table: TableName::parse(&args.table)?,
-                columns,
-                format,
-                workers: args.workers,
-                truncate: args.truncate,
-                chunk_size: parse_size(&args.chunk_size)?,
-                max_errors: parse_max_errors(&args.max_errors)?,
-                reject_file: args.reject_file,
-                replace_rejects: args.replace_rejects,
-                max_record_size: parse_max_record_size(&args.max_record_size)?,
-                load_id: args.load_id,
-                atomic: args.atomic,
-                journal: !args.no_journal,
-                keep_indexes: args.keep_indexes,
-                keep_sequences: args.keep_sequences,
+            load: {
+                let mut load = LoadOptions::new(inputs, TableName::parse(&args.table)?, format);
+                load.columns = columns;
+                load.workers = args.workers;
+                load.truncate = args.truncate;
+                load.chunk_size = parse_size(&args.chunk_size)?;
+                load.max_errors = parse_max_errors(&args.max_errors)?;
+                load.reject_file = args.reject_file;
+                load.replace_rejects = args.replace_rejects;
+                load.max_record_size = parse_max_record_size(&args.max_record_size)?;
+                load.load_id = args.load_id;
+                load.atomic = args.atomic;
+                load.journal = !args.no_journal;
+                load.keep_indexes = args.keep_indexes;
+                load.keep_sequences = args.keep_sequences;
+                load
             },
             json: args.json,
             quiet: args.quiet,

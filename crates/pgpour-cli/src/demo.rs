@@ -91,18 +91,15 @@ fn compare(
     // With the journal, as `pgpour load` runs: the demo then forgets the
     // load, and drops the journal if it made it, so that it leaves nothing
     // behind in a given database.
-    let journal_existed = pgpour::journal::exists(client)?;
-    let load_id = pgpour::journal::new_load_id("demo");
-    let options = LoadOptions {
-        columns: Some(columns.clone()),
-        workers: args.workers,
-        load_id: Some(load_id.clone()),
-        ..LoadOptions::new(
-            vec![InputSpec::File(file.to_path_buf())],
-            TableName::parse(&format!("{SCHEMA}.votes"))?,
-            Dataset::Votes.format(),
-        )
-    };
+    let journal_existed = pgpour::journal_exists(connect)?;
+    let mut options = LoadOptions::new(
+        vec![InputSpec::File(file.to_path_buf())],
+        TableName::parse(&format!("{SCHEMA}.votes"))?,
+        Dataset::Votes.format(),
+    );
+    options.columns = Some(columns.clone());
+    options.workers = args.workers;
+    let load_id = options.ensure_load_id().to_string();
     let summary = pgpour::load(
         connect,
         &options,
@@ -110,9 +107,9 @@ fn compare(
         &AtomicBool::new(false),
     )
     .map_err(|failure| failure.error);
-    pgpour::journal::forget(client, &load_id)?;
+    pgpour::forget(connect, &load_id)?;
     if !journal_existed {
-        pgpour::journal::drop_if_empty(client)?;
+        pgpour::drop_journal_if_empty(connect)?;
     }
     let summary = summary.context("pgpour load")?;
     stdout::line(summary_text(&summary, ""))?;

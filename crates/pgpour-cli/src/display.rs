@@ -114,7 +114,7 @@ pub fn summary_text(s: &LoadSummary, workers_note: &str) -> String {
 }
 
 /// `pgpour load --explain`, several lines, no trailing newline.
-pub fn explain_text(plan: &pgpour::pipeline::Explain) -> String {
+pub fn explain_text(plan: &pgpour::Explain) -> String {
     let mut lines = vec![
         format!("pgpour: would load {}", plan.table),
         format!("  copy     {}", plan.copy_sql),
@@ -126,12 +126,14 @@ pub fn explain_text(plan: &pgpour::pipeline::Explain) -> String {
         ),
     ];
     lines.extend(
-        pgpour::indexes::describe(&plan.indexes)
+        plan.indexes
+            .describe()
             .into_iter()
             .map(|line| format!("  indexes  {line}")),
     );
     lines.extend(
-        pgpour::sequences::describe(&plan.sequences)
+        plan.sequences
+            .describe()
             .into_iter()
             .map(|line| format!("  sequence {line}")),
     );

@@ -4,7 +4,6 @@ use std::process::ExitCode;
 
 use anyhow::{bail, Result};
 use indicatif::{HumanBytes, HumanCount};
-use pgpour::journal;
 
 use crate::args::{ForgetArgs, ResumeArgs, StatusArgs};
 use crate::config::{check_load_id, connect_options, parse_max_errors, LoadConfig};
@@ -15,15 +14,16 @@ use crate::stdout;
 pub fn resume(args: ResumeArgs) -> Result<LoadConfig> {
     check_load_id("the load id", &args.load_id)?;
     let connect = connect_options(args.connection.db.as_deref())?;
-    let mut client = connect.connect()?;
-    let Some(mut load) = journal::options_of(&mut client, &args.load_id)? else {
-        bail!(
+    let mut load = match pgpour::resume_options(&connect, &args.load_id) {
+        Ok(load) => load,
+        Err(pgpour::Error::UnknownLoad { .. }) => bail!(
             "no load {:?} in the journal of {}: a load stopped before it was recorded has \
              committed nothing, so run the same `pgpour load ... --load-id {}` again (see `pgpour status`)",
             args.load_id,
             connect.describe(),
             args.load_id
-        );
+        ),
+        Err(e) => return Err(e.into()),
     };
     if args.workers.is_some() {
         load.workers = args.workers;
@@ -45,8 +45,7 @@ pub fn status(args: StatusArgs) -> Result<()> {
         check_load_id("the load id", id)?;
     }
     let connect = connect_options(args.connection.db.as_deref())?;
-    let mut client = connect.connect()?;
-    let loads = journal::status(&mut client, args.load_id.as_deref())?;
+    let loads = pgpour::status(&connect, args.load_id.as_deref())?;
     if args.json {
         return stdout::line(serde_json::to_string(&loads)?);
     }
@@ -101,7 +100,7 @@ pub fn status(args: StatusArgs) -> Result<()> {
                  `pgpour forget {0}` does the same and drops the entry",
                 load.load_id
             ))?;
-        } else if load.state != "done" {
+        } else if load.state != pgpour::LoadState::Done {
             stdout::line(format_args!(
                 "    resume: `pgpour resume {}` skips the {} committed chunks and loads the rest",
                 load.load_id, load.chunks
@@ -114,8 +113,7 @@ pub fn status(args: StatusArgs) -> Result<()> {
 pub fn forget(args: ForgetArgs) -> Result<ExitCode> {
     check_load_id("the load id", &args.load_id)?;
     let connect = connect_options(args.connection.db.as_deref())?;
-    let mut client = connect.connect()?;
-    if let Some(restored) = journal::forget(&mut client, &args.load_id)? {
+    if let Some(restored) = pgpour::forget(&connect, &args.load_id)? {
         for what in restored {
             stdout::line(format_args!("restored {what}"))?;
         }

@@ -71,11 +71,7 @@ fn run_load(mut config: LoadConfig) -> Result<ExitCode> {
         }
         return Ok(ExitCode::SUCCESS);
     }
-    let load_id = config
-        .load
-        .load_id
-        .get_or_insert_with(|| pgpour::journal::new_load_id(&config.load.table.name))
-        .clone();
+    let load_id = config.load.ensure_load_id().to_string();
     let journaled = config.load.journal;
     if journaled && !config.quiet && !config.json {
         eprintln!("pgpour: load {load_id}");

@@ -95,7 +95,12 @@ impl fmt::Display for BadRow {
 }
 
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum Error {
+    /// The journal has no load of that id.
+    #[error("no load {load_id:?} in the journal")]
+    UnknownLoad { load_id: String },
+
     /// The options given cannot work together, found before any data moved.
     #[error("{0}")]
     Config(String),

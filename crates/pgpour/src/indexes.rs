@@ -328,27 +328,30 @@ fn keep_other_writers_out(
     )
 }
 
-/// `--explain`'s words for an index plan.
-pub fn describe(plan: &IndexPlan) -> Vec<String> {
-    let mut lines = Vec::new();
-    if let Some(reason) = &plan.not_used {
-        lines.push(format!("indexes kept in place: {reason}"));
+impl IndexPlan {
+    /// `--explain`'s words for an index plan.
+    pub fn describe(&self) -> Vec<String> {
+        let plan = self;
+        let mut lines = Vec::new();
+        if let Some(reason) = &plan.not_used {
+            lines.push(format!("indexes kept in place: {reason}"));
+        }
+        for index in &plan.rebuild {
+            lines.push(format!(
+                "drop {} before the load; after it: {}",
+                index.name, index.create_sql
+            ));
+        }
+        if plan.rebuild.iter().any(|r| r.unique) {
+            lines.push(
+                "while a unique key is away, INSERT and UPDATE by other sessions are refused \
+                 (a statement trigger), so that no duplicate can keep it from being rebuilt"
+                    .into(),
+            );
+        }
+        for index in &plan.kept {
+            lines.push(format!("keep {}: {}", index.name, index.reason));
+        }
+        lines
     }
-    for index in &plan.rebuild {
-        lines.push(format!(
-            "drop {} before the load; after it: {}",
-            index.name, index.create_sql
-        ));
-    }
-    if plan.rebuild.iter().any(|r| r.unique) {
-        lines.push(
-            "while a unique key is away, INSERT and UPDATE by other sessions are refused \
-             (a statement trigger), so that no duplicate can keep it from being rebuilt"
-                .into(),
-        );
-    }
-    for index in &plan.kept {
-        lines.push(format!("keep {}: {}", index.name, index.reason));
-    }
-    lines
 }

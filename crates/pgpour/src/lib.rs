@@ -6,64 +6,107 @@
 //! use pgpour::{ConnectOptions, Format, FormatOptions, InputSpec, LoadOptions, Progress, TableName};
 //!
 //! let connect = ConnectOptions::resolve(Some("postgres://localhost/db"), &|k| std::env::var(k).ok())?;
-//! let options = LoadOptions {
-//!     inputs: vec![InputSpec::from_arg("votes.csv")],
-//!     table: TableName::parse("votes")?,
-//!     columns: Some(vec!["username".into(), "link".into(), "score".into()]),
-//!     format: FormatOptions::new(Format::Csv),
-//!     workers: None,
-//!     truncate: false,
-//!     chunk_size: pgpour::DEFAULT_CHUNK_SIZE,
-//!     max_errors: Some(0),
-//!     reject_file: None,
-//!     replace_rejects: false,
-//!     max_record_size: pgpour::frame::MAX_RECORD_BYTES,
-//!     load_id: None,
-//!     atomic: false,
-//!     journal: true,
-//!     keep_indexes: false,
-//!     keep_sequences: false,
-//! };
+//! let mut options = LoadOptions::new(
+//!     vec![InputSpec::from_arg("votes.csv")],
+//!     TableName::parse("votes")?,
+//!     FormatOptions::new(Format::Csv),
+//! );
+//! options.columns = Some(vec!["username".into(), "link".into(), "score".into()]);
+//! options.max_errors = None;
 //! let summary = pgpour::load(&connect, &options, &Progress::default(), &AtomicBool::new(false))
 //!     .map_err(|failure| failure.error)?;
 //! println!("{} rows in {:.1}s", summary.rows_loaded, summary.seconds);
 //! # Ok::<(), pgpour::Error>(())
 //! ```
+//!
+//! The facade: [`load`], [`explain`], [`resume`], [`status`] and [`forget`],
+//! with the types they take and give. `frame` is public too: the record
+//! framer, a pure push parser, usable on its own.
 
 mod chunk_range;
-pub mod conn;
+mod commit_mode;
+mod conn;
 mod copy;
 mod copy_context;
-pub mod error;
+mod error;
 mod fingerprint;
-pub mod format;
+mod format;
 pub mod frame;
 mod gate;
 mod hash;
-pub mod indexes;
-pub mod input;
-pub mod journal;
-pub mod options;
-pub mod pipeline;
-pub mod plan;
-pub mod progress;
+mod indexes;
+mod input;
+mod journal;
+mod options;
+mod pipeline;
+mod plan;
+mod progress;
 mod reader;
-pub mod reject;
-pub mod report;
+mod reject;
+mod report;
 mod run_lock;
-pub mod sequences;
+mod sequences;
 mod sessions;
-pub mod sql;
+mod sql;
 mod sqlstate;
-pub mod validate;
+mod validate;
 
 pub use conn::ConnectOptions;
-pub use error::{BadRow, Error, Position, Result};
+pub use error::{BadRow, Error, Position, Result, ServerError};
 pub use format::{Format, FormatOptions, Header};
-pub use input::InputSpec;
+pub use frame::MAX_RECORD_BYTES;
+pub use indexes::{IndexPlan, Kept, Rebuild};
+pub use input::{without_compression_suffix, InputSpec, COMPRESSION_SUFFIXES};
+pub use journal::{LoadState, LoadStatus};
 pub use options::{default_workers, LoadOptions, DEFAULT_CHUNK_SIZE};
-pub use pipeline::{explain, load, LoadFailure};
+pub use pipeline::{explain, load, CommitMode, Explain, LoadFailure};
 pub use progress::Progress;
 pub use reject::RejectSink;
 pub use report::LoadSummary;
-pub use sql::TableName;
+pub use sequences::SequencePlan;
+pub use sql::{parse_column_list, TableName};
+
+/// The loads in the journal of the database `connect` reaches (or the one
+/// named), oldest first; none when the database has no journal.
+pub fn status(connect: &ConnectOptions, load_id: Option<&str>) -> Result<Vec<LoadStatus>> {
+    journal::status(&mut connect.connect()?, load_id)
+}
+
+/// Drops a load's journal entry, after putting back what the load changed
+/// in its table (indexes it dropped...), which it returns; `None` when the
+/// journal has no such load. The load's rows stay in the table.
+pub fn forget(connect: &ConnectOptions, load_id: &str) -> Result<Option<Vec<String>>> {
+    journal::forget(&mut connect.connect()?, load_id)
+}
+
+/// The options load `load_id` started with: [`load`] them (changing the
+/// workers or the error limit if wanted) to resume it, skipping the chunks
+/// it committed. [`Error::UnknownLoad`] when the journal has no such load.
+pub fn resume_options(connect: &ConnectOptions, load_id: &str) -> Result<LoadOptions> {
+    journal::options_of(&mut connect.connect()?, load_id)?.ok_or_else(|| Error::UnknownLoad {
+        load_id: load_id.to_string(),
+    })
+}
+
+/// Whether the database has a pgpour journal.
+pub fn journal_exists(connect: &ConnectOptions) -> Result<bool> {
+    journal::exists(&mut connect.connect()?)
+}
+
+/// Drops the journal if it holds no load: for tools that run loads of their
+/// own (a benchmark, a demo), forget them, and must leave nothing behind.
+pub fn drop_journal_if_empty(connect: &ConnectOptions) -> Result<()> {
+    journal::drop_if_empty(&mut connect.connect()?)
+}
+
+/// For the integration tests that stage a load's first steps by hand (a
+/// load killed right after preparing its table) or read its journal: not
+/// part of the API, and free to change.
+#[doc(hidden)]
+pub mod internals {
+    pub use crate::indexes::drop_for_load;
+    pub use crate::journal::{begin, ensure_schema, pending, rejected_rows, restore_pending};
+    pub use crate::plan::Target;
+    pub use crate::sequences::raise_for_load;
+    pub use crate::sql::quote_ident;
+}

@@ -7,8 +7,11 @@ use crate::format::FormatOptions;
 use crate::input::InputSpec;
 use crate::sql::TableName;
 
-/// What to load where, validated: the engine's whole input.
+/// What to load where, validated: the engine's whole input. Made by
+/// [`LoadOptions::new`], then changed field by field: a new option never
+/// breaks the code that builds them.
 #[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
+#[non_exhaustive]
 pub struct LoadOptions {
     pub inputs: Vec<InputSpec>,
     pub table: TableName,
@@ -61,6 +64,14 @@ fn most_postgres_takes() -> usize {
 }
 
 impl LoadOptions {
+    /// The load's id, generated now (from the table's name, the time and
+    /// the process) when none was given: the one place ids are made.
+    pub fn ensure_load_id(&mut self) -> &str {
+        let table = &self.table.name;
+        self.load_id
+            .get_or_insert_with(|| crate::journal::new_load_id(table))
+    }
+
     /// The options of `pgpour load inputs --table table` with nothing else
     /// given: all the table's columns, default workers and chunk size, the
     /// first bad row stops the load, journal on.

@@ -2,6 +2,7 @@
 
 use std::time::Duration;
 
+use crate::commit_mode::CommitMode;
 use crate::format::Format;
 use crate::options::LoadOptions;
 use crate::progress::Progress;
@@ -40,7 +41,8 @@ pub struct LoadSummary {
     /// True when the load was stopped before the end of its input.
     pub interrupted: bool,
     /// How an `--atomic` load committed, when it was one.
-    pub atomic: Option<String>,
+    #[serde(serialize_with = "crate::commit_mode::serialize_atomic_note")]
+    pub atomic: Option<CommitMode>,
     /// What was restored after the load (`index votes_pkey`: indexes
     /// dropped for speed), and the seconds that took (part of `seconds`).
     pub restored: Vec<String>,

@@ -155,18 +155,21 @@ pub fn raise_for_load(
     }
 }
 
-/// `--explain`'s words for a sequence plan.
-pub fn describe(plan: &SequencePlan) -> Vec<String> {
-    let raised = plan.raise.iter().map(|(sequence, cache)| {
-        format!(
-            "CACHE {LOAD_CACHE} for {sequence} during the load (each worker takes {LOAD_CACHE} values at a time; \
-             up to {} per worker session go unused), then CACHE {cache} again",
-            LOAD_CACHE - 1
-        )
-    });
-    let kept = plan
-        .kept
-        .iter()
-        .map(|(sequence, reason)| format!("leave {sequence}: {reason}"));
-    raised.chain(kept).collect()
+impl SequencePlan {
+    /// `--explain`'s words for a sequence plan.
+    pub fn describe(&self) -> Vec<String> {
+        let plan = self;
+        let raised = plan.raise.iter().map(|(sequence, cache)| {
+            format!(
+                "CACHE {LOAD_CACHE} for {sequence} during the load (each worker takes {LOAD_CACHE} values at a time; \
+                 up to {} per worker session go unused), then CACHE {cache} again",
+                LOAD_CACHE - 1
+            )
+        });
+        let kept = plan
+            .kept
+            .iter()
+            .map(|(sequence, reason)| format!("leave {sequence}: {reason}"));
+        raised.chain(kept).collect()
+    }
 }

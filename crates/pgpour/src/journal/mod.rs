@@ -36,5 +36,5 @@ pub(crate) use loads::state_of;
 pub use loads::{begin, finish_if_complete, new_load_id, options_of, set_state, Previous};
 pub use rejects::rejected_rows;
 pub use schema::{drop_if_empty, ensure_schema, exists};
-pub use status::{forget, status, LoadStatus};
+pub use status::{forget, status, LoadState, LoadStatus};
 pub use undo::{pending, restore_pending};

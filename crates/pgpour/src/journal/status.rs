@@ -5,12 +5,56 @@ use postgres::GenericClient;
 use super::undo::Legacy;
 use crate::error::{Error, Result};
 
+/// Where a load stands, as its journal entry says.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+#[non_exhaustive]
+pub enum LoadState {
+    /// A run is loading it, or one was killed: resume goes on.
+    Running,
+    /// An atomic load decided to commit: resume finishes the commit.
+    Committing,
+    /// Every chunk is in.
+    Done,
+    /// Its last run stopped on an error.
+    Failed,
+    /// Its last run was interrupted.
+    Stopped,
+}
+
+impl LoadState {
+    /// The state as the journal stores it; an unknown word (a newer
+    /// pgpour's) reads as `Running`, which only ever offers a resume.
+    pub(crate) fn parse(stored: &str) -> LoadState {
+        match stored {
+            "committing" => LoadState::Committing,
+            "done" => LoadState::Done,
+            "failed" => LoadState::Failed,
+            "stopped" => LoadState::Stopped,
+            _ => LoadState::Running,
+        }
+    }
+}
+
+impl std::fmt::Display for LoadState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            LoadState::Running => "running",
+            LoadState::Committing => "committing",
+            LoadState::Done => "done",
+            LoadState::Failed => "failed",
+            LoadState::Stopped => "stopped",
+        })
+    }
+}
+
 /// A load in the journal, for `pgpour status`.
 #[derive(Clone, Debug, serde::Serialize)]
+#[non_exhaustive]
 pub struct LoadStatus {
     pub load_id: String,
     pub target: String,
-    pub state: String,
+    pub state: LoadState,
     pub started_at: String,
     pub chunks: i64,
     pub rows_loaded: i64,
@@ -60,7 +104,7 @@ fn status_of(client: &mut impl GenericClient, load_id: Option<&str>) -> Result<V
                 pending: super::undo::pending(client, &load_id)?,
                 load_id,
                 target: r.get(1),
-                state: r.get(2),
+                state: LoadState::parse(r.get(2)),
                 started_at: r.get(3),
                 chunks: r.get(4),
                 rows_loaded: r.get(5),

@@ -3,6 +3,7 @@
 
 use postgres::Client;
 
+use crate::commit_mode::CommitMode;
 use crate::options::{chunk_size_for, default_workers, LoadOptions};
 
 /// How an `--atomic` load makes all its rows visible at once.
@@ -37,20 +38,15 @@ impl Decision {
         }
     }
 
-    /// The summary's words for an atomic load's commit.
-    pub fn atomic_note(&self) -> Option<String> {
-        self.atomic.map(|mode| match mode {
-            AtomicMode::TwoPhase => format!("two-phase commit across {} workers", self.workers),
-            AtomicMode::OneTransaction => "one transaction, one worker".to_string(),
-        })
-    }
-
-    /// `--explain`'s words for how chunks become visible.
-    pub fn commit_note(&self, journal: bool) -> String {
-        match (self.atomic_note(), journal) {
-            (Some(note), _) => format!("all at once: {note}"),
-            (None, true) => "a transaction per chunk, recorded in the journal (resumable)".into(),
-            (None, false) => "a transaction per chunk, no journal (not resumable)".into(),
+    /// How the load's rows become visible.
+    pub fn commit_mode(&self, journal: bool) -> CommitMode {
+        match (self.atomic, journal) {
+            (Some(AtomicMode::TwoPhase), _) => CommitMode::TwoPhase {
+                workers: self.workers,
+            },
+            (Some(AtomicMode::OneTransaction), _) => CommitMode::OneTransaction,
+            (None, true) => CommitMode::PerChunk,
+            (None, false) => CommitMode::PerChunkUnjournaled,
         }
     }
 }

@@ -3,6 +3,7 @@
 
 use super::decide::Decision;
 use super::prepare::connect_and_resolve;
+use crate::commit_mode::CommitMode;
 use crate::conn::ConnectOptions;
 use crate::error::Result;
 use crate::options::LoadOptions;
@@ -15,7 +16,7 @@ pub struct Explain {
     pub copy_sql: String,
     pub workers: usize,
     /// How chunks become visible.
-    pub commit: String,
+    pub commit: CommitMode,
     pub chunk_size: usize,
     pub indexes: crate::indexes::IndexPlan,
     pub sequences: crate::sequences::SequencePlan,
@@ -32,7 +33,7 @@ pub fn explain(connect: &ConnectOptions, options: &LoadOptions) -> Result<Explai
         table: target.qualified.clone(),
         copy_sql: target.copy_sql.clone(),
         workers: decision.workers,
-        commit: decision.commit_note(options.journal),
+        commit: decision.commit_mode(options.journal),
         chunk_size: decision.chunk_size,
         indexes,
         sequences,

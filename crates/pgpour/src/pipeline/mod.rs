@@ -18,6 +18,7 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
+pub use crate::commit_mode::CommitMode;
 use crate::conn::ConnectOptions;
 use crate::error::{Error, Result};
 use crate::journal::undo::Legacy;
@@ -55,9 +56,7 @@ pub fn load(
 ) -> Result<LoadSummary, Box<LoadFailure>> {
     let started = Instant::now();
     let mut options = options.clone();
-    options
-        .load_id
-        .get_or_insert_with(|| crate::journal::new_load_id(&options.table.name));
+    options.ensure_load_id();
     let run = match run_lock(connect, &options) {
         Ok(run) => run,
         Err(error) => {
@@ -267,7 +266,7 @@ fn load_pass(
             interrupted,
             &sink,
         );
-        s.atomic = decision.atomic_note();
+        s.atomic = Some(decision.commit_mode(options.journal)).filter(CommitMode::is_atomic);
         if !options.journal {
             // Without the journal there is nothing to resume: no id to show.
             s.load_id.clear();

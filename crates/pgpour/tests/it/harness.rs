@@ -105,7 +105,7 @@ impl Case {
             Some(cols) => format!(
                 "({})",
                 cols.iter()
-                    .map(|c| pgpour::sql::quote_ident(c))
+                    .map(|c| pgpour::internals::quote_ident(c))
                     .collect::<Vec<_>>()
                     .join(", ")
             ),
@@ -145,23 +145,26 @@ impl Case {
     }
 
     fn options(&self, inputs: Vec<InputSpec>, workers: usize, chunk_size: usize) -> LoadOptions {
-        LoadOptions {
-            inputs,
-            table: TableName::parse("actual").unwrap(),
-            columns: self.load_columns.clone(),
-            format: self.format.clone(),
-            workers: Some(workers),
-            truncate: true,
-            chunk_size,
-            max_errors: Some(0),
-            reject_file: None,
-            replace_rejects: false,
-            max_record_size: pgpour::frame::MAX_RECORD_BYTES,
-            load_id: None,
-            atomic: false,
-            journal: true,
-            keep_indexes: false,
-            keep_sequences: false,
+        {
+            let mut options = LoadOptions::new(
+                inputs,
+                TableName::parse("actual").unwrap(),
+                self.format.clone(),
+            );
+            options.columns = self.load_columns.clone();
+            options.workers = Some(workers);
+            options.truncate = true;
+            options.chunk_size = chunk_size;
+            options.max_errors = Some(0);
+            options.reject_file = None;
+            options.replace_rejects = false;
+            options.max_record_size = pgpour::frame::MAX_RECORD_BYTES;
+            options.load_id = None;
+            options.atomic = false;
+            options.journal = true;
+            options.keep_indexes = false;
+            options.keep_sequences = false;
+            options
         }
     }
 
@@ -228,7 +231,7 @@ pub fn assert_same_rows(client: &mut postgres::Client, name: &str, columns: Opti
     let cols = match columns {
         Some(cols) => cols
             .iter()
-            .map(|c| pgpour::sql::quote_ident(c))
+            .map(|c| pgpour::internals::quote_ident(c))
             .collect::<Vec<_>>()
             .join(", "),
         None => "t.*".to_string(),

@@ -3,6 +3,8 @@
 
 use pgpour_testkit::shared_cluster;
 
+use crate::harness::connect;
+
 /// The journal as pgpour wrote it before it had a schema version: restores
 /// as SQL text, runs fenced by token.
 const UNVERSIONED_JOURNAL: &str = "
@@ -46,9 +48,9 @@ fn an_unversioned_journal_is_upgraded_and_its_sql_restores_are_shown_not_run() {
     client.batch_execute("CREATE TABLE t (n int)").unwrap();
     client.batch_execute(UNVERSIONED_JOURNAL).unwrap();
 
-    let loads = pgpour::journal::status(&mut client, None).unwrap();
+    let loads = pgpour::status(&connect(&db), None).unwrap();
     let done = loads.iter().find(|l| l.load_id == "old-done").unwrap();
-    assert_eq!((done.state.as_str(), done.rows_loaded), ("done", 9));
+    assert_eq!((done.state, done.rows_loaded), (pgpour::LoadState::Done, 9));
     let killed = loads.iter().find(|l| l.load_id == "old-killed").unwrap();
     assert_eq!(killed.pending, vec!["index t_pkey"]);
     let version: i32 = client
@@ -62,14 +64,14 @@ fn an_unversioned_journal_is_upgraded_and_its_sql_restores_are_shown_not_run() {
         .get(0);
     assert!(!old_table, "restores became the undo log");
 
-    let refused = pgpour::journal::restore_pending(&mut client, "old-killed").unwrap_err();
+    let refused = pgpour::internals::restore_pending(&mut client, "old-killed").unwrap_err();
     assert!(
         refused
             .to_string()
             .contains("run it yourself: CREATE TABLE planted_by_sql_text ()"),
         "{refused}"
     );
-    let forgotten = pgpour::journal::forget(&mut client, "old-killed")
+    let forgotten = pgpour::forget(&connect(&db), "old-killed")
         .unwrap()
         .unwrap();
     assert!(forgotten[0].contains("not run"), "{forgotten:?}");
@@ -88,7 +90,7 @@ fn concurrent_upgrades_apply_each_migration_once() {
     let handles: Vec<_> = (0..2)
         .map(|_| {
             let mut client = db.client();
-            std::thread::spawn(move || pgpour::journal::ensure_schema(&mut client))
+            std::thread::spawn(move || pgpour::internals::ensure_schema(&mut client))
         })
         .collect();
     for handle in handles {

@@ -69,23 +69,26 @@ impl RejectCase {
             let reject_file = dir
                 .path()
                 .join(format!("rejects-{workers}-{chunk_size}.csv"));
-            let options = LoadOptions {
-                inputs: vec![InputSpec::File(path.clone())],
-                table: TableName::parse("actual").unwrap(),
-                columns: None,
-                format: self.format.clone(),
-                workers: Some(workers),
-                truncate: false,
-                chunk_size,
-                max_errors: None,
-                reject_file: Some(reject_file.clone()),
-                replace_rejects: false,
-                max_record_size: pgpour::frame::MAX_RECORD_BYTES,
-                load_id: None,
-                atomic: false,
-                journal: true,
-                keep_indexes: false,
-                keep_sequences: false,
+            let options = {
+                let mut options = LoadOptions::new(
+                    vec![InputSpec::File(path.clone())],
+                    TableName::parse("actual").unwrap(),
+                    self.format.clone(),
+                );
+                options.columns = None;
+                options.workers = Some(workers);
+                options.truncate = false;
+                options.chunk_size = chunk_size;
+                options.max_errors = None;
+                options.reject_file = Some(reject_file.clone());
+                options.replace_rejects = false;
+                options.max_record_size = pgpour::frame::MAX_RECORD_BYTES;
+                options.load_id = None;
+                options.atomic = false;
+                options.journal = true;
+                options.keep_indexes = false;
+                options.keep_sequences = false;
+                options
             };
             let run = format!("{name} (workers {workers}, chunk {chunk_size})");
             let summary = pgpour::load(
@@ -399,23 +402,26 @@ fn csv_into_t(
     workers: usize,
     max_errors: Option<u64>,
 ) -> LoadOptions {
-    LoadOptions {
-        inputs: vec![InputSpec::File(path)],
-        table: TableName::parse("t").unwrap(),
-        columns: None,
-        format: FormatOptions::new(Format::Csv),
-        workers: Some(workers),
-        truncate: false,
-        chunk_size: 1 << 20,
-        max_errors,
-        reject_file: Some(rejects),
-        replace_rejects: false,
-        max_record_size: pgpour::frame::MAX_RECORD_BYTES,
-        load_id: None,
-        atomic: false,
-        journal: true,
-        keep_indexes: false,
-        keep_sequences: false,
+    {
+        let mut options = LoadOptions::new(
+            vec![InputSpec::File(path)],
+            TableName::parse("t").unwrap(),
+            FormatOptions::new(Format::Csv),
+        );
+        options.columns = None;
+        options.workers = Some(workers);
+        options.truncate = false;
+        options.chunk_size = 1 << 20;
+        options.max_errors = max_errors;
+        options.reject_file = Some(rejects);
+        options.replace_rejects = false;
+        options.max_record_size = pgpour::frame::MAX_RECORD_BYTES;
+        options.load_id = None;
+        options.atomic = false;
+        options.journal = true;
+        options.keep_indexes = false;
+        options.keep_sequences = false;
+        options
     }
 }
 
@@ -844,7 +850,7 @@ fn an_unreadable_rejected_row_in_the_journal_is_an_error_not_a_drop() {
     .unwrap();
     assert_eq!(summary.rows_rejected, 2);
     assert_eq!(
-        pgpour::journal::rejected_rows(&mut client, "damaged")
+        pgpour::internals::rejected_rows(&mut client, "damaged")
             .unwrap()
             .len(),
         2
@@ -855,7 +861,7 @@ fn an_unreadable_rejected_row_in_the_journal_is_an_error_not_a_drop() {
              WHERE load_id = 'damaged' AND byte = (SELECT max(byte) FROM pgpour.rejects)",
         )
         .unwrap();
-    let error = pgpour::journal::rejected_rows(&mut client, "damaged").unwrap_err();
+    let error = pgpour::internals::rejected_rows(&mut client, "damaged").unwrap_err();
     assert!(
         error.to_string().contains("cannot read (input 0, byte"),
         "{error}"

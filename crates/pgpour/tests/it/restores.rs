@@ -41,18 +41,19 @@ fn input(rows: usize, bad: bool) -> Vec<u8> {
 fn options(dir: &tempfile::TempDir, bytes: &[u8]) -> LoadOptions {
     let path = dir.path().join("in.csv");
     std::fs::write(&path, bytes).unwrap();
-    LoadOptions {
-        columns: Some(pgpour::sql::parse_column_list(COLUMNS).unwrap()),
-        workers: Some(2),
-        chunk_size: 300,
-        reject_file: Some(dir.path().join("rejects.csv")),
-        replace_rejects: false,
-        max_record_size: pgpour::frame::MAX_RECORD_BYTES,
-        ..LoadOptions::new(
+    {
+        let mut options = LoadOptions::new(
             vec![InputSpec::File(path)],
             TableName::parse("actual").unwrap(),
             FormatOptions::new(Format::Csv),
-        )
+        );
+        options.columns = Some(pgpour::parse_column_list(COLUMNS).unwrap());
+        options.workers = Some(2);
+        options.chunk_size = 300;
+        options.reject_file = Some(dir.path().join("rejects.csv"));
+        options.replace_rejects = false;
+        options.max_record_size = pgpour::frame::MAX_RECORD_BYTES;
+        options
     }
 }
 
@@ -245,13 +246,13 @@ fn a_crashed_load_is_put_back_by_resume_or_forget() {
         // What a load does before its first chunk, then nothing: as if
         // killed there.
         let target = begin_and_drop_indexes(&mut client, &options, &load_id);
-        pgpour::sequences::raise_for_load(&mut client, &target, &options, 2, &load_id).unwrap();
+        pgpour::internals::raise_for_load(&mut client, &target, &options, 2, &load_id).unwrap();
         assert_ne!(
             schema_of(&mut client),
             before,
             "{ending}: the crash left changes"
         );
-        let status = pgpour::journal::status(&mut client, Some(&load_id)).unwrap();
+        let status = pgpour::status(&connect(&db), Some(&load_id)).unwrap();
         assert_eq!(status[0].pending.len(), 5, "{:?}", status[0].pending);
 
         if ending == "resume" {
@@ -259,7 +260,7 @@ fn a_crashed_load_is_put_back_by_resume_or_forget() {
             assert_eq!(summary.rows_loaded, 600);
             assert_loaded_once(&mut client, "resumed");
         } else {
-            let restored = pgpour::journal::forget(&mut client, &load_id).unwrap();
+            let restored = pgpour::forget(&connect(&db), &load_id).unwrap();
             assert_eq!(restored.map(|r| r.len()), Some(5));
         }
         assert_eq!(schema_of(&mut client), before, "{ending}");
@@ -272,16 +273,16 @@ pub(crate) fn begin_and_drop_indexes(
     client: &mut postgres::Client,
     options: &LoadOptions,
     load_id: &str,
-) -> pgpour::plan::Target {
-    let target = pgpour::plan::Target::resolve(
+) -> pgpour::internals::Target {
+    let target = pgpour::internals::Target::resolve(
         client,
         &options.table,
         options.columns.as_deref(),
         &options.format,
     )
     .unwrap();
-    pgpour::journal::begin(client, load_id, &target.qualified, options, "test-run").unwrap();
-    pgpour::indexes::drop_for_load(client, &target, options, load_id).unwrap();
+    pgpour::internals::begin(client, load_id, &target.qualified, options, "test-run").unwrap();
+    pgpour::internals::drop_for_load(client, &target, options, load_id).unwrap();
     target
 }
 
@@ -304,7 +305,7 @@ fn a_rebuild_that_fails_stays_pending_until_it_can_run() {
              INSERT INTO actual (id, name) VALUES (-7, 'a'), (-7, 'b'); RESET pgpour.load",
         )
         .unwrap();
-    let error = pgpour::journal::restore_pending(&mut client, "refused").unwrap_err();
+    let error = pgpour::internals::restore_pending(&mut client, "refused").unwrap_err();
     let message = error.to_string();
     assert!(
         message.contains("index actual_pkey could not be restored"),
@@ -312,7 +313,7 @@ fn a_rebuild_that_fails_stays_pending_until_it_can_run() {
     );
     assert!(message.contains("pgpour resume refused"), "{message}");
     assert_eq!(
-        pgpour::journal::pending(&mut client, "refused").unwrap(),
+        pgpour::internals::pending(&mut client, "refused").unwrap(),
         vec!["index actual_pkey", "trigger pgpour_keep_out"],
         "the rebuilds before it are done; it and those after it wait"
     );
@@ -332,7 +333,7 @@ fn a_rebuild_that_fails_stays_pending_until_it_can_run() {
 /// are away gets them back under its new name.
 #[test]
 fn a_table_renamed_mid_load_gets_its_indexes_back() {
-    let (_db, mut client, _) = setup("undo_renamed", 10);
+    let (db, mut client, _) = setup("undo_renamed", 10);
     let indexes = |client: &mut postgres::Client, table: &str| -> Vec<String> {
         client
             .query(
@@ -353,7 +354,7 @@ fn a_table_renamed_mid_load_gets_its_indexes_back() {
     client
         .batch_execute("ALTER TABLE actual RENAME TO renamed")
         .unwrap();
-    let restored = pgpour::journal::forget(&mut client, "renamed").unwrap();
+    let restored = pgpour::forget(&connect(&db), "renamed").unwrap();
     assert!(
         restored.unwrap().contains(&"index actual_pkey".to_string()),
         "the key is put back"
@@ -382,7 +383,7 @@ fn an_undo_step_on_another_table_or_object_is_refused() {
                VALUES ('own', 0, 'guard_trigger', 'bystander'::regclass, 'public.bystander', 'pgpour_keep_out')",
         )
         .unwrap();
-    let error = pgpour::journal::restore_pending(&mut client, "own").unwrap_err();
+    let error = pgpour::internals::restore_pending(&mut client, "own").unwrap_err();
     assert!(
         error.to_string().contains("not the table of load own"),
         "{error}"
@@ -404,7 +405,7 @@ fn an_undo_step_on_another_table_or_object_is_refused() {
                        'CREATE INDEX other ON public.actual USING btree (name)')",
         )
         .unwrap();
-    let error = pgpour::journal::restore_pending(&mut client, "own").unwrap_err();
+    let error = pgpour::internals::restore_pending(&mut client, "own").unwrap_err();
     assert!(
         error
             .to_string()
@@ -412,7 +413,7 @@ fn an_undo_step_on_another_table_or_object_is_refused() {
         "{error}"
     );
     assert_eq!(
-        pgpour::journal::pending(&mut client, "own").unwrap(),
+        pgpour::internals::pending(&mut client, "own").unwrap(),
         vec!["index actual_name"]
     );
 }

@@ -7,7 +7,7 @@ use std::sync::atomic::AtomicBool;
 use pgpour::{ConnectOptions, Format, FormatOptions, InputSpec, LoadOptions, Progress, TableName};
 use pgpour_testkit::{shared_cluster, TestDb};
 
-use crate::harness::load;
+use crate::harness::{connect, load};
 
 /// A login role with CREATE on the test's database, and a client as it.
 fn low_role(db: &TestDb, name: &str) -> postgres::Client {
@@ -49,7 +49,7 @@ fn a_trigger_planted_in_a_journal_another_role_made_never_runs() {
     let db = shared_cluster().create_database("trust_trigger");
     db.client().batch_execute("CREATE TABLE t (n int)").unwrap();
     let mut evil = low_role(&db, "trust_evil_trigger");
-    pgpour::journal::ensure_schema(&mut evil).unwrap();
+    pgpour::internals::ensure_schema(&mut evil).unwrap();
     evil.batch_execute(
         "CREATE FUNCTION pgpour.grab() RETURNS trigger LANGUAGE plpgsql AS \
            $$ BEGIN ALTER ROLE trust_evil_trigger SUPERUSER; RETURN NEW; END $$; \
@@ -88,7 +88,7 @@ fn a_restore_planted_by_another_role_is_never_run() {
     let db = shared_cluster().create_database("trust_restore");
     db.client().batch_execute("CREATE TABLE t (n int)").unwrap();
     let mut evil = low_role(&db, "trust_evil_restore");
-    pgpour::journal::ensure_schema(&mut evil).unwrap();
+    pgpour::internals::ensure_schema(&mut evil).unwrap();
     evil.batch_execute(
         "INSERT INTO pgpour.loads (load_id, target, options, inputs) \
            VALUES ('nightly', 't', '{}', '[]'); \
@@ -96,10 +96,9 @@ fn a_restore_planted_by_another_role_is_never_run() {
            VALUES ('nightly', 0, 'statement', '', 'index t_pkey', 'ALTER ROLE trust_evil_restore SUPERUSER')",
     )
     .unwrap();
-    let mut admin = db.client();
-    let forgotten = pgpour::journal::forget(&mut admin, "nightly");
+    let forgotten = pgpour::forget(&connect(&db), "nightly");
     assert!(forgotten.is_err(), "forget trusted the journal");
-    let status = pgpour::journal::status(&mut admin, None);
+    let status = pgpour::status(&connect(&db), None);
     assert!(status.is_err(), "status trusted the journal");
     let dir = tempfile::tempdir().unwrap();
     assert!(load(&db, &load_options(dir.path())).is_err());
@@ -165,9 +164,8 @@ fn operators_planted_in_the_loading_roles_schema_do_not_run() {
     let mut options = load_options(dir.path());
     options.columns = Some(vec!["n".into()]);
     let _ = load(&db, &options);
-    let mut admin = db.client();
-    let _ = pgpour::journal::status(&mut admin, None);
-    let _ = pgpour::journal::forget(&mut admin, "nightly");
+    let _ = pgpour::status(&connect(&db), None);
+    let _ = pgpour::forget(&connect(&db), "nightly");
     assert!(!is_superuser(&db, "trust_evil_operator"));
 }
 
