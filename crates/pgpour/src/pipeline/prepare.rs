@@ -104,6 +104,13 @@ pub(super) fn prepare_target(
     journaled: &AtomicBool,
 ) -> Result<Prepared> {
     let load_id = options.load_id.clone().unwrap_or_default();
+    // What follows commits synchronously: a load's entry, its run token or
+    // an undo step lost in a crash would fence out the run's own chunks or
+    // leave a change nobody undoes. (The worker that takes this session
+    // over sets it back for its chunks.)
+    client
+        .batch_execute("SET synchronous_commit = on")
+        .map_err(Error::db("setting up the session"))?;
     // Before the journal has a new load: a refused reject path leaves no trace.
     let state = match options.journal {
         true => crate::journal::state_of(client, &load_id)?,

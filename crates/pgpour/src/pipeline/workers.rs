@@ -301,7 +301,8 @@ impl Worker<'_> {
 
     /// Loads a chunk, retrying transient failures (a restarting server, a
     /// terminated backend, a lost connection, a serialization failure or
-    /// deadlock) with backoff for up to `RETRY_FOR`. Before a retry the
+    /// deadlock) with backoff for up to `RETRY_FOR`, the steps of getting a
+    /// new session included (they can be cut off too). Before a retry the
     /// journal says whether the chunk committed after all (the connection
     /// may have died after the commit), so a retry never loads it twice.
     fn load_with_retry(
@@ -316,30 +317,49 @@ impl Worker<'_> {
         let retryable = |e: &Error| {
             e.is_transient() && Instant::now() < deadline && !self.cancel.load(Ordering::SeqCst)
         };
+        let mut fresh_session_needed = false;
         loop {
-            match self.loader.load(client, before, chunk, file) {
+            let attempt = match fresh_session_needed {
+                true => self.fresh_session(client, chunk),
+                false => Ok(None),
+            };
+            let attempt = match attempt {
+                Ok(Some(committed)) => return Ok(committed),
+                Ok(None) => self.loader.load(client, before, chunk, file),
+                Err(e) => Err(e),
+            };
+            match attempt {
                 Ok(loaded) => return Ok(loaded),
                 Err(e) if retryable(&e) => {}
                 Err(e) => return Err(e),
             }
             std::thread::sleep(delay);
             delay = (delay * 2).min(Duration::from_secs(5));
-            *client = connect_retrying(self.connect, self.cancel)?;
-            if let Some(run) = self.run {
-                // The server may have restarted, ending the lock's session.
-                run.ensure_held(self.connect)?;
-            }
-            if let Some(load_id) = self.loader.journal {
-                journaled_session(client, load_id)?;
-                if let Some((rows, rejected)) =
-                    crate::journal::committed_chunk(client, load_id, &chunk.range())?
-                {
-                    // Its rows were taken out of the reject file when the
-                    // commit seemed to fail: they belong there after all.
-                    self.sink.write(&rejected)?;
-                    return Ok(Loaded { rows, rejected });
-                }
-            }
+            fresh_session_needed = true;
         }
+    }
+
+    /// Replaces a session that failed: a new connection, the run's lock
+    /// taken again if a restart ended it, the journaled session's settings.
+    /// `Some` when the journal shows that the chunk committed after all.
+    fn fresh_session(&self, client: &mut Client, chunk: &Chunk) -> Result<Option<Loaded>> {
+        *client = connect_retrying(self.connect, self.cancel)?;
+        if let Some(run) = self.run {
+            // The server may have restarted, ending the lock's session.
+            run.ensure_held(self.connect)?;
+        }
+        let Some(load_id) = self.loader.journal else {
+            return Ok(None);
+        };
+        journaled_session(client, load_id)?;
+        let Some((rows, rejected)) =
+            crate::journal::committed_chunk(client, load_id, &chunk.range())?
+        else {
+            return Ok(None);
+        };
+        // Its rows were taken out of the reject file when the commit
+        // seemed to fail: they belong there after all.
+        self.sink.write(&rejected)?;
+        Ok(Some(Loaded { rows, rejected }))
     }
 }
