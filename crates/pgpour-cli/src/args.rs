@@ -1,7 +1,13 @@
-//! Command-line syntax (clap). Nothing here is validated beyond its shape:
-//! `config.rs` turns these into the engine's options.
+//! Command-line syntax (clap). Each value is read into its type here
+//! (`values.rs`), so clap reports a bad one with its flag; `config.rs`
+//! checks how the values go together and turns them into the engine's
+//! options.
+
+mod values;
 
 use clap::{Args, Parser, Subcommand};
+
+pub use values::{FormatArg, HeaderArg, MaxErrors};
 
 #[derive(Debug, Parser)]
 #[command(
@@ -249,8 +255,8 @@ pub struct ResumeArgs {
 
     /// Override the load's --max-errors (a number or 'all'). The limit is
     /// for the whole load: rows rejected by earlier runs count.
-    #[arg(long, value_name = "N|all")]
-    pub max_errors: Option<String>,
+    #[arg(long, value_name = "N|all", value_parser = values::max_errors)]
+    pub max_errors: Option<MaxErrors>,
 
     /// Print the summary as one JSON object on stdout.
     #[arg(long)]
@@ -324,8 +330,8 @@ pub struct LoadArgs {
     /// Bad rows tolerated: they go to the reject file and the load goes on;
     /// one more stops it. A number or 'all'. With 0 (the default) the first
     /// bad row stops the load.
-    #[arg(long, value_name = "N|all", default_value = "0")]
-    pub max_errors: String,
+    #[arg(long, value_name = "N|all", default_value = "0", value_parser = values::max_errors)]
+    pub max_errors: MaxErrors,
 
     /// Where rejected rows go, exactly as read (with the header line when
     /// there is one), so the file loads again with the same options; the
@@ -345,14 +351,19 @@ pub struct LoadArgs {
     /// with KiB/MiB/GiB. A longer one, usually an unterminated quote, stops
     /// the load as soon as it passes this size, naming its file, line and
     /// byte, instead of being buffered. At most the 1 GiB PostgreSQL takes.
-    #[arg(long, value_name = "SIZE", default_value = "1GiB")]
-    pub max_record_size: String,
+    #[arg(
+        long,
+        value_name = "SIZE",
+        default_value = "1GiB",
+        value_parser = values::max_record_size
+    )]
+    pub max_record_size: usize,
 
     /// Target size of a chunk (one transaction): bytes, or with KiB/MiB/GiB.
     /// Files too small to give each worker four chunks of this size are cut
     /// finer, down to 256 KiB, so that every worker has work.
-    #[arg(long, value_name = "SIZE", default_value = "4MiB")]
-    pub chunk_size: String,
+    #[arg(long, value_name = "SIZE", default_value = "4MiB", value_parser = values::chunk_size)]
+    pub chunk_size: usize,
 
     /// All rows or none become visible, even with parallel workers: each
     /// worker loads in one transaction, and they commit together by
@@ -408,15 +419,15 @@ pub struct LoadArgs {
 /// COPY's format options, with COPY's names and meanings.
 #[derive(Debug, Args, Default, PartialEq)]
 pub struct FormatArgs {
-    /// csv or text. Default from the file name (.csv -> csv; .tsv, .txt,
-    /// .tab -> text), else csv (stdin too).
+    /// Default from the file name (.csv -> csv; .tsv, .txt, .tab -> text),
+    /// else csv (stdin too).
     #[arg(long, short = 'f', value_name = "FORMAT")]
-    pub format: Option<String>,
+    pub format: Option<FormatArg>,
 
     /// Field delimiter (one character; '\t' means tab). Default: ',' for
     /// csv, tab for text.
-    #[arg(long, value_name = "CHAR")]
-    pub delimiter: Option<String>,
+    #[arg(long, value_name = "CHAR", value_parser = values::single_byte)]
+    pub delimiter: Option<u8>,
 
     /// The string that means NULL. Default: empty unquoted string for csv,
     /// \N for text.
@@ -424,17 +435,23 @@ pub struct FormatArgs {
     pub null: Option<String>,
 
     /// csv quote character. Default: '"'.
-    #[arg(long, value_name = "CHAR")]
-    pub quote: Option<String>,
+    #[arg(long, value_name = "CHAR", value_parser = values::single_byte)]
+    pub quote: Option<u8>,
 
     /// csv escape character inside quotes. Default: the quote character.
-    #[arg(long, value_name = "CHAR")]
-    pub escape: Option<String>,
+    #[arg(long, value_name = "CHAR", value_parser = values::single_byte)]
+    pub escape: Option<u8>,
 
     /// The first line of each file is a header: skip it. '--header match'
     /// also checks its names against --columns (or the table's columns).
-    #[arg(long, value_name = "match", num_args = 0..=1, default_missing_value = "true")]
-    pub header: Option<String>,
+    #[arg(
+        long,
+        value_name = "match",
+        num_args = 0..=1,
+        default_missing_value = "true",
+        value_parser = values::HeaderParser::new()
+    )]
+    pub header: Option<HeaderArg>,
 
     /// Encoding of the input (e.g. LATIN1); the server converts it to the
     /// database's. Default: UTF8.

@@ -4,7 +4,7 @@ use anyhow::{bail, Context, Result};
 use pgpour::{parse_column_list, without_compression_suffix};
 use pgpour::{ConnectOptions, Format, FormatOptions, Header, InputSpec, LoadOptions, TableName};
 
-use crate::args::{FormatArgs, LoadArgs};
+use crate::args::{FormatArg, FormatArgs, HeaderArg, LoadArgs};
 
 /// Everything `pgpour load` needs, checked.
 pub struct LoadConfig {
@@ -38,11 +38,11 @@ impl LoadConfig {
                 load.columns = columns;
                 load.workers = args.workers;
                 load.truncate = args.truncate;
-                load.chunk_size = parse_size(&args.chunk_size)?;
-                load.max_errors = parse_max_errors(&args.max_errors)?;
+                load.chunk_size = args.chunk_size;
+                load.max_errors = args.max_errors.limit();
                 load.reject_file = args.reject_file;
                 load.replace_rejects = args.replace_rejects;
-                load.max_record_size = parse_max_record_size(&args.max_record_size)?;
+                load.max_record_size = args.max_record_size;
                 load.load_id = args.load_id;
                 load.atomic = args.atomic;
                 load.journal = !args.no_journal;
@@ -114,35 +114,21 @@ pub fn expand_inputs(args: &[String]) -> Result<Vec<InputSpec>> {
 }
 
 pub fn format_options(args: &FormatArgs, inputs: &[InputSpec]) -> Result<FormatOptions> {
-    let format = match args.format.as_deref() {
-        Some("csv") => Format::Csv,
-        Some("text") => Format::Text,
-        Some(other) => bail!("--format must be csv or text, not {other:?}"),
+    let format = match args.format {
+        Some(FormatArg::Csv) => Format::Csv,
+        Some(FormatArg::Text) => Format::Text,
         None => format_from_names(inputs)?,
     };
     let mut options = FormatOptions::new(format);
-    options.delimiter = args
-        .delimiter
-        .as_deref()
-        .map(|d| single_byte("--delimiter", d))
-        .transpose()?;
-    options.quote = args
-        .quote
-        .as_deref()
-        .map(|q| single_byte("--quote", q))
-        .transpose()?;
-    options.escape = args
-        .escape
-        .as_deref()
-        .map(|e| single_byte("--escape", e))
-        .transpose()?;
+    options.delimiter = args.delimiter;
+    options.quote = args.quote;
+    options.escape = args.escape;
     options.null = args.null.clone();
     options.encoding = args.encoding.clone();
-    options.header = match args.header.as_deref() {
-        None | Some("false") => Header::None,
-        Some("true") => Header::Skip,
-        Some(m) if m.eq_ignore_ascii_case("match") => Header::Match,
-        Some(other) => bail!("--header takes no value or 'match', not {other:?}"),
+    options.header = match args.header {
+        None | Some(HeaderArg::None) => Header::None,
+        Some(HeaderArg::Skip) => Header::Skip,
+        Some(HeaderArg::Match) => Header::Match,
     };
     let cols = |v: &Option<String>| v.as_deref().map(parse_column_list).transpose();
     options.force_null = cols(&args.force_null)?.unwrap_or_default();
@@ -180,69 +166,6 @@ fn format_from_names(inputs: &[InputSpec]) -> Result<Format> {
         }
     }
     Ok(found.map_or(Format::Csv, |(f, _)| f))
-}
-
-/// One ASCII character; `\t` spelled out means a tab.
-fn single_byte(option: &str, value: &str) -> Result<u8> {
-    match value {
-        "\\t" => Ok(b'\t'),
-        v if v.len() == 1 && v.is_ascii() => Ok(v.as_bytes()[0]),
-        v => bail!("{option} must be a single one-byte character, not {v:?}"),
-    }
-}
-
-/// A count or `all` (no limit).
-pub fn parse_max_errors(text: &str) -> Result<Option<u64>> {
-    if text.eq_ignore_ascii_case("all") {
-        return Ok(None);
-    }
-    text.parse()
-        .map(Some)
-        .with_context(|| format!("--max-errors takes a number or 'all', not {text:?}"))
-}
-
-/// `4MiB`, `512KiB`, `1GiB`, `1000000`.
-/// `--max-record-size`: a size up to the 1 GiB PostgreSQL takes in a row.
-fn parse_max_record_size(text: &str) -> Result<usize> {
-    let size = size_in_bytes(text).context("--max-record-size")?;
-    if size > pgpour::frame::MAX_RECORD_BYTES {
-        bail!("--max-record-size can be at most 1GiB, the longest row PostgreSQL takes");
-    }
-    Ok(size)
-}
-
-/// `--chunk-size`: a size up to what one COPY message may carry.
-fn parse_size(text: &str) -> Result<usize> {
-    let size = size_in_bytes(text)?;
-    if size > 1 << 30 {
-        bail!("--chunk-size cannot exceed 1GiB (PostgreSQL's limit for one message)");
-    }
-    Ok(size)
-}
-
-/// `4MiB`, `100`, `2g`: a positive number of bytes.
-fn size_in_bytes(text: &str) -> Result<usize> {
-    let lower = text.trim().to_ascii_lowercase();
-    let (digits, unit) = lower.split_at(
-        lower
-            .find(|c: char| !c.is_ascii_digit())
-            .unwrap_or(lower.len()),
-    );
-    let n: usize = digits
-        .parse()
-        .with_context(|| format!("invalid size {text:?}"))?;
-    let unit = match unit.trim() {
-        "" | "b" => 1,
-        "k" | "kb" | "kib" => 1 << 10,
-        "m" | "mb" | "mib" => 1 << 20,
-        "g" | "gb" | "gib" => 1 << 30,
-        other => bail!("invalid size unit {other:?} in {text:?}"),
-    };
-    let size = n
-        .checked_mul(unit)
-        .filter(|&s| s > 0)
-        .with_context(|| format!("invalid size {text:?}"))?;
-    Ok(size)
 }
 
 #[cfg(test)]
@@ -283,14 +206,5 @@ mod tests {
             assert!(err.starts_with("--load-id must be 1 to 128 bytes with no control characters"));
             assert!(!err.contains('\n') && !err.contains('\t'), "{err}");
         }
-    }
-
-    #[test]
-    fn sizes() {
-        assert_eq!(parse_size("4MiB").unwrap(), 4 << 20);
-        assert_eq!(parse_size("100").unwrap(), 100);
-        assert!(parse_size("0").is_err());
-        assert!(parse_size("2GiB").is_err());
-        assert!(parse_size("4 parsecs").is_err());
     }
 }

@@ -6,7 +6,7 @@ use anyhow::{bail, Result};
 use indicatif::{HumanBytes, HumanCount};
 
 use crate::args::{ForgetArgs, ResumeArgs, StatusArgs};
-use crate::config::{check_load_id, connect_options, parse_max_errors, LoadConfig};
+use crate::config::{check_load_id, connect_options, LoadConfig};
 use crate::stdout;
 
 /// `pgpour resume`: the load's own options, from the journal, with what the
@@ -28,8 +28,8 @@ pub fn resume(args: ResumeArgs) -> Result<LoadConfig> {
     if args.workers.is_some() {
         load.workers = args.workers;
     }
-    if let Some(max_errors) = &args.max_errors {
-        load.max_errors = parse_max_errors(max_errors)?;
+    if let Some(max_errors) = args.max_errors {
+        load.max_errors = max_errors.limit();
     }
     Ok(LoadConfig {
         connect,

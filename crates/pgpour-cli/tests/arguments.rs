@@ -1,0 +1,254 @@
+//! The flags' typed values: every spelling taken before still taken and
+//! meaning the same, and a bad value refused by clap with the flag's name
+//! before anything connects.
+
+mod common;
+
+use common::{pgpour, text};
+
+use pgpour_testkit::{shared_cluster, TestDb};
+
+fn count(db: &TestDb, table: &str) -> i64 {
+    db.client()
+        .query_one(&format!("SELECT count(*) FROM {table}"), &[])
+        .unwrap()
+        .get(0)
+}
+
+/// A database with `t (a int, b text)`.
+fn db_with_t(name: &str) -> TestDb<'static> {
+    let db = shared_cluster().create_database(name);
+    db.client()
+        .batch_execute("CREATE TABLE t (a int, b text)")
+        .unwrap();
+    db
+}
+
+fn truncate(db: &TestDb) {
+    db.client().batch_execute("TRUNCATE t").unwrap();
+}
+
+#[test]
+fn a_bad_value_is_refused_naming_its_flag_before_connecting() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("x.csv");
+    std::fs::write(&file, "1,a\n").unwrap();
+    let file = file.to_str().unwrap();
+    // Nothing listens here: an error about the connection would mean the
+    // value got through.
+    let db = "host=/nonexistent-pgpour-dir port=1 dbname=x user=x";
+    for (flag, value) in [
+        ("--format", "CSV"),
+        ("--format", "binary"),
+        ("--header", "yes"),
+        ("--header", "TRUE"),
+        ("--max-errors", "many"),
+        ("--max-errors", " 5"),
+        ("--chunk-size", "4 parsecs"),
+        ("--chunk-size", "0"),
+        ("--chunk-size", "2GiB"),
+        ("--chunk-size", "4.5MiB"),
+        ("--max-record-size", "2GiB"),
+        ("--max-record-size", "MiB"),
+        ("--delimiter", ",,"),
+        ("--quote", ""),
+        ("--escape", "\u{e9}"),
+    ] {
+        let out = pgpour(&["load", file, "-t", "t", "-d", db, flag, value], None);
+        let stderr = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{flag} {value:?}: {stderr}");
+        assert!(
+            stderr.contains(&format!("invalid value '{value}' for '{flag}")),
+            "{flag} {value:?}: {stderr}"
+        );
+        assert!(!stderr.contains("connect"), "{flag} {value:?}: {stderr}");
+    }
+    let bad_sizes = pgpour(
+        &["load", file, "-t", "t", "--chunk-size", "4 parsecs"],
+        None,
+    );
+    assert!(
+        text(&bad_sizes.stderr).contains("64MiB"),
+        "the error shows a good spelling: {}",
+        text(&bad_sizes.stderr)
+    );
+    let format = pgpour(&["load", file, "-t", "t", "--format", "tsv"], None);
+    assert!(
+        text(&format.stderr).contains("[possible values: csv, text]"),
+        "{}",
+        text(&format.stderr)
+    );
+}
+
+#[test]
+fn resume_refuses_a_bad_max_errors_before_connecting() {
+    let out = pgpour(
+        &[
+            "resume",
+            "some-load",
+            "-d",
+            "host=/nonexistent-pgpour-dir port=1 dbname=x user=x",
+            "--max-errors",
+            "lots",
+        ],
+        None,
+    );
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("invalid value 'lots' for '--max-errors"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("connect"), "{stderr}");
+}
+
+#[test]
+fn header_true_false_and_match_in_any_case() {
+    let db = db_with_t("args_header");
+    let dir = tempfile::tempdir().unwrap();
+    let named = dir.path().join("named.csv");
+    std::fs::write(&named, "a,b\n1,x\n2,y\n").unwrap();
+    let misnamed = dir.path().join("misnamed.csv");
+    std::fs::write(&misnamed, "x,y\n1,x\n2,y\n").unwrap();
+    let bare = dir.path().join("bare.csv");
+    std::fs::write(&bare, "1,x\n2,y\n3,z\n").unwrap();
+    let load = |file: &std::path::Path, header: &[&str]| {
+        let args = [
+            "load",
+            file.to_str().unwrap(),
+            "-t",
+            "t",
+            "-d",
+            &db.conninfo(),
+        ];
+        pgpour(&[&args[..], header].concat(), None)
+    };
+
+    // Skipped, names unchecked: `--header`, `--header true`, `--header=true`.
+    for header in [&["--header"][..], &["--header", "true"], &["--header=true"]] {
+        let out = load(&misnamed, header);
+        assert!(out.status.success(), "{header:?}: {}", text(&out.stderr));
+        assert_eq!(count(&db, "t"), 2, "{header:?}");
+        truncate(&db);
+    }
+    // No header: `--header false`, as without the flag.
+    for header in [&["--header", "false"][..], &[]] {
+        let out = load(&bare, header);
+        assert!(out.status.success(), "{header:?}: {}", text(&out.stderr));
+        assert_eq!(count(&db, "t"), 3, "{header:?}");
+        truncate(&db);
+    }
+    // `match` in any case checks the names.
+    for spelling in ["match", "MATCH", "Match"] {
+        let out = load(&named, &["--header", spelling]);
+        assert!(out.status.success(), "{spelling}: {}", text(&out.stderr));
+        assert_eq!(count(&db, "t"), 2, "{spelling}");
+        truncate(&db);
+        let out = load(&misnamed, &[&format!("--header={spelling}")]);
+        assert_eq!(
+            out.status.code(),
+            Some(2),
+            "{spelling}: {}",
+            text(&out.stderr)
+        );
+        assert_eq!(count(&db, "t"), 0, "{spelling}");
+    }
+}
+
+#[test]
+fn sizes_and_counts_load_in_every_spelling() {
+    let db = db_with_t("args_sizes");
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("rows.csv");
+    let body: String = (0..2000).map(|i| format!("{i},row {i}\n")).collect();
+    std::fs::write(&file, body).unwrap();
+    let base = [
+        "load",
+        file.to_str().unwrap(),
+        "-t",
+        "t",
+        "-d",
+        &db.conninfo(),
+    ];
+    for extra in [
+        &["--chunk-size", "1KB"][..],
+        &["--chunk-size", "1k"],
+        &["--chunk-size=4 MiB"],
+        &["--chunk-size", "65536"],
+        &["--chunk-size", "1GiB"],
+        &["--max-record-size", "64MiB"],
+        &["--max-record-size", "1GB"],
+        &["--max-record-size", "1024b"],
+        &["--max-errors", "all"],
+        &["--max-errors", "ALL"],
+        &["--max-errors", "+5"],
+        &["--format", "csv"],
+        &["-f", "csv", "--delimiter", ","],
+    ] {
+        let out = pgpour(&[&base[..], extra].concat(), None);
+        assert!(out.status.success(), "{extra:?}: {}", text(&out.stderr));
+        assert_eq!(count(&db, "t"), 2000, "{extra:?}");
+        truncate(&db);
+    }
+}
+
+#[test]
+fn format_text_and_a_tab_spelled_out() {
+    let db = db_with_t("args_format");
+    let dir = tempfile::tempdir().unwrap();
+    // The name says csv; --format says otherwise.
+    let file = dir.path().join("tabs.csv");
+    std::fs::write(&file, "1\tx\n2\t\\N\n").unwrap();
+    let base = [
+        "load",
+        file.to_str().unwrap(),
+        "-t",
+        "t",
+        "-d",
+        &db.conninfo(),
+    ];
+    let out = pgpour(&[&base[..], &["--format", "text"]].concat(), None);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let nulls: i64 = db
+        .client()
+        .query_one("SELECT count(*) FROM t WHERE b IS NULL", &[])
+        .unwrap()
+        .get(0);
+    assert_eq!((count(&db, "t"), nulls), (2, 1));
+    truncate(&db);
+    // csv with a tab delimiter: \N is data there.
+    let out = pgpour(
+        &[&base[..], &["-f", "csv", "--delimiter", "\\t"]].concat(),
+        None,
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let nulls: i64 = db
+        .client()
+        .query_one("SELECT count(*) FROM t WHERE b IS NULL", &[])
+        .unwrap()
+        .get(0);
+    assert_eq!((count(&db, "t"), nulls), (2, 0));
+}
+
+#[test]
+fn help_lists_the_possible_values() {
+    let help = text(&pgpour(&["load", "--help"], None).stdout);
+    for needle in [
+        "- csv:",
+        "- text:",
+        "- true:",
+        "- false:",
+        "- match:",
+        "[default: 4MiB]",
+        "[default: 1GiB]",
+        "[default: 0]",
+    ] {
+        assert!(help.contains(needle), "load --help lacks {needle}: {help}");
+    }
+    let short = text(&pgpour(&["load", "-h"], None).stdout);
+    assert!(short.contains("[possible values: csv, text]"), "{short}");
+    assert!(
+        short.contains("[possible values: true, false, match]"),
+        "{short}"
+    );
+}
