@@ -271,6 +271,13 @@ fn another_writer_cannot_break_a_unique_key_the_load_dropped() {
     o.columns = Some(vec!["v".into()]);
     let (loaded, meddled) = std::thread::scope(|scope| {
         let running = scope.spawn(|| load(&db, &o));
+        // The guard comes with the drop, in one transaction; a COPY seen
+        // before it may be the check of the COPY that precedes the drop.
+        wait_for(
+            &mut client,
+            "SELECT count(*) FROM pg_trigger WHERE tgname = 'pgpour_keep_out'",
+            "the load to drop the key",
+        );
         wait_for(
             &mut client,
             "SELECT count(*) FROM pg_stat_activity WHERE state = 'active' AND query LIKE 'COPY%' AND datname = current_database()",
