@@ -10,9 +10,10 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use pgpour::ServerError;
-use pgpour::{ConnectOptions, Error, LoadOptions, Progress, Result};
+use pgpour::{ConnectOptions, LoadOptions, Progress};
 use postgres::Client;
 
+use crate::error::{Error, Result};
 use crate::insert::{self, InsertJob};
 use crate::method::Method;
 use crate::prepare::{file_size, fresh_target, Prepared, Workspace};
@@ -44,6 +45,12 @@ impl From<Error> for NotRun {
     }
 }
 
+impl From<pgpour::Error> for NotRun {
+    fn from(e: pgpour::Error) -> Self {
+        NotRun::Failed(e.into())
+    }
+}
+
 /// Sent bytes are turned into rows in proportion (exact at the end).
 const COPY_BUFFER: usize = 64 * 1024;
 const SAMPLE_EVERY: Duration = Duration::from_millis(100);
@@ -72,7 +79,7 @@ impl Bench<'_> {
             Method::Pgpour => self.pgpour()?,
         };
         if self.cancel.load(Ordering::Relaxed) {
-            return Err(NotRun::Failed(Error::Config("interrupted".into())));
+            return Err(NotRun::Failed(Error::Failed("interrupted".into())));
         }
         let count: i64 = admin
             .query_one(&format!("SELECT count(*) FROM {target}"), &[])
@@ -83,7 +90,7 @@ impl Bench<'_> {
             false => self.data.rows,
         };
         if count as u64 != expected || run.rows != expected {
-            return Err(NotRun::Failed(Error::Config(format!(
+            return Err(NotRun::Failed(Error::Failed(format!(
                 "the table holds {count} rows after the run, expected {expected}"
             ))));
         }
@@ -110,7 +117,7 @@ impl Bench<'_> {
             .map_err(Error::db("comparing the loaded rows with the data"))?
             .get(0);
         if differing != 0 {
-            return Err(Error::Config(format!(
+            return Err(Error::Failed(format!(
                 "{differing} rows differ between the table and the data"
             )));
         }
@@ -171,7 +178,7 @@ impl Bench<'_> {
                     .batch_execute("COMMIT")
                     .map_err(Error::db("COMMIT"))?;
             }
-            Ok(())
+            Ok::<_, Error>(())
         });
         outcome?;
         Ok(Run {
@@ -191,7 +198,7 @@ impl Bench<'_> {
         );
         let mut clients = (0..ranges.len())
             .map(|_| self.connect.connect())
-            .collect::<Result<Vec<_>>>()?;
+            .collect::<pgpour::Result<Vec<_>>>()?;
         let sent = AtomicU64::new(0);
         let rows_sent = || self.data.rows * sent.load(Ordering::Relaxed) / length.max(1);
         let (outcome, seconds, timeline) = timed(Method::Parallel, &rows_sent, || {
@@ -355,7 +362,7 @@ fn copy_range(
     loop {
         if cancel.load(Ordering::Relaxed) {
             // Dropping the writer unfinished makes the server abort the COPY.
-            return Err(Error::Config("interrupted".into()));
+            return Err(Error::Failed("interrupted".into()));
         }
         let n = part.read(&mut buf).map_err(&io_error)?;
         if n == 0 {
@@ -363,7 +370,7 @@ fn copy_range(
         }
         writer
             .write_all(&buf[..n])
-            .map_err(|source| Error::Stream {
+            .map_err(|source| pgpour::Error::Stream {
                 context: "sending COPY data".into(),
                 source,
             })?;

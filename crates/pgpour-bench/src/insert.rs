@@ -8,8 +8,8 @@ use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Instant;
 
+use crate::error::{Error, Result};
 use bytes::BytesMut;
-use pgpour::{Error, Result};
 use postgres::types::{to_sql_checked, Format, IsNull, ToSql, Type};
 use postgres::{Client, Statement};
 

@@ -38,10 +38,11 @@
 //! };
 //! let report = pgpour_bench::run(&connect, &options, &AtomicBool::new(false), &|_| {})?;
 //! print!("{}", pgpour_bench::report::text::table(&report));
-//! # Ok::<(), pgpour::Error>(())
+//! # Ok::<(), pgpour_bench::Error>(())
 //! ```
 
 mod cases;
+mod error;
 pub mod gen;
 mod insert;
 mod machine;
@@ -52,6 +53,7 @@ pub mod report;
 pub mod results;
 mod run;
 
+pub use error::{Error, Result};
 pub use method::Method;
 pub use prepare::Source;
 pub use results::{BenchReport, CaseResult, Machine, Run, ServerInfo, Status};

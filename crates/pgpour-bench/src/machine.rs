@@ -1,7 +1,9 @@
 //! What the figures were measured on: the client machine and the server,
 //! with the server settings that decide how fast a load can go.
 
-use pgpour::{ConnectOptions, Error, Result};
+use pgpour::ConnectOptions;
+
+use crate::error::{Error, Result};
 use postgres::Client;
 
 use crate::results::{Machine, ServerInfo};

@@ -1,6 +1,6 @@
 //! The loading methods `pgpour bench` compares, with the names users type.
 
-use pgpour::{Error, Result};
+use crate::error::{Error, Result};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Method {
@@ -99,7 +99,7 @@ impl Method {
             .into_iter()
             .find(|m| m.name() == name)
             .ok_or_else(|| {
-                Error::Config(format!(
+                Error::Failed(format!(
                     "unknown bench method {name:?}; the methods are: {}",
                     Method::ALL.map(Method::name).join(", ")
                 ))
@@ -119,7 +119,7 @@ impl Method {
             }
         }
         if methods.is_empty() {
-            return Err(Error::Config("--methods names no method".into()));
+            return Err(Error::Failed("--methods names no method".into()));
         }
         Ok(methods)
     }

@@ -9,11 +9,10 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
 
-use pgpour::{
-    ConnectOptions, Error, FormatOptions, InputSpec, LoadOptions, Progress, Result, TableName,
-};
+use pgpour::{ConnectOptions, FormatOptions, InputSpec, LoadOptions, Progress, TableName};
 use postgres::Client;
 
+use crate::error::{Error, Result};
 use crate::gen::Dataset;
 use crate::quote;
 
@@ -195,16 +194,16 @@ pub fn prepare(
     options.journal = false;
     let summary =
         pgpour::load(connect, &options, &Progress::default(), cancel).map_err(|failure| {
-            Error::Config(format!(
+            Error::Failed(format!(
                 "the bench's data must load without errors: {}",
                 failure.error
             ))
         })?;
     if summary.interrupted {
-        return Err(Error::Config("interrupted while preparing the data".into()));
+        return Err(Error::Failed("interrupted while preparing the data".into()));
     }
     if summary.rows_loaded == 0 {
-        return Err(Error::Config("the bench's data has no rows".into()));
+        return Err(Error::Failed("the bench's data has no rows".into()));
     }
 
     let csv = dir.path().join("data.csv");

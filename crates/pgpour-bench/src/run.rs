@@ -10,9 +10,10 @@
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use pgpour::{ConnectOptions, Error, Result};
+use pgpour::ConnectOptions;
 
 use crate::cases::{Bench, NotRun};
+use crate::error::{Error, Result};
 use crate::machine::{server_info, this_machine};
 use crate::method::Method;
 use crate::prepare::{self, Source};

@@ -40,7 +40,7 @@ pub fn run(args: BenchArgs) -> Result<ExitCode> {
     let report = match pgpour_bench::run(&connect, &options, &cancel, &on_event) {
         Ok(report) => report,
         Err(e) if cancel.load(std::sync::atomic::Ordering::Relaxed) => {
-            eprintln!("pgpour: {e}");
+            eprintln!("pgpour: {}", crate::messages::any_error(&e.into()));
             return Ok(ExitCode::from(crate::EXIT_INTERRUPTED));
         }
         Err(e) => return Err(e.into()),

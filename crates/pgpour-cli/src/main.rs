@@ -7,6 +7,7 @@ mod config;
 mod demo;
 mod display;
 mod journal;
+mod messages;
 mod stdout;
 
 use std::io::{BufWriter, Write};
@@ -42,7 +43,7 @@ fn main() -> ExitCode {
         if stdout::is_reader_gone(&e) {
             stdout::end_as_by_sigpipe();
         }
-        eprintln!("pgpour: error: {e:#}");
+        eprintln!("pgpour: error: {}", messages::any_error(&e));
         ExitCode::from(EXIT_ERROR)
     })
 }
@@ -127,20 +128,22 @@ fn run_load(mut config: LoadConfig) -> Result<ExitCode> {
         }
         Err(failure) => {
             let summary = &failure.summary;
+            let message = messages::engine_error(&failure.error);
             let printed = if config.json {
                 let mut value = serde_json::to_value(summary)?;
-                value["error"] = serde_json::Value::String(failure.error.to_string());
+                value["error"] = serde_json::Value::String(message.clone());
                 value["sqlstate"] = failure.error.sqlstate().into();
                 stdout::line(value)
             } else {
                 Ok(())
             };
-            eprintln!("pgpour: error: {}", failure.error);
+            eprintln!("pgpour: error: {message}");
             let data_moved = summary.rows_read > 0
                 || matches!(
                     failure.error,
                     pgpour::Error::Copy { .. }
                         | pgpour::Error::Data { .. }
+                        | pgpour::Error::HeaderMismatch { .. }
                         | pgpour::Error::Rejected { .. }
                 );
             if data_moved {

@@ -261,6 +261,11 @@ fn resume_refuses_a_changed_input() {
         "{}",
         text(&out.stderr)
     );
+    assert!(
+        text(&out.stderr).contains("`pgpour forget chg` to start over"),
+        "{}",
+        text(&out.stderr)
+    );
 }
 
 #[test]

@@ -283,15 +283,13 @@ impl<'a> ChunkLoader<'a> {
         );
         match recorded {
             Ok(true) => Ok(()),
-            Ok(false) => Err(Error::Config(format!(
-                "another run of load {load_id} took it over (this run had lost its lock on the \
-                 load id with its connection); this run stops, the other goes on"
-            ))),
+            Ok(false) => Err(Error::TakenOver {
+                load_id: load_id.to_string(),
+            }),
             Err(e) if e.code() == Some(&postgres::error::SqlState::UNIQUE_VIOLATION) => {
-                Err(Error::Config(format!(
-                    "this chunk of load {load_id} was committed by another run of it meanwhile; \
-                     stop the other run, then `pgpour resume {load_id}`"
-                )))
+                Err(Error::ChunkCommittedByOtherRun {
+                    load_id: load_id.to_string(),
+                })
             }
             Err(e) => Err(Error::Db {
                 context: "recording the chunk in the journal".into(),

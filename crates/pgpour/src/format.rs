@@ -4,7 +4,7 @@
 //! the values exactly as `COPY ... FROM` would; pgpour itself only needs the
 //! bytes that decide where a record ends, and the delimiter for headers.
 
-use crate::error::{Error, Result};
+use crate::error::{Error, FormatProblem, Result};
 use crate::frame::{FieldDecoder, Syntax};
 use crate::sql::{quote_ident, quote_literal};
 
@@ -112,45 +112,40 @@ impl FormatOptions {
     /// Checks what pgpour's own framing relies on; the server checks the rest
     /// when the load starts (before any data moves).
     pub fn validate(&self) -> Result<()> {
-        let bad = |msg: &str| Err(Error::Config(msg.to_string()));
+        let bad = |problem| Err(Error::InvalidFormat(problem));
         let special = [b'\n', b'\r'];
         let single_bytes = [self.delimiter, self.quote, self.escape];
         if single_bytes.iter().flatten().any(|b| !b.is_ascii()) {
-            return bad(
-                "--delimiter, --quote and --escape must be single one-byte (ASCII) characters",
-            );
+            return bad(FormatProblem::NotOneByte);
         }
         if special.contains(&self.delimiter()) {
-            return bad("--delimiter cannot be a newline or carriage return");
+            return bad(FormatProblem::NewlineDelimiter);
         }
         if self.format == Format::Text {
             if self.quote.is_some() || self.escape.is_some() {
-                return bad("--quote and --escape are only available with --format csv");
+                return bad(FormatProblem::QuoteOutsideCsv);
             }
             if !self.force_null.is_empty() || !self.force_not_null.is_empty() {
-                return bad(
-                    "--force-null and --force-not-null are only available with --format csv",
-                );
+                return bad(FormatProblem::ForceNullOutsideCsv);
             }
             if self.delimiter() == b'\\' {
-                return bad("--delimiter cannot be a backslash in text format");
+                return bad(FormatProblem::BackslashDelimiter);
             }
         }
         if let Syntax::Csv { quote, escape } = self.syntax() {
             if special.contains(&quote) || special.contains(&escape) {
-                return bad("--quote and --escape cannot be a newline or carriage return");
+                return bad(FormatProblem::NewlineQuote);
             }
             if quote == self.delimiter() {
-                return bad("--quote and --delimiter must differ");
+                return bad(FormatProblem::QuoteIsDelimiter);
             }
         }
         if let Some(encoding) = &self.encoding {
             let normalized = encoding.to_ascii_uppercase().replace('-', "");
             if ASCII_UNSAFE_ENCODINGS.contains(&normalized.as_str()) {
-                return Err(Error::Config(format!(
-                    "--encoding {encoding} is not supported yet: its multibyte characters can \
-                     contain quote and backslash bytes, which pgpour's framing would misread"
-                )));
+                return bad(FormatProblem::Encoding {
+                    encoding: encoding.clone(),
+                });
             }
         }
         Ok(())

@@ -6,7 +6,7 @@ use std::io::{self, Cursor, Read};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use crate::error::{Error, Result};
+use crate::error::{Error, InputChange, Result};
 
 /// One input of a load.
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -73,9 +73,7 @@ impl InputSpec {
             return self.open(raw_bytes);
         }
         let InputSpec::File(path) = self else {
-            return Err(Error::Config(
-                "stdin cannot be read again: this load can only be resumed from files".into(),
-            ));
+            return Err(Error::StdinNotRereadable);
         };
         let mut magic = [0u8; 4];
         let mut file = File::open(path).map_err(|e| self.error(e))?;
@@ -266,18 +264,16 @@ impl InputsSeen {
         let Some(i) = changed else { return Ok(()) };
         let how = match (self.0[i], now.0[i]) {
             (Some((dev, ino, ..)), Some((dev2, ino2, ..))) if (dev, ino) != (dev2, ino2) => {
-                "was replaced by another file"
+                InputChange::Replaced
             }
-            (Some((_, _, len, _)), Some((_, _, len2, _))) if len2 > len => "grew",
-            (Some((_, _, len, _)), Some((_, _, len2, _))) if len2 < len => "shrank",
-            (_, None) => "was removed",
-            _ => "was modified",
+            (Some((_, _, len, _)), Some((_, _, len2, _))) if len2 > len => InputChange::Grew,
+            (Some((_, _, len, _)), Some((_, _, len2, _))) if len2 < len => InputChange::Shrank,
+            (_, None) => InputChange::Removed,
+            _ => InputChange::Modified,
         };
-        Err(Error::Config(format!(
-            "{} changed while it was loaded (it {how}): the rows loaded may not be what it holds \
-             now, so the load is not done. The chunks committed so far stay in the table \
-             (`pgpour status` counts them); remove them before loading the file again",
-            inputs[i].name()
-        )))
+        Err(Error::InputChanged {
+            input: inputs[i].name(),
+            how,
+        })
     }
 }

@@ -52,7 +52,10 @@ mod sqlstate;
 mod validate;
 
 pub use conn::ConnectOptions;
-pub use error::{BadRow, Error, Position, Result, ServerError};
+pub use error::{
+    BadRow, ConnectionProblem, Error, FormatProblem, InputChange, Mismatch, OptionsProblem,
+    Position, Result, ServerError,
+};
 pub use format::{Format, FormatOptions, Header};
 pub use frame::MAX_RECORD_BYTES;
 pub use indexes::{IndexPlan, Kept, Rebuild};
@@ -64,7 +67,7 @@ pub use progress::Progress;
 pub use reject::RejectSink;
 pub use report::LoadSummary;
 pub use sequences::SequencePlan;
-pub use sql::{parse_column_list, TableName};
+pub use sql::{parse_column_list, quote_ident, TableName};
 
 /// The loads in the journal of the database `connect` reaches (or the one
 /// named), oldest first; none when the database has no journal.

@@ -54,7 +54,10 @@ impl Target {
             )
             .map_err(Error::db("looking up the table"))?;
         let Some(row) = row else {
-            return Err(Error::Target(missing_table_message(client, table)));
+            return Err(Error::NoSuchTable {
+                table: table.to_string(),
+                similar: similar_table(client, table),
+            });
         };
         let oid: u32 = row.get(0);
         let qualified = format!(
@@ -204,18 +207,18 @@ fn check_columns(
             Some(_) => {}
         }
         if wanted[..i].contains(name) {
-            return Err(Error::Target(format!(
-                "column {} is named twice in --columns",
-                quote_ident(name)
-            )));
+            return Err(Error::DuplicateColumn {
+                column: name.clone(),
+            });
         }
     }
     Ok(wanted.to_vec())
 }
 
-fn missing_table_message(client: &mut Client, table: &TableName) -> String {
-    // A case mismatch is the usual cause: unquoted names fold to lower case.
-    let similar: Option<String> = client
+/// A table whose name differs from `table` only in case: the usual cause
+/// of a missing table, since unquoted names fold to lower case.
+fn similar_table(client: &mut Client, table: &TableName) -> Option<String> {
+    client
         .query_opt(
             // Runs under the user's search path: every call names pg_catalog.
             "SELECT pg_catalog.quote_ident(n.nspname::text) || '.' || pg_catalog.quote_ident(c.relname::text) \
@@ -226,12 +229,5 @@ fn missing_table_message(client: &mut Client, table: &TableName) -> String {
         )
         .ok()
         .flatten()
-        .map(|r| r.get(0));
-    let mut message = format!("table {table} does not exist");
-    if let Some(similar) = similar {
-        message.push_str(&format!(
-            " (there is {similar}: quote names with capitals, e.g. --table '{similar}')"
-        ));
-    }
-    message
+        .map(|r| r.get(0))
 }

@@ -372,7 +372,7 @@ impl Reader<'_> {
         count_byte(bytes, eol) as u64
     }
 
-    /// Checks a `--header match` line as COPY's HEADER MATCH does: its
+    /// Checks a header line as COPY's HEADER MATCH does: its
     /// values, decoded like data, must be the column names, none NULL.
     fn check_header(&self, input: &InputSpec, record: &[u8]) -> Result<()> {
         let mut fields = Fields::default();
@@ -397,19 +397,21 @@ impl Reader<'_> {
             .iter()
             .map(|n| n.as_deref().unwrap_or("NULL"))
             .collect();
-        let position = Position {
-            file: input.name(),
-            line: 1,
-            column: None,
-        };
-        let message = match decoded {
-            Err(UnterminatedQuote) => "the header line ends inside quotes".to_string(),
-            Ok(()) => format!(
-                "header {shown:?} does not match the columns {:?} (--header match)",
-                self.expected_header
-            ),
-        };
-        Err(Error::Data { position, message })
+        match decoded {
+            Err(UnterminatedQuote) => Err(Error::Data {
+                position: Position {
+                    file: input.name(),
+                    line: 1,
+                    column: None,
+                },
+                message: "the header line ends inside quotes".to_string(),
+            }),
+            Ok(()) => Err(Error::HeaderMismatch {
+                file: input.name(),
+                found: shown.into_iter().map(str::to_string).collect(),
+                expected: self.expected_header.to_vec(),
+            }),
+        }
     }
 }
 

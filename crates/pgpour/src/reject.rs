@@ -101,19 +101,14 @@ impl RejectSink {
         }
         for path in [&self.rows_path, &self.log_path] {
             if let Some(input) = inputs.iter().find(|i| same_file(i, path)) {
-                return Err(Error::Config(format!(
-                    "the reject file {} would be the input {}: choose another --reject-file",
-                    path.display(),
-                    input.name()
-                )));
+                return Err(Error::RejectFileIsInput {
+                    path: path.clone(),
+                    input: input.name(),
+                });
             }
             let exists = std::fs::symlink_metadata(path).is_ok();
             if exists && !self.replace.load(Ordering::SeqCst) {
-                return Err(Error::Config(format!(
-                    "{} exists, and pgpour does not overwrite files it did not write for this \
-                     load: move it away, choose another --reject-file, or add --replace-rejects",
-                    path.display()
-                )));
+                return Err(Error::RejectFileExists { path: path.clone() });
             }
         }
         Ok(())

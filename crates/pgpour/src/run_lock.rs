@@ -74,12 +74,12 @@ fn lock_session(connect: &ConnectOptions, load_id: &str) -> Result<Client> {
             quote_literal(&name)
         ))
         .map_err(Error::db("setting up the run's lock session"))?;
-    try_lock(&mut session, load_id, "already running")?;
+    try_lock(&mut session, load_id)?;
     Ok(session)
 }
 
 /// Takes the session-level lock on `load_id`, or says who holds it.
-fn try_lock(session: &mut Client, load_id: &str, held_means: &str) -> Result<()> {
+fn try_lock(session: &mut Client, load_id: &str) -> Result<()> {
     let (high, low) = lock_key(load_id);
     let taken: bool = session
         .query_one(
@@ -91,11 +91,10 @@ fn try_lock(session: &mut Client, load_id: &str, held_means: &str) -> Result<()>
     if taken {
         return Ok(());
     }
-    let holder = holder(session, high, low).unwrap_or_default();
-    Err(Error::Config(format!(
-        "load {load_id} is {held_means}{holder}; one run per load id at a time: wait for \
-         that run to end (or stop it), then `pgpour resume {load_id}` if it did not finish"
-    )))
+    Err(Error::LoadRunning {
+        load_id: load_id.to_string(),
+        holder: holder(session, high, low),
+    })
 }
 
 /// Runs `f` holding the run lock of `load_id` on `client`'s own session
@@ -106,7 +105,7 @@ pub(crate) fn while_locked<T>(
     load_id: &str,
     f: impl FnOnce(&mut Client) -> Result<T>,
 ) -> Result<T> {
-    try_lock(client, load_id, "running")?;
+    try_lock(client, load_id)?;
     let (high, low) = lock_key(load_id);
     let outcome = client
         .batch_execute("SET lock_timeout = '10s'")
@@ -117,10 +116,10 @@ pub(crate) fn while_locked<T>(
         high as i32, low as i32
     ));
     outcome.map_err(|e| match e.sqlstate().as_deref() {
-        Some("55P03") => Error::Config(format!(
-            "load {load_id}: another session holds a lock on its table or journal rows for more \
-             than 10 s (see pg_locks and pg_prepared_xacts); end it, then try again: {e}"
-        )),
+        Some("55P03") => Error::LockTimeout {
+            load_id: load_id.to_string(),
+            source: Box::new(e),
+        },
         _ => e,
     })
 }
@@ -132,7 +131,7 @@ fn lock_key(load_id: &str) -> (u32, u32) {
     ((hash >> 32) as u32, hash as u32)
 }
 
-/// `(pgpour on host pid 12, session 345 since ...)`, as far as this role
+/// `pgpour on host pid 12, server pid 345, since ...`, as far as this role
 /// may see the holder's session.
 fn holder(session: &mut Client, high: u32, low: u32) -> Option<String> {
     let row = session
@@ -148,7 +147,7 @@ fn holder(session: &mut Client, high: u32, low: u32) -> Option<String> {
     let pid: i32 = row.get(0);
     let name: Option<String> = row.get(1);
     let since: Option<String> = row.get(2);
-    let mut out = String::from(" (");
+    let mut out = String::new();
     if let Some(name) = name.filter(|n| !n.is_empty()) {
         out.push_str(&format!("{name}, "));
     }
@@ -156,7 +155,6 @@ fn holder(session: &mut Client, high: u32, low: u32) -> Option<String> {
     if let Some(since) = since {
         out.push_str(&format!(", since {since}"));
     }
-    out.push(')');
     Some(out)
 }
 

@@ -5,7 +5,7 @@
 //! PostgreSQL reads identifiers: unquoted parts fold to lower case, parts in
 //! double quotes are taken exactly (`"MyTable"`, `"a ""b"""`).
 
-use crate::error::{Error, Result};
+use crate::error::{Error, OptionsProblem, Result};
 
 /// Quotes an identifier: `a"b` becomes `"a""b"`.
 pub fn quote_ident(name: &str) -> String {
@@ -41,9 +41,9 @@ impl TableName {
                     name,
                 })
             }
-            _ => Err(Error::Config(format!(
-                "--table {text:?}: expected table or schema.table (quote names that contain dots)"
-            ))),
+            _ => Err(Error::InvalidOptions(OptionsProblem::TableName {
+                text: text.to_string(),
+            })),
         }
     }
 
@@ -75,7 +75,12 @@ fn split_identifiers(text: &str, separator: u8) -> Result<Vec<String>> {
     let mut current = String::new();
     let mut quoted_part = false;
     let mut chars = text.chars().peekable();
-    let bad = |why: &str| Err(Error::Config(format!("invalid name list {text:?}: {why}")));
+    let bad = |why: &str| {
+        Err(Error::InvalidOptions(OptionsProblem::NameList {
+            text: text.to_string(),
+            reason: why.to_string(),
+        }))
+    };
     let mut push = |current: &mut String, quoted: bool| {
         let part = if quoted {
             std::mem::take(current)

@@ -3,7 +3,7 @@
 //! knows neither the verify-* sslmodes nor sslrootcert); the driver's own
 //! parser reads the rest.
 
-use crate::error::{Error, Result};
+use crate::error::{ConnectionProblem, Error, Result};
 
 /// A `--db` string without its sslmode and sslrootcert, and their values.
 pub(super) struct TlsParams {
@@ -83,16 +83,20 @@ fn url_without_params(
     }
 }
 
+/// A connection string that does not parse, and why.
+fn syntax(reason: &str) -> Error {
+    Error::InvalidConnection(ConnectionProblem::Syntax {
+        reason: reason.to_string(),
+    })
+}
+
 /// A URL's parameter key or value, percent-decoded. The error never quotes
 /// it: it may be a piece of a password cut by a stray `&` or `?`.
 fn percent_decoded(text: &str) -> Result<String> {
     let decoded = percent_encoding::percent_decode_str(text).decode_utf8();
     match decoded {
         Ok(text) => Ok(text.into_owned()),
-        Err(_) => Err(Error::Config(
-            "invalid --db connection string: a URL parameter is not UTF-8 once percent-decoded"
-                .into(),
-        )),
+        Err(_) => Err(syntax("a URL parameter is not UTF-8 once percent-decoded")),
     }
 }
 
@@ -122,10 +126,8 @@ fn parse_conninfo(text: &str) -> Result<Vec<(String, String)>> {
         skip_blanks(&mut chars);
         if key.is_empty() || chars.next() != Some('=') {
             // Not naming the word: it may be a piece of an unquoted password.
-            return Err(Error::Config(
-                "invalid --db connection string: a word that is not name=value \
-                 (a value with spaces goes in single quotes)"
-                    .into(),
+            return Err(syntax(
+                "a word that is not name=value (a value with spaces goes in single quotes)",
             ));
         }
         skip_blanks(&mut chars);
@@ -139,10 +141,7 @@ fn parse_conninfo(text: &str) -> Result<Vec<(String, String)>> {
                     None => {
                         // Not naming the key either: a bad string may
                         // have cut a password into "words".
-                        return Err(Error::Config(
-                            "invalid --db connection string: a quoted value has no closing quote"
-                                .into(),
-                        ));
+                        return Err(syntax("a quoted value has no closing quote"));
                     }
                 }
             }

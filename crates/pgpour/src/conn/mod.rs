@@ -16,7 +16,7 @@ use postgres::config::{Host, SslMode as DriverSslMode};
 use postgres::{Client, Config};
 use postgres_native_tls::MakeTlsConnector;
 
-use crate::error::{Error, Result};
+use crate::error::{ConnectionProblem, Error, Result};
 use conninfo::{take_tls_params, TlsParams};
 
 mod conninfo;
@@ -42,7 +42,11 @@ impl FromStr for SslMode {
             "require" => SslMode::Require,
             "verify-ca" => SslMode::VerifyCa,
             "verify-full" => SslMode::VerifyFull,
-            other => return Err(Error::Config(format!("invalid sslmode {other:?}"))),
+            other => {
+                return Err(Error::InvalidConnection(ConnectionProblem::SslMode {
+                    value: other.to_string(),
+                }))
+            }
         })
     }
 }
@@ -72,8 +76,11 @@ impl ConnectOptions {
             sslmode,
             root_cert,
         } = take_tls_params(db.unwrap_or(""))?;
-        let mut config = Config::from_str(&db)
-            .map_err(|e| Error::Config(format!("invalid --db connection string: {e}")))?;
+        let mut config = Config::from_str(&db).map_err(|e| {
+            Error::InvalidConnection(ConnectionProblem::Syntax {
+                reason: e.to_string(),
+            })
+        })?;
 
         if config.get_hosts().is_empty() {
             match env("PGHOST").filter(|h| !h.is_empty()) {
@@ -85,17 +92,17 @@ impl ConnectOptions {
         }
         if config.get_ports().is_empty() {
             let port = match env("PGPORT") {
-                Some(p) => p
-                    .parse()
-                    .map_err(|_| Error::Config(format!("invalid PGPORT {p:?}")))?,
+                Some(p) => p.parse().map_err(|_| {
+                    Error::InvalidConnection(ConnectionProblem::Port { value: p.clone() })
+                })?,
                 None => 5432,
             };
             config.port(port);
         }
         if config.get_user().is_none() {
-            let user = env("PGUSER").or_else(os_user_name).ok_or_else(|| {
-                Error::Config("no user name: set PGUSER or give one in --db".into())
-            })?;
+            let user = env("PGUSER")
+                .or_else(os_user_name)
+                .ok_or(Error::InvalidConnection(ConnectionProblem::NoUserName))?;
             config.user(&user);
         }
         if config.get_dbname().is_none() {
@@ -229,7 +236,7 @@ impl ConnectOptions {
         }
         match last_error {
             Some(e) => Err(connect_error(e)),
-            None => Err(Error::Config("no host to connect to".into())),
+            None => Err(Error::InvalidConnection(ConnectionProblem::NoHost)),
         }
     }
 
@@ -314,13 +321,19 @@ impl ConnectOptions {
         }
         if let Some(path) = &self.root_cert {
             let pem = std::fs::read(path).map_err(Error::io(path))?;
-            let cert = native_tls::Certificate::from_pem(&pem)
-                .map_err(|e| Error::Config(format!("sslrootcert {}: {e}", path.display())))?;
+            let cert = native_tls::Certificate::from_pem(&pem).map_err(|e| {
+                Error::InvalidConnection(ConnectionProblem::RootCert {
+                    path: path.clone(),
+                    reason: e.to_string(),
+                })
+            })?;
             builder.add_root_certificate(cert);
         }
-        let connector = builder
-            .build()
-            .map_err(|e| Error::Config(format!("cannot set up TLS: {e}")))?;
+        let connector = builder.build().map_err(|e| {
+            Error::InvalidConnection(ConnectionProblem::Tls {
+                reason: e.to_string(),
+            })
+        })?;
         Ok(MakeTlsConnector::new(connector))
     }
 }

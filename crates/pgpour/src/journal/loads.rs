@@ -5,7 +5,7 @@ use postgres::GenericClient;
 
 use super::chunks::Totals;
 use crate::chunk_range::CommittedChunk;
-use crate::error::{Error, Result};
+use crate::error::{Error, Mismatch, OptionsProblem, Result};
 use crate::options::LoadOptions;
 
 /// What the journal knew of a load id when a run started.
@@ -64,7 +64,11 @@ pub fn begin(
 ) -> Result<Previous> {
     super::ensure_schema(client)?;
     let fingerprints = crate::fingerprint::fingerprints(&options.inputs)?;
-    let stored = serde_json::to_value(options).map_err(|e| Error::Config(e.to_string()))?;
+    let stored = serde_json::to_value(options).map_err(|e| {
+        Error::InvalidOptions(OptionsProblem::Unrecordable {
+            reason: e.to_string(),
+        })
+    })?;
     let wanted = identity(&stored);
     let row = client
         .query_opt(
@@ -93,16 +97,16 @@ pub fn begin(
         (row.get(0), row.get(1), row.get(2));
     let parse = |s: &str| serde_json::from_str::<serde_json::Value>(s).unwrap_or_default();
     if identity(&parse(known_options)) != wanted {
-        return Err(Error::Config(format!(
-            "load {load_id} was started with other options or inputs; \
-             run `pgpour status {load_id}` to see them, or choose another --load-id"
-        )));
+        return Err(Error::LoadMismatch {
+            load_id: load_id.to_string(),
+            what: Mismatch::Options,
+        });
     }
     if parse(known_inputs) != fingerprints {
-        return Err(Error::Config(format!(
-            "the input of load {load_id} changed since it started (size, time or content): \
-             resuming would load a different file; `pgpour forget {load_id}` to start over"
-        )));
+        return Err(Error::LoadMismatch {
+            load_id: load_id.to_string(),
+            what: Mismatch::Inputs,
+        });
     }
     if state == "done" {
         return Ok(Previous::Done);
@@ -176,12 +180,13 @@ pub fn options_of(client: &mut impl GenericClient, load_id: &str) -> Result<Opti
         )
         .map_err(Error::db("reading the journal"))?;
     let Some(row) = row else { return Ok(None) };
-    let value: serde_json::Value = serde_json::from_str(row.get(0))
-        .map_err(|e| Error::Config(format!("journal entry of {load_id} is unreadable: {e}")))?;
+    let unreadable = |e: serde_json::Error| Error::JournalUnreadable {
+        load_id: load_id.to_string(),
+        reason: e.to_string(),
+    };
+    let value: serde_json::Value = serde_json::from_str(row.get(0)).map_err(unreadable)?;
     let parsed = serde_json::from_value::<LoadOptions>(value);
-    parsed
-        .map(Some)
-        .map_err(|e| Error::Config(format!("journal entry of {load_id} is unreadable: {e}")))
+    parsed.map(Some).map_err(unreadable)
 }
 
 /// Makes `run_token` the load's current run. The row lock waits for chunks

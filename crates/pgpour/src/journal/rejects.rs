@@ -33,10 +33,11 @@ pub(super) fn rejected_rows_within(
             let (input, byte): (i32, i64) = (r.get(0), r.get(1));
             bad_row(r.get(2), r.get(3)).ok_or_else(|| {
                 // Dropping it would lose a row: neither loaded nor rejected.
-                Error::Config(format!(
-                    "the journal of load {load_id} holds a rejected row it cannot read \
-                     (input {input}, byte {byte}); the reject file cannot be rebuilt without it"
-                ))
+                Error::RejectedRowUnreadable {
+                    load_id: load_id.to_string(),
+                    input,
+                    byte,
+                }
             })
         })
         .collect()

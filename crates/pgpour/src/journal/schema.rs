@@ -171,10 +171,10 @@ fn migrate_locked(client: &mut impl GenericClient) -> Result<()> {
     // Again under the lock: another session may have migrated meanwhile.
     let from = version(&mut tx)?.unwrap_or(0);
     if from > LATEST {
-        return Err(Error::Config(format!(
-            "the pgpour journal has schema version {from}, made by a newer pgpour; \
-             this one knows versions up to {LATEST}: use the newer pgpour"
-        )));
+        return Err(Error::JournalTooNew {
+            found: from,
+            known: LATEST,
+        });
     }
     if from == LATEST {
         return Ok(());

@@ -69,13 +69,5 @@ pub(crate) fn check_journal(client: &mut impl GenericClient) -> Result<()> {
     if problems.is_empty() {
         return Ok(());
     }
-    Err(Error::Config(format!(
-        "the pgpour journal in this database cannot be trusted: {}. pgpour runs the journal's \
-         statements with this role's rights, so a journal that another role made or changed \
-         could run that role's code with them. Load with --no-journal, or have a superuser \
-         check the schema and drop it (DROP SCHEMA pgpour CASCADE: the record of past loads \
-         goes with it) or give it and its tables to a trusted role without other triggers, \
-         rules or policies",
-        problems.join("; ")
-    )))
+    Err(Error::JournalUntrusted { problems })
 }

@@ -100,13 +100,11 @@ pub(crate) fn finish_decided(
             &[&load_id],
         )
         .map_err(Error::db("recording the failed commit"))?;
-    Err(Error::Config(format!(
-        "{} of the {} transactions that --atomic load {load_id} decided to commit were rolled \
-         back by another session: the rows of the others are in the table, theirs are not. \
-         `pgpour resume {load_id}` loads the missing chunks",
-        gids.len() - committed as usize,
-        gids.len()
-    )))
+    Err(Error::CommitIncomplete {
+        load_id: load_id.to_string(),
+        rolled_back: gids.len() - committed as usize,
+        decided: gids.len(),
+    })
 }
 
 /// Rolls back prepared transactions; best effort (the next run of the load

@@ -82,9 +82,7 @@ pub(super) fn finish(
     if !complete {
         end_state("stopped")?;
         if decision.atomic.is_some() {
-            return Err(Error::Config(
-                "interrupted: nothing of this --atomic load was committed".into(),
-            ));
+            return Err(Error::AtomicInterrupted { load_id });
         }
         return Ok(Finished::Stopped);
     }

@@ -202,11 +202,10 @@ fn load_passes(
         }
     }
     Err(Box::new(LoadFailure {
-        error: Error::Config(format!(
-            "chunks committed by this load were lost {MAX_PASSES} times (server crashes?); \
-             `pgpour resume {}` when the server is stable",
-            options.load_id.as_deref().unwrap_or_default()
-        )),
+        error: Error::ChunksLost {
+            load_id: options.load_id.clone().unwrap_or_default(),
+            passes: MAX_PASSES,
+        },
         summary: LoadSummary::new(
             options,
             0,

@@ -9,7 +9,7 @@ use postgres::Client;
 use super::decide::Decision;
 use crate::chunk_range::CommittedChunk;
 use crate::conn::ConnectOptions;
-use crate::error::{Error, Result};
+use crate::error::{Error, OptionsProblem, Result};
 use crate::input::InputSpec;
 use crate::journal::Previous;
 use crate::options::LoadOptions;
@@ -52,12 +52,10 @@ pub(super) fn connect_and_resolve(
 pub(super) fn check_options(options: &LoadOptions) -> Result<u64> {
     options.format.validate()?;
     if options.atomic && !options.journal {
-        return Err(Error::Config(
-            "--atomic needs the journal (its commit decision is recorded there)".into(),
-        ));
+        return Err(Error::InvalidOptions(OptionsProblem::AtomicWithoutJournal));
     }
     if options.chunk_size == 0 {
-        return Err(Error::Config("the chunk size must be positive".into()));
+        return Err(Error::InvalidOptions(OptionsProblem::ChunkSizeZero));
     }
     if options
         .inputs
@@ -66,7 +64,7 @@ pub(super) fn check_options(options: &LoadOptions) -> Result<u64> {
         .count()
         > 1
     {
-        return Err(Error::Config("stdin (-) can be read only once".into()));
+        return Err(Error::InvalidOptions(OptionsProblem::StdinTwice));
     }
     let mut total = 0;
     for input in &options.inputs {

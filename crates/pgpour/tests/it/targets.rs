@@ -3,7 +3,9 @@
 
 use std::sync::atomic::AtomicBool;
 
-use pgpour::{Error, Format, FormatOptions, InputSpec, LoadOptions, Progress, TableName};
+use pgpour::{
+    Error, Format, FormatOptions, InputSpec, LoadOptions, OptionsProblem, Progress, TableName,
+};
 use pgpour_testkit::shared_cluster;
 
 use crate::harness::connect;
@@ -98,13 +100,20 @@ fn unknown_table_and_columns_fail_before_any_data_moves() {
     let err = run(&db, &options(&dir, "nope", None, b"1\n"))
         .unwrap_err()
         .error;
-    assert!(matches!(err, Error::Target(_)), "{err:?}");
+    assert!(
+        matches!(&err, Error::NoSuchTable { table, similar: None } if table == "\"nope\""),
+        "{err:?}"
+    );
     assert!(err.to_string().contains("\"nope\" does not exist"), "{err}");
 
     // Unquoted names fold to lower case, as in SQL: say how to reach "Votes".
     let err = run(&db, &options(&dir, "Votes", None, b"1\n"))
         .unwrap_err()
         .error;
+    assert!(
+        matches!(&err, Error::NoSuchTable { similar: Some(s), .. } if s == r#"public."Votes""#),
+        "{err:?}"
+    );
     assert!(err.to_string().contains(r#"public."Votes""#), "{err}");
 
     let err = run(&db, &options(&dir, "\"Votes\"", Some("id,nmae"), b"1,x\n"))
@@ -241,5 +250,8 @@ fn stdin_cannot_be_named_twice() {
     let mut opts = options(&dir, "t", None, b"");
     opts.inputs = vec![InputSpec::Stdin, InputSpec::Stdin];
     let err = run(&db, &opts).unwrap_err().error;
-    assert!(matches!(err, Error::Config(_)), "{err:?}");
+    assert!(
+        matches!(err, Error::InvalidOptions(OptionsProblem::StdinTwice)),
+        "{err:?}"
+    );
 }

@@ -1,10 +1,20 @@
 //! Errors of the engine: what went wrong, where in the input, and the
-//! server's SQLSTATE when the server said it; and the rows refused.
+//! server's SQLSTATE when the server said it; and the rows refused. Each
+//! says what happened, in the engine's words: how to go on, with which
+//! flag or command, is for the program that shows it (pgpour-cli's
+//! `messages.rs`).
 
 use std::fmt;
 use std::path::PathBuf;
 
+use crate::sql::quote_ident;
 use crate::sqlstate::{blame, Blame};
+
+mod problems;
+#[cfg(test)]
+mod tests;
+
+pub use problems::{ConnectionProblem, FormatProblem, InputChange, Mismatch, OptionsProblem};
 
 /// A place in the input: file, 1-based physical line, optional column name.
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
@@ -97,13 +107,18 @@ impl fmt::Display for BadRow {
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {
-    /// The journal has no load of that id.
-    #[error("no load {load_id:?} in the journal")]
-    UnknownLoad { load_id: String },
-
-    /// The options given cannot work together, found before any data moved.
+    // Options found wrong before any data moved.
+    /// Load options that cannot work (together).
     #[error("{0}")]
-    Config(String),
+    InvalidOptions(OptionsProblem),
+
+    /// Format options pgpour's framing cannot follow as COPY would.
+    #[error("{0}")]
+    InvalidFormat(FormatProblem),
+
+    /// Connection options that cannot be used.
+    #[error("{0}")]
+    InvalidConnection(ConnectionProblem),
 
     #[error("cannot connect to {target}: {}", driver_message(source))]
     Connect {
@@ -113,15 +128,52 @@ pub enum Error {
         source: postgres::Error,
     },
 
+    // The target table.
     /// The target table or its columns are not what the options say.
     #[error("{0}")]
     Target(String),
 
+    /// No such table; `similar` is one whose name differs only in case.
+    #[error(
+        "table {table} does not exist{}",
+        similar.as_ref().map_or_else(String::new, |s| format!(" (there is {s}: quote names with capitals)"))
+    )]
+    NoSuchTable {
+        table: String,
+        similar: Option<String>,
+    },
+
+    /// The column list names a column twice.
+    #[error("column {} is named twice in the column list", quote_ident(column))]
+    DuplicateColumn { column: String },
+
+    // The inputs and their data.
     #[error("cannot read {}: {source}", path.display())]
     Input {
         path: PathBuf,
         #[source]
         source: std::io::Error,
+    },
+
+    /// A load that read stdin cannot read it again to resume.
+    #[error("stdin cannot be read again: this load can only be resumed from files")]
+    StdinNotRereadable,
+
+    /// An input changed while the load read it: the rows loaded may not be
+    /// what it holds now, so the load is not done.
+    #[error(
+        "{input} changed while it was loaded (it {how}): the rows loaded may not be what it \
+         holds now, so the load is not done. The chunks committed so far stay in the table"
+    )]
+    InputChanged { input: String, how: InputChange },
+
+    /// The header line does not name the columns loaded (HEADER MATCH).
+    #[error("{file}:1: header {found:?} does not match the columns {expected:?}")]
+    HeaderMismatch {
+        file: String,
+        /// The header's names as read, `NULL` for a null one.
+        found: Vec<String>,
+        expected: Vec<String>,
     },
 
     /// The input does not match the format, found by pgpour itself.
@@ -135,9 +187,21 @@ pub enum Error {
         server: Box<ServerError>,
     },
 
-    /// A bad row, and more of them than `--max-errors` allows.
-    #[error("{row}{}", if *max_errors == 0 { String::new() } else { format!(" (stopping: more than {max_errors} rows rejected, see --max-errors)") })]
+    /// A bad row, and more of them than the load's error limit allows.
+    #[error("{row}{}", if *max_errors == 0 { String::new() } else { format!(" (stopping: more than {max_errors} rows rejected)") })]
     Rejected { row: Box<BadRow>, max_errors: u64 },
+
+    /// The reject file's path is one of the inputs.
+    #[error("the reject file {} would be the input {input}", path.display())]
+    RejectFileIsInput { path: PathBuf, input: String },
+
+    /// A file is already at the reject file's path, and the load may not
+    /// replace it.
+    #[error(
+        "{} exists, and pgpour does not overwrite files it did not write for this load",
+        path.display()
+    )]
+    RejectFileExists { path: PathBuf },
 
     #[error("cannot write rejected rows to {}: {source}", path.display())]
     RejectFile {
@@ -154,10 +218,111 @@ pub enum Error {
         source: std::io::Error,
     },
 
+    // The journal, and the runs of a load.
+    /// The journal has no load of that id.
+    #[error("no load {load_id:?} in the journal")]
+    UnknownLoad { load_id: String },
+
+    /// The load of that id in the journal is not the one asked for.
+    #[error("{}", match what {
+        Mismatch::Options => format!("load {load_id} was started with other options or inputs"),
+        Mismatch::Inputs => format!(
+            "the input of load {load_id} changed since it started (size, time or content): \
+             resuming would load a different file"
+        ),
+    })]
+    LoadMismatch { load_id: String, what: Mismatch },
+
+    /// Another run holds the load id; `holder` says who, as far as this
+    /// role may see.
+    #[error(
+        "load {load_id} is already running{}; one run per load id at a time",
+        holder.as_ref().map_or_else(String::new, |h| format!(" ({h})"))
+    )]
+    LoadRunning {
+        load_id: String,
+        holder: Option<String>,
+    },
+
+    /// Another session kept a lock the load's statements needed.
+    #[error(
+        "load {load_id}: another session holds a lock on its table or journal rows for more \
+         than 10 s (see pg_locks and pg_prepared_xacts): {source}"
+    )]
+    LockTimeout { load_id: String, source: Box<Error> },
+
+    /// Another run of the load took it over (this run had lost its lock on
+    /// the load id with its connection): this run stops, the other goes on.
+    #[error(
+        "another run of load {load_id} took it over (this run had lost its lock on the load id \
+         with its connection); this run stops, the other goes on"
+    )]
+    TakenOver { load_id: String },
+
+    /// The chunk this run was committing was committed meanwhile by
+    /// another run of the load.
+    #[error("this chunk of load {load_id} was committed by another run of it meanwhile")]
+    ChunkCommittedByOtherRun { load_id: String },
+
+    /// Chunks the load committed were lost (server crashes) in every one of
+    /// `passes` passes over the input.
+    #[error("chunks committed by this load were lost {passes} times (server crashes?)")]
+    ChunksLost { load_id: String, passes: usize },
+
+    /// An atomic load was interrupted: nothing of it was committed.
+    #[error("interrupted: nothing of this atomic load was committed")]
+    AtomicInterrupted { load_id: String },
+
+    /// Of the `decided` prepared transactions an atomic load decided to
+    /// commit, another session rolled `rolled_back` back.
+    #[error(
+        "{rolled_back} of the {decided} transactions that atomic load {load_id} decided to \
+         commit were rolled back by another session: the rows of the others are in the table, \
+         theirs are not"
+    )]
+    CommitIncomplete {
+        load_id: String,
+        rolled_back: usize,
+        decided: usize,
+    },
+
+    /// The journal was made or changed by another role: pgpour would run
+    /// its statements with this role's rights.
+    #[error(
+        "the pgpour journal in this database cannot be trusted: {}. pgpour runs the journal's \
+         statements with this role's rights, so a journal that another role made or changed \
+         could run that role's code with them",
+        problems.join("; ")
+    )]
+    JournalUntrusted { problems: Vec<String> },
+
+    /// The journal's schema version is newer than this pgpour knows.
+    #[error(
+        "the pgpour journal has schema version {found}, made by a newer pgpour; this one knows \
+         versions up to {known}"
+    )]
+    JournalTooNew { found: i32, known: i32 },
+
+    /// The options a load was recorded with cannot be read back.
+    #[error("journal entry of {load_id} is unreadable: {reason}")]
+    JournalUnreadable { load_id: String, reason: String },
+
+    /// A rejected row stored in the journal cannot be read back, so the
+    /// reject file cannot be rebuilt.
+    #[error(
+        "the journal of load {load_id} holds a rejected row it cannot read (input {input}, \
+         byte {byte}); the reject file cannot be rebuilt without it"
+    )]
+    RejectedRowUnreadable {
+        load_id: String,
+        input: i32,
+        byte: i64,
+    },
+
     /// A statement that restores the table after a load (an index rebuild)
     /// failed; it stays in the journal for the next resume or forget.
     #[error(
-        "the rows are loaded, but {what} could not be restored: {}; fix the cause, then `pgpour resume {load_id}` restores it",
+        "the rows are loaded, but {what} could not be restored: {}",
         driver_message(source)
     )]
     Restore {
@@ -250,6 +415,7 @@ impl Error {
             Error::Db { source, .. } | Error::Connect { source, .. } => {
                 source.code().map(|c| c.code().to_string())
             }
+            Error::LockTimeout { source, .. } => source.sqlstate(),
             _ => None,
         }
     }
@@ -270,27 +436,4 @@ fn driver_message(e: &postgres::Error) -> String {
         source = cause.source();
     }
     message
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn display_names_place_reason_and_value() {
-        let row = BadRow {
-            file: "v.csv".into(),
-            line: 7,
-            byte: 100,
-            column: Some("score".into()),
-            value: Some("abc".into()),
-            sqlstate: "22P02".into(),
-            message: "invalid input syntax for type integer: \"abc\"".into(),
-            bytes: b"x,y,abc\n".to_vec(),
-        };
-        assert_eq!(
-            row.to_string(),
-            "v.csv:7, column score: invalid input syntax for type integer: \"abc\" (SQLSTATE 22P02)"
-        );
-    }
 }

@@ -1,0 +1,160 @@
+//! The engine's errors as `pgpour` tells them. The engine says what
+//! happened, in its own words (COPY's option names, "the journal"); this
+//! puts back the flags the user typed and the command that goes on from
+//! there. Everything the CLI prints for an engine error, on stderr or in
+//! `--json`'s `error`, comes from here.
+
+use pgpour::{ConnectionProblem, Error, FormatProblem, Mismatch, OptionsProblem};
+
+/// What `pgpour` says for an engine error.
+pub fn engine_error(error: &Error) -> String {
+    match error {
+        Error::InvalidOptions(problem) => options_problem(problem, error),
+        Error::InvalidFormat(problem) => format_problem(problem, error),
+        Error::InvalidConnection(problem) => connection_problem(problem, error),
+        Error::NoSuchTable {
+            table,
+            similar: Some(similar),
+        } => format!(
+            "table {table} does not exist (there is {similar}: quote names with capitals, \
+             e.g. --table '{similar}')"
+        ),
+        Error::DuplicateColumn { column } => format!(
+            "column {} is named twice in --columns",
+            pgpour::quote_ident(column)
+        ),
+        Error::HeaderMismatch { .. } => format!("{error} (--header match)"),
+        Error::InputChanged { .. } => format!(
+            "{error} (`pgpour status` counts them); remove them before loading the file again"
+        ),
+        Error::Rejected { row, max_errors } if *max_errors > 0 => {
+            format!("{row} (stopping: more than {max_errors} rows rejected, see --max-errors)")
+        }
+        Error::RejectFileIsInput { .. } => format!("{error}: choose another --reject-file"),
+        Error::RejectFileExists { .. } => {
+            format!("{error}: move it away, choose another --reject-file, or add --replace-rejects")
+        }
+        Error::LoadMismatch {
+            load_id,
+            what: Mismatch::Options,
+        } => format!(
+            "{error}; run `pgpour status {load_id}` to see them, or choose another --load-id"
+        ),
+        Error::LoadMismatch {
+            load_id,
+            what: Mismatch::Inputs,
+        } => format!("{error}; `pgpour forget {load_id}` to start over"),
+        Error::LoadRunning { load_id, .. } => format!(
+            "{error}: wait for that run to end (or stop it), then `pgpour resume {load_id}` if \
+             it did not finish"
+        ),
+        Error::LockTimeout { load_id, source } => format!(
+            "load {load_id}: another session holds a lock on its table or journal rows for more \
+             than 10 s (see pg_locks and pg_prepared_xacts); end it, then try again: {}",
+            engine_error(source)
+        ),
+        Error::ChunkCommittedByOtherRun { load_id } => {
+            format!("{error}; stop the other run, then `pgpour resume {load_id}`")
+        }
+        Error::ChunksLost { load_id, .. } => {
+            format!("{error}; `pgpour resume {load_id}` when the server is stable")
+        }
+        Error::AtomicInterrupted { .. } => {
+            "interrupted: nothing of this --atomic load was committed".to_string()
+        }
+        Error::CommitIncomplete {
+            load_id,
+            rolled_back,
+            decided,
+        } => format!(
+            "{rolled_back} of the {decided} transactions that --atomic load {load_id} decided \
+             to commit were rolled back by another session: the rows of the others are in the \
+             table, theirs are not. `pgpour resume {load_id}` loads the missing chunks"
+        ),
+        Error::JournalUntrusted { .. } => format!(
+            "{error}. Load with --no-journal, or have a superuser check the schema and drop it \
+             (DROP SCHEMA pgpour CASCADE: the record of past loads goes with it) or give it and \
+             its tables to a trusted role without other triggers, rules or policies"
+        ),
+        Error::JournalTooNew { .. } => format!("{error}: use the newer pgpour"),
+        Error::Restore { load_id, .. } => {
+            format!("{error}; fix the cause, then `pgpour resume {load_id}` restores it")
+        }
+        _ => error.to_string(),
+    }
+}
+
+fn options_problem(problem: &OptionsProblem, error: &Error) -> String {
+    match problem {
+        OptionsProblem::AtomicWithoutJournal => {
+            "--atomic needs the journal (its commit decision is recorded there)".to_string()
+        }
+        OptionsProblem::TableName { text } => format!(
+            "--table {text:?}: expected table or schema.table (quote names that contain dots)"
+        ),
+        _ => error.to_string(),
+    }
+}
+
+fn format_problem(problem: &FormatProblem, error: &Error) -> String {
+    let text = match problem {
+        FormatProblem::NotOneByte => {
+            "--delimiter, --quote and --escape must be single one-byte (ASCII) characters"
+        }
+        FormatProblem::NewlineDelimiter => "--delimiter cannot be a newline or carriage return",
+        FormatProblem::QuoteOutsideCsv => {
+            "--quote and --escape are only available with --format csv"
+        }
+        FormatProblem::ForceNullOutsideCsv => {
+            "--force-null and --force-not-null are only available with --format csv"
+        }
+        FormatProblem::BackslashDelimiter => "--delimiter cannot be a backslash in text format",
+        FormatProblem::NewlineQuote => {
+            "--quote and --escape cannot be a newline or carriage return"
+        }
+        FormatProblem::QuoteIsDelimiter => "--quote and --delimiter must differ",
+        FormatProblem::Encoding { encoding } => {
+            return format!(
+                "--encoding {encoding} is not supported yet: its multibyte characters can \
+                 contain quote and backslash bytes, which pgpour's framing would misread"
+            )
+        }
+        _ => return error.to_string(),
+    };
+    text.to_string()
+}
+
+fn connection_problem(problem: &ConnectionProblem, error: &Error) -> String {
+    match problem {
+        ConnectionProblem::Syntax { reason } => {
+            format!("invalid --db connection string: {reason}")
+        }
+        ConnectionProblem::NoUserName => "no user name: set PGUSER or give one in --db".into(),
+        _ => error.to_string(),
+    }
+}
+
+/// What `pgpour` says for any error: `{:#}`'s causes, one after the other,
+/// with an engine error told by [`engine_error`]. An engine error's text
+/// already holds its cause, so the chain ends there: each cause once.
+pub fn any_error(error: &anyhow::Error) -> String {
+    let mut parts = Vec::new();
+    for cause in error.chain() {
+        let engine = cause.downcast_ref::<Error>().or_else(|| {
+            match cause.downcast_ref::<pgpour_bench::Error>() {
+                Some(pgpour_bench::Error::Engine(e)) => Some(e),
+                _ => None,
+            }
+        });
+        if let Some(engine) = engine {
+            parts.push(engine_error(engine));
+            break;
+        }
+        parts.push(cause.to_string());
+    }
+    parts.join(": ")
+}
+
+#[cfg(test)]
+#[path = "messages_tests.rs"]
+mod tests;

@@ -1,0 +1,228 @@
+//! The engine says what went wrong; `pgpour` adds the flag or the command
+//! that fixes it. End to end: the words the user reads on stderr, and in
+//! `--json`'s `error`.
+
+mod common;
+
+use common::{pgpour, text};
+use pgpour::{Format, FormatOptions, InputSpec, LoadOptions, TableName};
+use pgpour_testkit::shared_cluster;
+
+/// An error's cause (here the OS's) is printed once, not once more after
+/// the engine's own text: `{:#}` used to repeat it.
+#[test]
+fn an_unreadable_input_names_its_cause_once() {
+    let out = pgpour(
+        &["load", "--explain", "/nonexistent/x.csv", "--table", "t"],
+        None,
+    );
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = text(&out.stderr);
+    assert!(
+        stderr.contains("cannot read /nonexistent/x.csv: "),
+        "{stderr}"
+    );
+    assert_eq!(stderr.matches("(os error 2)").count(), 1, "{stderr}");
+}
+
+/// Moved here from the engine's trust test: the engine says the journal
+/// cannot be trusted and why; `pgpour` says to load with `--no-journal`.
+#[test]
+fn an_untrusted_journal_says_to_load_with_no_journal() {
+    let db = shared_cluster().create_database("hint_untrusted");
+    db.client().batch_execute("CREATE TABLE t (n int)").unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("in.csv");
+    std::fs::write(&file, "1\n2\n").unwrap();
+    let conninfo = db.conninfo();
+    let args = [
+        "load",
+        file.to_str().unwrap(),
+        "--table",
+        "t",
+        "--db",
+        &conninfo,
+    ];
+    assert_eq!(pgpour(&args, None).status.code(), Some(0));
+    db.client()
+        .batch_execute(
+            "CREATE FUNCTION pgpour.planted() RETURNS trigger LANGUAGE plpgsql AS \
+               $$ BEGIN RETURN NEW; END $$; \
+             CREATE TRIGGER planted BEFORE INSERT ON pgpour.loads \
+               FOR EACH ROW EXECUTE FUNCTION pgpour.planted()",
+        )
+        .unwrap();
+
+    let out = pgpour(&args, None);
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = text(&out.stderr);
+    assert!(
+        stderr.contains("cannot be trusted") && stderr.contains("planted"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("Load with --no-journal"),
+        "says how to go on: {stderr}"
+    );
+    let out = pgpour(&[&args[..], &["--no-journal"]].concat(), None);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+}
+
+/// Moved here from the engine's restore test: a rebuild the server refuses
+/// stays pending, and `pgpour` says which command finishes it.
+#[test]
+fn a_refused_rebuild_says_pgpour_resume_finishes_it() {
+    let db = shared_cluster().create_database("hint_restore");
+    let mut client = db.client();
+    client
+        .batch_execute("CREATE TABLE actual (id serial PRIMARY KEY, name text)")
+        .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("in.csv");
+    std::fs::write(&file, "a\nb\n").unwrap();
+    // What a load does before its first chunk: open its journal entry and
+    // drop the primary key, to rebuild it at the end.
+    let mut options = LoadOptions::new(
+        vec![InputSpec::File(file)],
+        TableName::parse("actual").unwrap(),
+        FormatOptions::new(Format::Csv),
+    );
+    options.columns = Some(vec!["name".into()]);
+    options.load_id = Some("refused".into());
+    pgpour::internals::ensure_schema(&mut client).unwrap();
+    let target = pgpour::internals::Target::resolve(
+        &mut client,
+        &options.table,
+        options.columns.as_deref(),
+        &options.format,
+    )
+    .unwrap();
+    pgpour::internals::begin(&mut client, "refused", &target.qualified, &options, "t").unwrap();
+    pgpour::internals::drop_for_load(&mut client, &target, &options, "refused").unwrap();
+    // A session posing as the load writes a duplicate key: the rebuild fails.
+    client
+        .batch_execute(
+            "SET pgpour.load = 'refused'; \
+             INSERT INTO actual (id, name) VALUES (-7, 'a'), (-7, 'b'); RESET pgpour.load",
+        )
+        .unwrap();
+
+    let out = pgpour(&["forget", "refused", "--db", &db.conninfo()], None);
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = text(&out.stderr);
+    assert!(
+        stderr.contains("index actual_pkey could not be restored"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("fix the cause, then `pgpour resume refused` restores it"),
+        "{stderr}"
+    );
+}
+
+/// `--json` users read the same message as stderr's, hint included, and
+/// the SQLSTATE beside it.
+#[test]
+fn json_error_is_the_message_with_its_hint() {
+    let db = shared_cluster().create_database("hint_json");
+    db.client().batch_execute("CREATE TABLE t (n int)").unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("in.csv");
+    std::fs::write(&file, "1\nx\n2\ny\nz\n").unwrap();
+    let conninfo = db.conninfo();
+    let out = pgpour(
+        &[
+            "load",
+            file.to_str().unwrap(),
+            "--table",
+            "t",
+            "--db",
+            &conninfo,
+            "--max-errors",
+            "1",
+            "--workers",
+            "1",
+            "--json",
+        ],
+        None,
+    );
+    assert_eq!(out.status.code(), Some(2));
+    let summary: serde_json::Value = serde_json::from_slice(&out.stdout).expect("one JSON object");
+    let error = summary["error"].as_str().unwrap();
+    assert!(
+        error.contains("(stopping: more than 1 rows rejected, see --max-errors)"),
+        "{error}"
+    );
+    assert_eq!(summary["sqlstate"], "22P02");
+    assert!(
+        text(&out.stderr).contains(&format!("pgpour: error: {error}\n")),
+        "{}",
+        text(&out.stderr)
+    );
+}
+
+/// Options refused before anything moved name the flags the user typed.
+#[test]
+fn refused_options_name_their_flags() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("in.csv");
+    std::fs::write(&file, "1\n").unwrap();
+    let file = file.to_str().unwrap();
+    for (extra, expected) in [
+        (
+            &["--table", "a.b.c"][..],
+            "pgpour: error: --table \"a.b.c\": expected table or schema.table",
+        ),
+        (
+            &["--table", "t", "--delimiter", "\""][..],
+            "pgpour: error: --quote and --delimiter must differ",
+        ),
+        (
+            &["--table", "t", "--format", "text", "--quote", "'"][..],
+            "pgpour: error: --quote and --escape are only available with --format csv",
+        ),
+        (
+            &["--table", "t", "--db", "host=/tmp x"][..],
+            "pgpour: error: invalid --db connection string: a word that is not name=value",
+        ),
+    ] {
+        let out = pgpour(&[&["load", file][..], extra].concat(), None);
+        assert_eq!(out.status.code(), Some(2), "{extra:?}");
+        let stderr = text(&out.stderr);
+        assert!(stderr.starts_with(expected), "{extra:?}: {stderr}");
+    }
+}
+
+/// A header that does not name the columns says which flag asked for the
+/// check, and the table that differs only in case how to name it.
+#[test]
+fn header_and_table_name_hints() {
+    let db = shared_cluster().create_database("hint_header");
+    db.client()
+        .batch_execute(r#"CREATE TABLE t (a int, b int); CREATE TABLE "Votes" (n int)"#)
+        .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("in.csv");
+    std::fs::write(&file, "a,wrong\n1,2\n").unwrap();
+    let conninfo = db.conninfo();
+    let load = |extra: &[&str]| {
+        let base = ["load", file.to_str().unwrap(), "--db", &conninfo];
+        pgpour(&[&base[..], extra].concat(), None)
+    };
+    let out = load(&["--table", "t", "--header", "match"]);
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = text(&out.stderr);
+    assert!(
+        stderr.contains(
+            r#":1: header ["a", "wrong"] does not match the columns ["a", "b"] (--header match)"#
+        ),
+        "{stderr}"
+    );
+    let out = load(&["--table", "Votes"]);
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = text(&out.stderr);
+    assert!(
+        stderr.contains(r#"e.g. --table 'public."Votes"'"#),
+        "{stderr}"
+    );
+}

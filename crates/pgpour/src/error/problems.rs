@@ -1,0 +1,114 @@
+//! The details of some errors: which option is wrong, how an input changed.
+//! Each says what happened in the engine's words (COPY's option names,
+//! libpq's environment variables); the CLI names its own flags.
+
+use std::fmt;
+use std::path::PathBuf;
+
+/// Load options that cannot work, found before any data moved.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum OptionsProblem {
+    /// An atomic load records its commit decision in the journal.
+    #[error("an atomic load needs the journal (its commit decision is recorded there)")]
+    AtomicWithoutJournal,
+    #[error("the chunk size must be positive")]
+    ChunkSizeZero,
+    #[error("stdin (-) can be read only once")]
+    StdinTwice,
+    /// A table name with more than two dotted parts.
+    #[error(
+        "invalid table name {text:?}: expected table or schema.table (quote names that contain dots)"
+    )]
+    TableName { text: String },
+    /// A comma-separated list of names that does not parse.
+    #[error("invalid name list {text:?}: {reason}")]
+    NameList { text: String, reason: String },
+    /// The options cannot be written to the journal.
+    #[error("the options cannot be recorded in the journal: {reason}")]
+    Unrecordable { reason: String },
+}
+
+/// Format options that COPY would read otherwise than pgpour's framing,
+/// named as COPY names them.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum FormatProblem {
+    #[error("DELIMITER, QUOTE and ESCAPE must be single one-byte (ASCII) characters")]
+    NotOneByte,
+    #[error("DELIMITER cannot be a newline or carriage return")]
+    NewlineDelimiter,
+    #[error("QUOTE and ESCAPE are only available in CSV format")]
+    QuoteOutsideCsv,
+    #[error("FORCE_NULL and FORCE_NOT_NULL are only available in CSV format")]
+    ForceNullOutsideCsv,
+    #[error("DELIMITER cannot be a backslash in text format")]
+    BackslashDelimiter,
+    #[error("QUOTE and ESCAPE cannot be a newline or carriage return")]
+    NewlineQuote,
+    #[error("QUOTE and DELIMITER must differ")]
+    QuoteIsDelimiter,
+    /// An encoding whose multibyte characters may hold ASCII bytes.
+    #[error(
+        "ENCODING {encoding} is not supported yet: its multibyte characters can contain quote \
+         and backslash bytes, which pgpour's framing would misread"
+    )]
+    Encoding { encoding: String },
+}
+
+/// Connection options (the connection string, libpq's environment) that
+/// cannot be used, found before connecting.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ConnectionProblem {
+    /// The URL or conninfo string does not parse; `reason` names keys at
+    /// most, never a value, which may be a password.
+    #[error("invalid connection string: {reason}")]
+    Syntax { reason: String },
+    #[error("no user name: set PGUSER or give one in the connection string")]
+    NoUserName,
+    #[error("invalid sslmode {value:?}")]
+    SslMode { value: String },
+    #[error("invalid PGPORT {value:?}")]
+    Port { value: String },
+    #[error("no host to connect to")]
+    NoHost,
+    #[error("sslrootcert {}: {reason}", path.display())]
+    RootCert { path: PathBuf, reason: String },
+    #[error("cannot set up TLS: {reason}")]
+    Tls { reason: String },
+}
+
+/// How an input differs from what it was when the load started reading it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum InputChange {
+    Replaced,
+    Grew,
+    Shrank,
+    Removed,
+    Modified,
+}
+
+impl fmt::Display for InputChange {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            InputChange::Replaced => "was replaced by another file",
+            InputChange::Grew => "grew",
+            InputChange::Shrank => "shrank",
+            InputChange::Removed => "was removed",
+            InputChange::Modified => "was modified",
+        })
+    }
+}
+
+/// What differs between a load in the journal and the one asked for under
+/// its id.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Mismatch {
+    /// Other options or input names.
+    Options,
+    /// The same names, but an input's size, time or content changed.
+    Inputs,
+}

@@ -1,0 +1,337 @@
+use std::str::FromStr;
+
+use super::*;
+
+#[test]
+fn display_names_place_reason_and_value() {
+    let row = BadRow {
+        file: "v.csv".into(),
+        line: 7,
+        byte: 100,
+        column: Some("score".into()),
+        value: Some("abc".into()),
+        sqlstate: "22P02".into(),
+        message: "invalid input syntax for type integer: \"abc\"".into(),
+        bytes: b"x,y,abc\n".to_vec(),
+    };
+    assert_eq!(
+        row.to_string(),
+        "v.csv:7, column score: invalid input syntax for type integer: \"abc\" (SQLSTATE 22P02)"
+    );
+}
+
+/// A driver error, as the driver makes them: its configuration parser's.
+fn driver_error() -> postgres::Error {
+    postgres::Config::from_str("no_such_option=1").unwrap_err()
+}
+
+fn bad_row() -> Box<BadRow> {
+    Box::new(BadRow {
+        file: "v.csv".into(),
+        line: 3,
+        byte: 20,
+        column: Some("score".into()),
+        value: Some("x".into()),
+        sqlstate: "22P02".into(),
+        message: "invalid input syntax for type integer: \"x\"".into(),
+        bytes: b"a,x\n".to_vec(),
+    })
+}
+
+/// One value of every variant (and of every problem): `covers` fails to
+/// compile when a variant is added and not listed here.
+fn every_error() -> Vec<Error> {
+    let io = || std::io::Error::from(std::io::ErrorKind::NotFound);
+    let load_id = || "nightly".to_string();
+    let position = Position {
+        file: "v.csv".into(),
+        line: 3,
+        column: Some("score".into()),
+    };
+    let mut errors = vec![
+        Error::Connect {
+            target: "host=/tmp".into(),
+            source: driver_error(),
+        },
+        Error::Target("column \"x\" does not exist in public.t".into()),
+        Error::NoSuchTable {
+            table: "\"votes\"".into(),
+            similar: Some("public.\"Votes\"".into()),
+        },
+        Error::DuplicateColumn { column: "a".into() },
+        Error::Input {
+            path: "v.csv".into(),
+            source: io(),
+        },
+        Error::StdinNotRereadable,
+        Error::HeaderMismatch {
+            file: "v.csv".into(),
+            found: vec!["a".into(), "NULL".into()],
+            expected: vec!["a".into(), "b".into()],
+        },
+        Error::Data {
+            position: position.clone(),
+            message: "unterminated quote".into(),
+        },
+        Error::Copy {
+            position: Some(position),
+            server: Box::new(ServerError {
+                sqlstate: "22P02".into(),
+                message: "invalid input syntax".into(),
+                detail: None,
+                context: None,
+            }),
+        },
+        Error::Rejected {
+            row: bad_row(),
+            max_errors: 2,
+        },
+        Error::RejectFileIsInput {
+            path: "v.csv".into(),
+            input: "v.csv".into(),
+        },
+        Error::RejectFileExists {
+            path: "v.rejected.csv".into(),
+        },
+        Error::RejectFile {
+            path: "v.rejected.csv".into(),
+            source: io(),
+        },
+        Error::Stream {
+            context: "loading v.csv from line 1".into(),
+            source: io(),
+        },
+        Error::UnknownLoad { load_id: load_id() },
+        Error::LoadRunning {
+            load_id: load_id(),
+            holder: Some("pgpour on host pid 12, server pid 345".into()),
+        },
+        Error::LockTimeout {
+            load_id: load_id(),
+            source: Box::new(Error::Db {
+                context: "dropping the load".into(),
+                source: driver_error(),
+            }),
+        },
+        Error::TakenOver { load_id: load_id() },
+        Error::ChunkCommittedByOtherRun { load_id: load_id() },
+        Error::ChunksLost {
+            load_id: load_id(),
+            passes: 3,
+        },
+        Error::AtomicInterrupted { load_id: load_id() },
+        Error::CommitIncomplete {
+            load_id: load_id(),
+            rolled_back: 1,
+            decided: 4,
+        },
+        Error::JournalUntrusted {
+            problems: vec!["pgpour.loads has a trigger grab".into()],
+        },
+        Error::JournalTooNew { found: 9, known: 3 },
+        Error::JournalUnreadable {
+            load_id: load_id(),
+            reason: "missing field `inputs`".into(),
+        },
+        Error::RejectedRowUnreadable {
+            load_id: load_id(),
+            input: 0,
+            byte: 17,
+        },
+        Error::Restore {
+            what: "index t_pkey".into(),
+            load_id: load_id(),
+            source: driver_error(),
+        },
+        Error::UndoRefused {
+            what: "index t_pkey".into(),
+            load_id: load_id(),
+            reason: "public.u is not the table of load nightly".into(),
+        },
+        Error::InDoubt {
+            chunk: "v.csv bytes 0 to 100".into(),
+            loaded: String::new(),
+        },
+        Error::Db {
+            context: "reading the journal".into(),
+            source: driver_error(),
+        },
+    ];
+    for change in [
+        InputChange::Replaced,
+        InputChange::Grew,
+        InputChange::Shrank,
+        InputChange::Removed,
+        InputChange::Modified,
+    ] {
+        errors.push(Error::InputChanged {
+            input: "v.csv".into(),
+            how: change,
+        });
+    }
+    for what in [Mismatch::Options, Mismatch::Inputs] {
+        errors.push(Error::LoadMismatch {
+            load_id: load_id(),
+            what,
+        });
+    }
+    errors.extend(
+        [
+            OptionsProblem::AtomicWithoutJournal,
+            OptionsProblem::ChunkSizeZero,
+            OptionsProblem::StdinTwice,
+            OptionsProblem::TableName {
+                text: "a.b.c".into(),
+            },
+            OptionsProblem::NameList {
+                text: "a,\"b".into(),
+                reason: "unterminated quote".into(),
+            },
+            OptionsProblem::Unrecordable {
+                reason: "key must be a string".into(),
+            },
+        ]
+        .map(Error::InvalidOptions),
+    );
+    errors.extend(
+        [
+            FormatProblem::NotOneByte,
+            FormatProblem::NewlineDelimiter,
+            FormatProblem::QuoteOutsideCsv,
+            FormatProblem::ForceNullOutsideCsv,
+            FormatProblem::BackslashDelimiter,
+            FormatProblem::NewlineQuote,
+            FormatProblem::QuoteIsDelimiter,
+            FormatProblem::Encoding {
+                encoding: "SJIS".into(),
+            },
+        ]
+        .map(Error::InvalidFormat),
+    );
+    errors.extend(
+        [
+            ConnectionProblem::Syntax {
+                reason: "a quoted value has no closing quote".into(),
+            },
+            ConnectionProblem::NoUserName,
+            ConnectionProblem::SslMode {
+                value: "sometimes".into(),
+            },
+            ConnectionProblem::Port { value: "x".into() },
+            ConnectionProblem::NoHost,
+            ConnectionProblem::RootCert {
+                path: "root.crt".into(),
+                reason: "not PEM".into(),
+            },
+            ConnectionProblem::Tls {
+                reason: "no CA store".into(),
+            },
+        ]
+        .map(Error::InvalidConnection),
+    );
+    errors.iter().for_each(covers);
+    errors
+}
+
+/// Lists every variant, with no catch-all: adding one fails here until it
+/// is added to `every_error` too.
+fn covers(error: &Error) {
+    match error {
+        Error::InvalidOptions(p) => match p {
+            OptionsProblem::AtomicWithoutJournal
+            | OptionsProblem::ChunkSizeZero
+            | OptionsProblem::StdinTwice
+            | OptionsProblem::TableName { .. }
+            | OptionsProblem::NameList { .. }
+            | OptionsProblem::Unrecordable { .. } => {}
+        },
+        Error::InvalidFormat(p) => match p {
+            FormatProblem::NotOneByte
+            | FormatProblem::NewlineDelimiter
+            | FormatProblem::QuoteOutsideCsv
+            | FormatProblem::ForceNullOutsideCsv
+            | FormatProblem::BackslashDelimiter
+            | FormatProblem::NewlineQuote
+            | FormatProblem::QuoteIsDelimiter
+            | FormatProblem::Encoding { .. } => {}
+        },
+        Error::InvalidConnection(p) => match p {
+            ConnectionProblem::Syntax { .. }
+            | ConnectionProblem::NoUserName
+            | ConnectionProblem::SslMode { .. }
+            | ConnectionProblem::Port { .. }
+            | ConnectionProblem::NoHost
+            | ConnectionProblem::RootCert { .. }
+            | ConnectionProblem::Tls { .. } => {}
+        },
+        Error::Connect { .. }
+        | Error::Target(_)
+        | Error::NoSuchTable { .. }
+        | Error::DuplicateColumn { .. }
+        | Error::Input { .. }
+        | Error::StdinNotRereadable
+        | Error::InputChanged { .. }
+        | Error::HeaderMismatch { .. }
+        | Error::Data { .. }
+        | Error::Copy { .. }
+        | Error::Rejected { .. }
+        | Error::RejectFileIsInput { .. }
+        | Error::RejectFileExists { .. }
+        | Error::RejectFile { .. }
+        | Error::Stream { .. }
+        | Error::UnknownLoad { .. }
+        | Error::LoadMismatch { .. }
+        | Error::LoadRunning { .. }
+        | Error::LockTimeout { .. }
+        | Error::TakenOver { .. }
+        | Error::ChunkCommittedByOtherRun { .. }
+        | Error::ChunksLost { .. }
+        | Error::AtomicInterrupted { .. }
+        | Error::CommitIncomplete { .. }
+        | Error::JournalUntrusted { .. }
+        | Error::JournalTooNew { .. }
+        | Error::JournalUnreadable { .. }
+        | Error::RejectedRowUnreadable { .. }
+        | Error::Restore { .. }
+        | Error::UndoRefused { .. }
+        | Error::InDoubt { .. }
+        | Error::Db { .. } => {}
+    }
+}
+
+/// The engine says what happened; flags and commands are the CLI's words.
+#[test]
+fn no_error_names_a_cli_flag_or_command() {
+    let commands = ["load", "resume", "status", "forget", "gen", "bench", "demo"];
+    for error in every_error() {
+        let text = error.to_string();
+        let flag = text
+            .match_indices("--")
+            .any(|(i, _)| text[i + 2..].starts_with(|c: char| c.is_ascii_lowercase()));
+        assert!(!flag, "names a flag: {text}");
+        for command in commands {
+            assert!(
+                !text.contains(&format!("pgpour {command}")),
+                "names `pgpour {command}`: {text}"
+            );
+        }
+    }
+}
+
+#[test]
+fn a_lock_timeout_keeps_the_servers_sqlstate() {
+    let error = Error::LockTimeout {
+        load_id: "nightly".into(),
+        source: Box::new(Error::Copy {
+            position: None,
+            server: Box::new(ServerError {
+                sqlstate: "55P03".into(),
+                message: "canceling statement due to lock timeout".into(),
+                detail: None,
+                context: None,
+            }),
+        }),
+    };
+    assert_eq!(error.sqlstate().as_deref(), Some("55P03"));
+    assert!(!error.is_transient());
+}
