@@ -41,6 +41,7 @@ mod options;
 mod pipeline;
 mod plan;
 mod progress;
+mod quote;
 mod reader;
 mod reject;
 mod report;

@@ -7,16 +7,7 @@
 
 use crate::error::{Error, OptionsProblem, Result};
 
-/// Quotes an identifier: `a"b` becomes `"a""b"`.
-pub fn quote_ident(name: &str) -> String {
-    format!("\"{}\"", name.replace('"', "\"\""))
-}
-
-/// Quotes a string literal for `standard_conforming_strings = on`, which
-/// pgpour sets on every session.
-pub fn quote_literal(value: &str) -> String {
-    format!("'{}'", value.replace('\'', "''"))
-}
+pub use crate::quote::{quote_ident, quote_literal};
 
 /// A table name, optionally schema-qualified, as the user spelled it.
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]

@@ -7,7 +7,7 @@
 use std::fmt;
 use std::path::PathBuf;
 
-use crate::sql::quote_ident;
+use crate::quote::quote_ident;
 use crate::sqlstate::{blame, Blame};
 
 mod problems;
