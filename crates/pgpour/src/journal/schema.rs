@@ -78,11 +78,15 @@ CREATE TABLE IF NOT EXISTS pgpour.prepared (
 )";
 
 /// Restores become an undo log of typed steps on the load's own table,
-/// rebuilt from catalog definitions, never SQL text to run. Restores an
-/// older pgpour left pending become `statement` steps, which pgpour shows
-/// and does not run.
+/// rebuilt from catalog definitions, never SQL text to run. The four
+/// shapes older pgpours wrote restores in become typed steps; anything
+/// else becomes a `statement` step, shown and never run. `restores` stays,
+/// empty and refusing rows: an older pgpour still running finds it (so it
+/// does not make it again) and cannot record a drop there, so it keeps its
+/// indexes instead of dropping them with nobody to put them back.
 const V3_UNDO: &str = "
 ALTER TABLE pgpour.loads ADD COLUMN target_oid oid;
+UPDATE pgpour.loads SET target_oid = pg_catalog.to_regclass(target)::oid;
 CREATE TABLE pgpour.undo (
     load_id text NOT NULL REFERENCES pgpour.loads ON DELETE CASCADE,
     position int NOT NULL,
@@ -95,9 +99,47 @@ CREATE TABLE pgpour.undo (
     cache bigint,
     PRIMARY KEY (load_id, position)
 );
-INSERT INTO pgpour.undo (load_id, position, kind, relation_name, name, definition)
-    SELECT load_id, position, 'statement', '', what, sql FROM pgpour.restores;
-DROP TABLE pgpour.restores";
+DO $$
+DECLARE
+    r record;
+    table_name text;
+    object text;
+    prefix text;
+    found text[];
+BEGIN
+    FOR r IN SELECT x.load_id, x.position, x.what, x.sql, l.target, l.target_oid
+             FROM pgpour.restores x JOIN pgpour.loads l USING (load_id) LOOP
+        SELECT pg_catalog.format('%I.%I', n.nspname, c.relname) INTO table_name
+        FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
+        WHERE c.oid = r.target_oid AND c.relkind = 'r';
+        object := pg_catalog.substr(r.what, 7);
+        prefix := 'ALTER TABLE ' || r.target || ' ADD CONSTRAINT \"'
+                  || pg_catalog.replace(object, '\"', '\"\"') || '\" ';
+        found := pg_catalog.regexp_match(r.sql, '^ALTER SEQUENCE (.+) CACHE ([0-9]+)$');
+        IF table_name IS NOT NULL AND r.what LIKE 'index %'
+           AND r.sql ~ '^CREATE (UNIQUE )?INDEX ' THEN
+            INSERT INTO pgpour.undo VALUES (r.load_id, r.position, 'index', r.target_oid,
+                                            table_name, object, r.sql, NULL);
+        ELSIF table_name IS NOT NULL AND r.what LIKE 'index %'
+              AND pg_catalog.starts_with(r.sql, prefix) THEN
+            INSERT INTO pgpour.undo VALUES (r.load_id, r.position, 'constraint', r.target_oid,
+                table_name, object, pg_catalog.substr(r.sql, pg_catalog.length(prefix) + 1), NULL);
+        ELSIF table_name IS NOT NULL AND r.what = 'trigger pgpour_keep_out'
+              AND r.sql = 'DROP TRIGGER IF EXISTS pgpour_keep_out ON ' || r.target THEN
+            INSERT INTO pgpour.undo VALUES (r.load_id, r.position, 'guard_trigger', r.target_oid,
+                                            table_name, 'pgpour_keep_out', NULL, NULL);
+        ELSIF found IS NOT NULL AND pg_catalog.to_regclass(found[1]) IS NOT NULL THEN
+            INSERT INTO pgpour.undo VALUES (r.load_id, r.position, 'sequence_cache',
+                pg_catalog.to_regclass(found[1])::oid, found[1], found[1], NULL, found[2]::bigint);
+        ELSE
+            INSERT INTO pgpour.undo VALUES (r.load_id, r.position, 'statement', NULL,
+                                            '', r.what, r.sql, NULL);
+        END IF;
+    END LOOP;
+END $$;
+DELETE FROM pgpour.restores;
+ALTER TABLE pgpour.restores
+    ADD CONSTRAINT moved_to_pgpour_undo CHECK (false) NOT VALID";
 
 /// Kept after every migration: the journal holds rejected rows, which may
 /// be personal data, for its owner only, whatever default privileges say.
@@ -112,11 +154,10 @@ const MIGRATION_LOCK: i64 = 0x7067_706f_7572_3a73;
 /// Creates the journal, or brings an older one up to date, then checks that
 /// it may be trusted.
 pub fn ensure_schema(client: &mut impl GenericClient) -> Result<()> {
-    // Checked before it is read: a table of another role's (a view, a
-    // trigger) would run that role's code as soon as pgpour reads it.
-    if exists(client)? {
-        super::trust::check_journal(client)?;
-    }
+    // Checked before anything in it is read (the check reads only the
+    // catalog): a relation of another role's, a view say, would run that
+    // role's code as soon as pgpour reads it.
+    super::trust::check_journal(client)?;
     if version(client)? != Some(LATEST) {
         migrate(client)?;
         // Again after creating it: IF NOT EXISTS takes a schema another
@@ -168,7 +209,9 @@ fn migrate(client: &mut impl GenericClient) -> Result<()> {
 fn migrate_locked(client: &mut impl GenericClient) -> Result<()> {
     let context = "creating or upgrading the pgpour journal";
     let mut tx = client.transaction().map_err(Error::db(context))?;
-    // Again under the lock: another session may have migrated meanwhile.
+    // Again under the lock: another session may have migrated, or another
+    // role made the schema, meanwhile.
+    super::trust::check_journal(&mut tx)?;
     let from = version(&mut tx)?.unwrap_or(0);
     if from > LATEST {
         return Err(Error::JournalTooNew {
@@ -178,6 +221,12 @@ fn migrate_locked(client: &mut impl GenericClient) -> Result<()> {
     }
     if from == LATEST {
         return Ok(());
+    }
+    if !schema_exists(&mut tx)? {
+        // Not IF NOT EXISTS: a schema another role makes from now on must
+        // fail this, not be taken as ours.
+        tx.batch_execute("CREATE SCHEMA pgpour")
+            .map_err(Error::db(context))?;
     }
     for migration in &MIGRATIONS[from as usize..] {
         tx.batch_execute(migration).map_err(Error::db(context))?;
@@ -195,6 +244,17 @@ fn migrate_locked(client: &mut impl GenericClient) -> Result<()> {
     .and_then(|_| tx.batch_execute(PRIVATE))
     .map_err(Error::db(context))?;
     tx.commit().map_err(Error::db(context))
+}
+
+fn schema_exists(client: &mut impl GenericClient) -> Result<bool> {
+    Ok(client
+        .query_one(
+            "SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_namespace \
+                            WHERE nspname = 'pgpour'::pg_catalog.name)",
+            &[],
+        )
+        .map_err(Error::db("looking for the pgpour journal"))?
+        .get(0))
 }
 
 /// Whether the database has a journal (of any version).

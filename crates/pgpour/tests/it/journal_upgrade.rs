@@ -58,11 +58,16 @@ fn an_unversioned_journal_is_upgraded_and_its_sql_restores_are_shown_not_run() {
         .unwrap()
         .get(0);
     assert_eq!(version, 3);
-    let old_table: bool = client
-        .query_one("SELECT to_regclass('pgpour.restores') IS NOT NULL", &[])
+    let left: i64 = client
+        .query_one("SELECT count(*) FROM pgpour.restores", &[])
         .unwrap()
         .get(0);
-    assert!(!old_table, "restores became the undo log");
+    assert_eq!(left, 0, "restores became the undo log");
+    // An older pgpour still running cannot record a drop there any more.
+    let recorded = client.batch_execute(
+        "INSERT INTO pgpour.restores VALUES ('old-done', 0, 'index x', 'CREATE INDEX x ON t (n)')",
+    );
+    assert!(recorded.is_err(), "the old table still takes restores");
 
     let refused = pgpour::internals::restore_pending(&mut client, "old-killed").unwrap_err();
     assert!(
@@ -102,4 +107,91 @@ fn concurrent_upgrades_apply_each_migration_once() {
         .unwrap()
         .get(0);
     assert_eq!(undo_steps, 1);
+}
+
+/// What older pgpours recorded as SQL text in the four shapes they wrote
+/// (an index definition, a key, the guard trigger, a sequence's CACHE)
+/// becomes typed steps, which forget then puts back.
+#[test]
+fn the_restores_older_pgpours_wrote_become_typed_steps() {
+    let db = shared_cluster().create_database("journal_upgrade_shapes");
+    let mut client = db.client();
+    client
+        .batch_execute(
+            "CREATE TABLE t2 (id serial PRIMARY KEY, v text); CREATE INDEX t2_v ON t2 (v); \
+             CREATE FUNCTION keep() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RETURN NULL; END $$",
+        )
+        .unwrap();
+    let index: String = client
+        .query_one("SELECT pg_get_indexdef('t2_v'::regclass)", &[])
+        .unwrap()
+        .get(0);
+    // As a load killed after its setup left the table.
+    client
+        .batch_execute(
+            "DROP INDEX t2_v; ALTER TABLE t2 DROP CONSTRAINT t2_pkey; \
+             CREATE TRIGGER pgpour_keep_out BEFORE INSERT ON t2 FOR EACH STATEMENT EXECUTE FUNCTION keep(); \
+             ALTER SEQUENCE t2_id_seq CACHE 64",
+        )
+        .unwrap();
+    client.batch_execute(UNVERSIONED_JOURNAL).unwrap();
+    client
+        .execute(
+            "INSERT INTO pgpour.loads (load_id, target, options, inputs) \
+             VALUES ('shapes', '\"public\".\"t2\"', '{}', '[]')",
+            &[],
+        )
+        .unwrap();
+    for (position, what, sql) in [
+        (0, "index t2_v", index.as_str()),
+        (
+            1,
+            "index t2_pkey",
+            "ALTER TABLE \"public\".\"t2\" ADD CONSTRAINT \"t2_pkey\" PRIMARY KEY (id)",
+        ),
+        (
+            2,
+            "trigger pgpour_keep_out",
+            "DROP TRIGGER IF EXISTS pgpour_keep_out ON \"public\".\"t2\"",
+        ),
+        (
+            3,
+            "sequence public.t2_id_seq CACHE 1",
+            "ALTER SEQUENCE public.t2_id_seq CACHE 1",
+        ),
+    ] {
+        client
+            .execute(
+                "INSERT INTO pgpour.restores VALUES ('shapes', $1, $2, $3)",
+                &[&position, &what, &sql],
+            )
+            .unwrap();
+    }
+    pgpour::internals::ensure_schema(&mut client).unwrap();
+    let kinds: Vec<String> = client
+        .query(
+            "SELECT kind FROM pgpour.undo WHERE load_id = 'shapes' ORDER BY position",
+            &[],
+        )
+        .unwrap()
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    assert_eq!(
+        kinds,
+        ["index", "constraint", "guard_trigger", "sequence_cache"]
+    );
+    let restored = pgpour::forget(&connect(&db), "shapes").unwrap().unwrap();
+    assert_eq!(restored.len(), 4, "{restored:?}");
+    let back: (bool, bool, i64, i64) = client
+        .query_one(
+            "SELECT to_regclass('t2_v') IS NOT NULL, \
+                    EXISTS (SELECT 1 FROM pg_constraint WHERE conname = 't2_pkey'), \
+                    (SELECT count(*) FROM pg_trigger WHERE tgname = 'pgpour_keep_out'), \
+                    (SELECT seqcache FROM pg_sequence WHERE seqrelid = 't2_id_seq'::regclass)",
+            &[],
+        )
+        .map(|r| (r.get(0), r.get(1), r.get(2), r.get(3)))
+        .unwrap();
+    assert_eq!(back, (true, true, 0, 1));
 }

@@ -199,3 +199,28 @@ fn a_journal_that_grants_rights_to_another_role_is_not_trusted() {
         failure.error
     );
 }
+
+/// A schema `pgpour` another role made without the load table, holding a
+/// view where pgpour looks for the journal's version: pgpour must refuse
+/// it before reading anything in it, not run the view's function.
+#[test]
+fn a_view_planted_where_the_journal_version_is_read_never_runs() {
+    let db = shared_cluster().create_database("trust_version_view");
+    db.client().batch_execute("CREATE TABLE t (n int)").unwrap();
+    let mut evil = low_role(&db, "trust_evil_view");
+    evil.batch_execute(
+        "CREATE SCHEMA pgpour; \
+         CREATE FUNCTION pgpour.boom() RETURNS int LANGUAGE plpgsql AS \
+           $$ BEGIN EXECUTE 'ALTER ROLE trust_evil_view SUPERUSER'; RETURN 3; END $$; \
+         CREATE VIEW pgpour.schema_version AS SELECT pgpour.boom() AS version",
+    )
+    .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let failure = load(&db, &load_options(dir.path())).expect_err("a journal another role made");
+    assert!(
+        matches!(failure.error, pgpour::Error::JournalUntrusted { .. }),
+        "{:?}",
+        failure.error
+    );
+    assert!(!is_superuser(&db, "trust_evil_view"));
+}
