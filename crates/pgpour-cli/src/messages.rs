@@ -80,6 +80,11 @@ pub fn engine_error(error: &Error) -> String {
         Error::Restore { load_id, .. } => {
             format!("{error}; fix the cause, then `pgpour resume {load_id}` restores it")
         }
+        // Resume stops on the same step every time: forget is the way on.
+        Error::UndoRefused { load_id, .. } => format!(
+            "{error}; once that is done, or if it is not needed, `pgpour forget {load_id}` \
+             drops the load's entry and reports what it did not run (the rows stay)"
+        ),
         _ => error.to_string(),
     }
 }

@@ -2,7 +2,7 @@
 
 use postgres::GenericClient;
 
-use super::undo::Legacy;
+use super::undo::Refused;
 use crate::error::{Error, Result};
 
 /// Where a load stands, as its journal entry says.
@@ -146,7 +146,7 @@ fn forget_pinned(client: &mut postgres::Client, load_id: &str) -> Result<Option<
             }
         }
         let mut restored = Vec::new();
-        super::undo::run_pending(client, load_id, Legacy::Skip, &mut restored)?;
+        super::undo::run_pending(client, load_id, Refused::Skip, &mut restored)?;
         let n = client
             .execute("DELETE FROM pgpour.loads WHERE load_id = $1", &[&load_id])
             .map_err(Error::db("forgetting the load"))?;

@@ -193,67 +193,83 @@ pub fn pending(client: &mut impl GenericClient, load_id: &str) -> Result<Vec<Str
 /// what it put back. A failure stays pending and says why.
 pub fn restore_pending(client: &mut Client, load_id: &str) -> Result<Vec<String>> {
     let mut done = Vec::new();
-    run_pending(client, load_id, Legacy::Refuse, &mut done).map(|()| done)
+    run_pending(client, load_id, Refused::Stop, &mut done).map(|()| done)
 }
 
-/// What `run_pending` does with a restore an older pgpour recorded as SQL.
+/// What `run_pending` does with a step pgpour will not run: a restore an
+/// older pgpour recorded as SQL text, or one no longer about the load's
+/// own table.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Legacy {
-    /// Stop on it, with the statement in the error (the load is not done).
-    Refuse,
-    /// Drop it, telling what it was (`forget` drops the load anyway).
+pub(crate) enum Refused {
+    /// Stop on it, saying why (the load is not done).
+    Stop,
+    /// Drop it, telling what it was and why it did not run (`forget`
+    /// drops the load anyway).
     Skip,
 }
 
-/// Undoes a load's pending steps, each in the transaction that removes it
-/// from the journal; adds what it put back to `done`. Stops at the first
-/// failure, which stays pending: run again, it goes on from there.
+/// Undoes a load's pending steps, each checked and run in the transaction
+/// that removes it from the journal; adds what it put back to `done`.
+/// Stops at the first failure, which stays pending: run again, it goes on
+/// from there.
 pub(crate) fn run_pending(
     client: &mut Client,
     load_id: &str,
-    legacy: Legacy,
+    refused: Refused,
     done: &mut Vec<String>,
 ) -> Result<()> {
     super::ensure_schema(client)?;
     for (position, step) in steps(client, load_id)? {
-        let mut what = step.describe();
-        if let (UndoStep::Statement { sql, .. }, Legacy::Skip) = (&step, legacy) {
-            what = format!("{what}: not run (an older pgpour recorded it as SQL text: {sql})");
-            client
-                .execute(
-                    "DELETE FROM pgpour.undo WHERE load_id = $1 AND position = $2",
-                    &[&load_id, &position],
-                )
-                .map_err(Error::db("updating the journal's undo log"))?;
-            done.push(what);
-            continue;
-        }
-        let refused = |reason: String| Error::UndoRefused {
-            what: what.clone(),
-            load_id: load_id.to_string(),
-            reason,
-        };
-        let statement = statement_for(client, load_id, &step)?.map_err(refused)?;
-        let run = (|| {
-            let mut tx = client.transaction()?;
-            if let Some(sql) = &statement {
-                // One statement, by the extended protocol: never a list.
-                tx.execute(sql.as_str(), &[])?;
-            }
-            tx.execute(
-                "DELETE FROM pgpour.undo WHERE load_id = $1 AND position = $2",
-                &[&load_id, &position],
-            )?;
-            tx.commit()
-        })();
-        run.map_err(|source| Error::Restore {
+        let what = step.describe();
+        let failed = |source| Error::Restore {
             what: what.clone(),
             load_id: load_id.to_string(),
             source,
-        })?;
+        };
+        let mut tx = client.transaction().map_err(&failed)?;
+        let statement = match statement_for(&mut tx, load_id, &step)? {
+            Ok(statement) => statement,
+            Err(reason) if refused == Refused::Stop => {
+                return Err(Error::UndoRefused {
+                    what,
+                    load_id: load_id.to_string(),
+                    reason,
+                })
+            }
+            Err(reason) => {
+                remove_step(&mut tx, load_id, position)
+                    .and_then(|()| tx.commit().map_err(&failed))?;
+                done.push(format!("{what}: not run ({reason})"));
+                continue;
+            }
+        };
+        if let Some(sql) = &statement {
+            // One statement, by the extended protocol: never a list.
+            tx.execute(sql.as_str(), &[]).map_err(&failed)?;
+        }
+        remove_step(&mut tx, load_id, position)?;
+        tx.commit().map_err(&failed)?;
         done.push(what);
     }
     Ok(())
+}
+
+/// Takes a step out of the log, in the transaction that undid it; exactly
+/// that one row, or the transaction does not commit.
+fn remove_step(tx: &mut impl GenericClient, load_id: &str, position: i32) -> Result<()> {
+    let removed = tx
+        .execute(
+            "DELETE FROM pgpour.undo WHERE load_id = $1 AND position = $2",
+            &[&load_id, &position],
+        )
+        .map_err(Error::db("updating the journal's undo log"))?;
+    match removed {
+        1 => Ok(()),
+        _ => Err(Error::JournalUnreadable {
+            load_id: load_id.to_string(),
+            reason: format!("step {position} of its undo log was taken out by another session"),
+        }),
+    }
 }
 
 /// The statement that undoes `step`: `Ok(None)` when its object is gone
@@ -306,6 +322,32 @@ fn statement_for(
         return Ok(Err(format!(
             "{current} is not the table of load {load_id}: pgpour only restores its own load's table"
         )));
+    }
+    // The lock the statement takes anyway, taken by the name resolved
+    // above, then the name checked again: a table renamed in between (and
+    // another given its name) cannot receive the statement.
+    let lock = match step {
+        UndoStep::Index { .. } => Some("SHARE"),
+        UndoStep::Constraint { .. } => Some("ACCESS EXCLUSIVE"),
+        UndoStep::GuardTrigger { .. } => Some("SHARE ROW EXCLUSIVE"),
+        _ => None,
+    };
+    if let Some(mode) = lock {
+        let still: bool = client
+            .batch_execute(&format!("LOCK TABLE {current} IN {mode} MODE"))
+            .and_then(|()| {
+                client.query_one(
+                    "SELECT pg_catalog.to_regclass($1)::oid = $2",
+                    &[&current, &relation],
+                )
+            })
+            .map_err(Error::db("locking the table to restore"))?
+            .get(0);
+        if !still {
+            return Ok(Err(format!(
+                "{current} was renamed while it was being restored"
+            )));
+        }
     }
     Ok(match step {
         UndoStep::Index {

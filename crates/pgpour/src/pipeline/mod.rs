@@ -21,7 +21,7 @@ use std::time::Instant;
 pub use crate::commit_mode::CommitMode;
 use crate::conn::ConnectOptions;
 use crate::error::{Error, Result};
-use crate::journal::undo::Legacy;
+use crate::journal::undo::Refused;
 use crate::journal::Totals;
 use crate::options::{default_workers, LoadOptions};
 use crate::progress::Progress;
@@ -148,7 +148,7 @@ fn undo(
 ) -> Result<()> {
     let deadline = Instant::now() + if retry { RETRY_FOR } else { Default::default() };
     loop {
-        match crate::journal::undo::run_pending(&mut client, load_id, Legacy::Refuse, done) {
+        match crate::journal::undo::run_pending(&mut client, load_id, Refused::Stop, done) {
             Err(e) if e.is_transient() && Instant::now() < deadline => {
                 std::thread::sleep(std::time::Duration::from_millis(500));
                 client = connect_retrying(connect, cancel).and_then(pinned)?;

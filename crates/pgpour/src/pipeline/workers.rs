@@ -331,6 +331,12 @@ impl Worker<'_> {
             match attempt {
                 Ok(loaded) => return Ok(loaded),
                 Err(e) if retryable(&e) => {}
+                // The session that seemed lost may still have been
+                // committing the chunk when the journal was asked: the
+                // retry's insert waited for it, and met its row.
+                Err(e @ Error::ChunkCommittedByOtherRun { .. }) if fresh_session_needed => {
+                    return self.committed_after_all(client, chunk)?.ok_or(e);
+                }
                 Err(e) => return Err(e),
             }
             std::thread::sleep(delay);
@@ -352,6 +358,15 @@ impl Worker<'_> {
             return Ok(None);
         };
         journaled_session(client, load_id)?;
+        self.committed_after_all(client, chunk)
+    }
+
+    /// `Some` when the journal shows that the chunk committed after all
+    /// (then its rejected rows go to the reject file, once).
+    fn committed_after_all(&self, client: &mut Client, chunk: &Chunk) -> Result<Option<Loaded>> {
+        let Some(load_id) = self.loader.journal else {
+            return Ok(None);
+        };
         let Some((rows, rejected)) =
             crate::journal::committed_chunk(client, load_id, &chunk.range())?
         else {

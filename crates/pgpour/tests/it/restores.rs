@@ -373,7 +373,7 @@ fn a_table_renamed_mid_load_gets_its_indexes_back() {
 /// not the index it names, is refused and stays pending.
 #[test]
 fn an_undo_step_on_another_table_or_object_is_refused() {
-    let (_db, mut client, _) = setup("undo_refused", 10);
+    let (db, mut client, _) = setup("undo_refused", 10);
     let dir = tempfile::tempdir().unwrap();
     let options = options(&dir, &input(10, false));
     begin_and_drop_indexes(&mut client, &options, "own");
@@ -421,6 +421,13 @@ fn an_undo_step_on_another_table_or_object_is_refused() {
     assert_eq!(
         pgpour::internals::pending(&mut client, "own").unwrap(),
         vec!["index actual_name"]
+    );
+    // Forget does not get stuck on it: it drops the entry and says what it
+    // did not run, and why.
+    let forgotten = pgpour::forget(&connect(&db), "own").unwrap().unwrap();
+    assert!(
+        forgotten[0].starts_with("index actual_name: not run (not an index"),
+        "{forgotten:?}"
     );
 }
 
