@@ -19,7 +19,7 @@
 //! # Ok::<(), pgpour::Error>(())
 //! ```
 //!
-//! The facade: [`load`], [`explain`], [`resume`], [`status`] and [`forget`],
+//! The facade: [`load`], [`explain`], [`resume_options`], [`status`] and [`forget`],
 //! with the types they take and give. `frame` is public too: the record
 //! framer, a pure push parser, usable on its own.
 
