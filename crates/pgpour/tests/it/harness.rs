@@ -145,27 +145,25 @@ impl Case {
     }
 
     fn options(&self, inputs: Vec<InputSpec>, workers: usize, chunk_size: usize) -> LoadOptions {
-        {
-            let mut options = LoadOptions::new(
-                inputs,
-                TableName::parse("actual").unwrap(),
-                self.format.clone(),
-            );
-            options.columns = self.load_columns.clone();
-            options.workers = Some(workers);
-            options.truncate = true;
-            options.chunk_size = chunk_size;
-            options.max_errors = Some(0);
-            options.reject_file = None;
-            options.replace_rejects = false;
-            options.max_record_size = pgpour::frame::MAX_RECORD_BYTES;
-            options.load_id = None;
-            options.atomic = false;
-            options.journal = true;
-            options.keep_indexes = false;
-            options.keep_sequences = false;
-            options
-        }
+        let mut options = LoadOptions::new(
+            inputs,
+            TableName::parse("actual").unwrap(),
+            self.format.clone(),
+        );
+        options.columns = self.load_columns.clone();
+        options.workers = Some(workers);
+        options.truncate = true;
+        options.chunk_size = chunk_size;
+        options.max_errors = Some(0);
+        options.reject_file = None;
+        options.replace_rejects = false;
+        options.max_record_size = pgpour::frame::MAX_RECORD_BYTES;
+        options.load_id = None;
+        options.atomic = false;
+        options.journal = true;
+        options.keep_indexes = false;
+        options.keep_sequences = false;
+        options
     }
 
     /// Asserts pgpour loads the same rows as COPY, with 1 and 3 workers and

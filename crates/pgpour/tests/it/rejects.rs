@@ -402,27 +402,25 @@ fn csv_into_t(
     workers: usize,
     max_errors: Option<u64>,
 ) -> LoadOptions {
-    {
-        let mut options = LoadOptions::new(
-            vec![InputSpec::File(path)],
-            TableName::parse("t").unwrap(),
-            FormatOptions::new(Format::Csv),
-        );
-        options.columns = None;
-        options.workers = Some(workers);
-        options.truncate = false;
-        options.chunk_size = 1 << 20;
-        options.max_errors = max_errors;
-        options.reject_file = Some(rejects);
-        options.replace_rejects = false;
-        options.max_record_size = pgpour::frame::MAX_RECORD_BYTES;
-        options.load_id = None;
-        options.atomic = false;
-        options.journal = true;
-        options.keep_indexes = false;
-        options.keep_sequences = false;
-        options
-    }
+    let mut options = LoadOptions::new(
+        vec![InputSpec::File(path)],
+        TableName::parse("t").unwrap(),
+        FormatOptions::new(Format::Csv),
+    );
+    options.columns = None;
+    options.workers = Some(workers);
+    options.truncate = false;
+    options.chunk_size = 1 << 20;
+    options.max_errors = max_errors;
+    options.reject_file = Some(rejects);
+    options.replace_rejects = false;
+    options.max_record_size = pgpour::frame::MAX_RECORD_BYTES;
+    options.load_id = None;
+    options.atomic = false;
+    options.journal = true;
+    options.keep_indexes = false;
+    options.keep_sequences = false;
+    options
 }
 
 #[test]

@@ -41,20 +41,18 @@ fn input(rows: usize, bad: bool) -> Vec<u8> {
 fn options(dir: &tempfile::TempDir, bytes: &[u8]) -> LoadOptions {
     let path = dir.path().join("in.csv");
     std::fs::write(&path, bytes).unwrap();
-    {
-        let mut options = LoadOptions::new(
-            vec![InputSpec::File(path)],
-            TableName::parse("actual").unwrap(),
-            FormatOptions::new(Format::Csv),
-        );
-        options.columns = Some(pgpour::parse_column_list(COLUMNS).unwrap());
-        options.workers = Some(2);
-        options.chunk_size = 300;
-        options.reject_file = Some(dir.path().join("rejects.csv"));
-        options.replace_rejects = false;
-        options.max_record_size = pgpour::frame::MAX_RECORD_BYTES;
-        options
-    }
+    let mut options = LoadOptions::new(
+        vec![InputSpec::File(path)],
+        TableName::parse("actual").unwrap(),
+        FormatOptions::new(Format::Csv),
+    );
+    options.columns = Some(pgpour::parse_column_list(COLUMNS).unwrap());
+    options.workers = Some(2);
+    options.chunk_size = 300;
+    options.reject_file = Some(dir.path().join("rejects.csv"));
+    options.replace_rejects = false;
+    options.max_record_size = pgpour::frame::MAX_RECORD_BYTES;
+    options
 }
 
 fn run(

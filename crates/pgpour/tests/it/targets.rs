@@ -18,27 +18,25 @@ fn options(
 ) -> LoadOptions {
     let path = dir.path().join("in.csv");
     std::fs::write(&path, input).unwrap();
-    {
-        let mut options = LoadOptions::new(
-            vec![InputSpec::File(path)],
-            TableName::parse(table).unwrap(),
-            FormatOptions::new(Format::Csv),
-        );
-        options.columns = columns.map(|c| pgpour::parse_column_list(c).unwrap());
-        options.workers = Some(2);
-        options.truncate = false;
-        options.chunk_size = 4;
-        options.max_errors = Some(0);
-        options.reject_file = Some(dir.path().join("rejects.csv"));
-        options.replace_rejects = false;
-        options.max_record_size = pgpour::frame::MAX_RECORD_BYTES;
-        options.load_id = None;
-        options.atomic = false;
-        options.journal = true;
-        options.keep_indexes = false;
-        options.keep_sequences = false;
-        options
-    }
+    let mut options = LoadOptions::new(
+        vec![InputSpec::File(path)],
+        TableName::parse(table).unwrap(),
+        FormatOptions::new(Format::Csv),
+    );
+    options.columns = columns.map(|c| pgpour::parse_column_list(c).unwrap());
+    options.workers = Some(2);
+    options.truncate = false;
+    options.chunk_size = 4;
+    options.max_errors = Some(0);
+    options.reject_file = Some(dir.path().join("rejects.csv"));
+    options.replace_rejects = false;
+    options.max_record_size = pgpour::frame::MAX_RECORD_BYTES;
+    options.load_id = None;
+    options.atomic = false;
+    options.journal = true;
+    options.keep_indexes = false;
+    options.keep_sequences = false;
+    options
 }
 
 fn run(
