@@ -270,11 +270,22 @@ pub fn exists(client: &mut impl GenericClient) -> Result<bool> {
 
 /// Drops the journal if it holds no load: for commands that run loads of
 /// their own (bench, demo), forget them, and must leave nothing behind.
+/// The table is locked first, and the journal checked like any other use
+/// of it: a load that registers meanwhile waits, then fails before it loads
+/// anything (its journal is gone), instead of loading with no entry.
 pub fn drop_if_empty(client: &mut impl GenericClient) -> Result<()> {
+    if !exists(client)? {
+        return Ok(());
+    }
+    super::trust::check_journal(client)?;
     client
         .batch_execute(
-            "DO $$ BEGIN IF to_regclass('pgpour.loads') IS NOT NULL \
-             AND NOT EXISTS (SELECT 1 FROM pgpour.loads) THEN DROP SCHEMA pgpour CASCADE; END IF; END $$",
+            "BEGIN; LOCK TABLE pgpour.loads IN ACCESS EXCLUSIVE MODE; \
+             DO $$ BEGIN IF NOT EXISTS (SELECT 1 FROM pgpour.loads) THEN \
+               DROP SCHEMA pgpour CASCADE; END IF; END $$; COMMIT",
         )
-        .map_err(Error::db("dropping the empty pgpour journal"))
+        .map_err(|e| {
+            let _ = client.batch_execute("ROLLBACK");
+            Error::db("dropping the empty pgpour journal")(e)
+        })
 }

@@ -195,3 +195,30 @@ fn the_restores_older_pgpours_wrote_become_typed_steps() {
         .unwrap();
     assert_eq!(back, (true, true, 0, 1));
 }
+
+/// Dropping an empty journal (as bench and demo do after their own loads)
+/// while another session is registering a load keeps that load's entry.
+#[test]
+fn an_empty_journal_is_not_dropped_from_under_a_load_registering() {
+    let db = shared_cluster().create_database("journal_drop_race");
+    let mut client = db.client();
+    pgpour::internals::ensure_schema(&mut client).unwrap();
+    // A load registering: its entry inserted, not yet committed.
+    let mut registering = db.client();
+    let mut tx = registering.transaction().unwrap();
+    tx.execute(
+        "INSERT INTO pgpour.loads (load_id, target, options, inputs) VALUES ('r', 't', '{}', '[]')",
+        &[],
+    )
+    .unwrap();
+    let connect = connect(&db);
+    let dropper = std::thread::spawn(move || pgpour::drop_journal_if_empty(&connect));
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    tx.commit().unwrap();
+    dropper.join().unwrap().unwrap();
+    let kept: i64 = client
+        .query_one("SELECT count(*) FROM pgpour.loads WHERE load_id = 'r'", &[])
+        .unwrap()
+        .get(0);
+    assert_eq!(kept, 1, "the registering load's entry is kept");
+}
