@@ -127,15 +127,41 @@ pub fn explain_text(plan: &pgpour::Explain) -> String {
     ];
     lines.extend(
         plan.indexes
-            .describe()
+            .describe(|why| left_alone(why, "--keep-indexes", "rebuild them"))
             .into_iter()
             .map(|line| format!("  indexes  {line}")),
     );
     lines.extend(
         plan.sequences
-            .describe()
+            .describe(|why| left_alone(why, "--keep-sequences", "set its CACHE back"))
             .into_iter()
             .map(|line| format!("  sequence {line}")),
     );
     lines.join("\n")
+}
+
+/// `pgpour load --explain --json`: the plan, its reasons worded as in the
+/// text (with the flags behind them).
+pub fn explain_json(plan: &pgpour::Explain) -> serde_json::Result<serde_json::Value> {
+    let mut value = serde_json::to_value(plan)?;
+    if let Some(why) = &plan.indexes.not_used {
+        value["indexes"]["not_used"] = left_alone(why, "--keep-indexes", "rebuild them").into();
+    }
+    for (i, (_, why)) in plan.sequences.kept.iter().enumerate() {
+        value["sequences"]["kept"][i][1] =
+            left_alone(why, "--keep-sequences", "set its CACHE back").into();
+    }
+    Ok(value)
+}
+
+/// Why the load leaves something as it is, with the flag behind it.
+fn left_alone(why: &pgpour::LeftAlone, keep_flag: &str, undo: &str) -> String {
+    match why {
+        pgpour::LeftAlone::Asked => keep_flag.to_string(),
+        pgpour::LeftAlone::NoJournal => {
+            format!("--no-journal: nothing would {undo} after a crash")
+        }
+        pgpour::LeftAlone::Atomic => "--atomic loads keep them".to_string(),
+        other => other.to_string(),
+    }
 }

@@ -66,7 +66,7 @@ fn run_load(mut config: LoadConfig) -> Result<ExitCode> {
     if config.explain {
         let plan = pgpour::explain(&config.connect, &config.load)?;
         if config.json {
-            stdout::line(serde_json::to_string(&plan)?)?;
+            stdout::line(display::explain_json(&plan)?)?;
         } else {
             stdout::line(display::explain_text(&plan))?;
         }

@@ -62,6 +62,18 @@ fn kill_between_prepare_and_commit(db: &TestDb, dir: &std::path::Path, load_id: 
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
+    // A COPY seen before the journal has the load may be the check of the
+    // COPY that precedes it: wait for the load's entry first.
+    wait_for(
+        db,
+        "SELECT (to_regclass('pgpour.loads') IS NOT NULL)::int::int8",
+        "the journal",
+    );
+    wait_for(
+        db,
+        &format!("SELECT count(*) FROM pgpour.loads WHERE load_id = '{load_id}'"),
+        "the load's entry",
+    );
     wait_for(
         db,
         "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() \

@@ -226,3 +226,44 @@ fn header_and_table_name_hints() {
         "{stderr}"
     );
 }
+
+/// `--explain` says which flag keeps the indexes and the sequence as they
+/// are, in its text and its JSON; the engine says "on request".
+#[test]
+fn explain_names_the_flags_that_keep_indexes_and_sequences() {
+    let db = shared_cluster().create_database("hint_explain_keep");
+    db.client()
+        .batch_execute("CREATE TABLE t (id serial PRIMARY KEY, v text)")
+        .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("in.csv");
+    std::fs::write(&file, "a\nb\n").unwrap();
+    let conninfo = db.conninfo();
+    let args = [
+        "load",
+        file.to_str().unwrap(),
+        "--table",
+        "t",
+        "--columns",
+        "v",
+        "-d",
+        &conninfo,
+        "--explain",
+        "--workers",
+        "2",
+        "--keep-indexes",
+        "--keep-sequences",
+    ];
+    let out = pgpour(&args, None);
+    let stdout = text(&out.stdout);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(
+        stdout.contains("indexes kept in place: --keep-indexes"),
+        "{stdout}"
+    );
+    assert!(stdout.contains(": --keep-sequences"), "{stdout}");
+    let out = pgpour(&[&args[..], &["--json"]].concat(), None);
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(json["indexes"]["not_used"], "--keep-indexes");
+    assert_eq!(json["sequences"]["kept"][0][1], "--keep-sequences");
+}

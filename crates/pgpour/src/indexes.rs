@@ -19,6 +19,7 @@ use postgres::{Client, GenericClient};
 
 use crate::error::{Error, Result};
 use crate::journal::undo::{UndoStep, GUARD_TRIGGER};
+use crate::left_alone::LeftAlone;
 use crate::options::LoadOptions;
 use crate::plan::Target;
 use crate::sql::quote_literal;
@@ -32,7 +33,7 @@ pub struct IndexPlan {
     pub kept: Vec<Kept>,
     /// Why the table's indexes stay in place, when none is rebuilt for a
     /// reason that holds for all of them.
-    pub not_used: Option<String>,
+    pub not_used: Option<LeftAlone>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
@@ -55,9 +56,9 @@ pub struct Kept {
 }
 
 impl IndexPlan {
-    fn not_used(reason: impl Into<String>) -> Self {
+    fn not_used(reason: LeftAlone) -> Self {
         IndexPlan {
-            not_used: Some(reason.into()),
+            not_used: Some(reason),
             ..IndexPlan::default()
         }
     }
@@ -70,15 +71,13 @@ pub fn plan(
     options: &LoadOptions,
 ) -> Result<IndexPlan> {
     if options.keep_indexes {
-        return Ok(IndexPlan::not_used("--keep-indexes"));
+        return Ok(IndexPlan::not_used(LeftAlone::Asked));
     }
     if !options.journal {
-        return Ok(IndexPlan::not_used(
-            "--no-journal: nothing would rebuild them after a crash",
-        ));
+        return Ok(IndexPlan::not_used(LeftAlone::NoJournal));
     }
     if options.atomic {
-        return Ok(IndexPlan::not_used("--atomic loads keep them"));
+        return Ok(IndexPlan::not_used(LeftAlone::Atomic));
     }
     let table = client
         .query_one(
@@ -88,14 +87,14 @@ pub fn plan(
         )
         .map_err(Error::db("looking up the table's indexes"))?;
     if table.get::<_, bool>(0) {
-        return Ok(IndexPlan::not_used(
-            "partitioned tables and partitions keep them",
-        ));
+        return Ok(IndexPlan::not_used(LeftAlone::Because(
+            "partitioned tables and partitions keep them".into(),
+        )));
     }
     if !table.get::<_, bool>(1) {
-        return Ok(IndexPlan::not_used(
-            "only the table's owner may drop and rebuild them",
-        ));
+        return Ok(IndexPlan::not_used(LeftAlone::Because(
+            "only the table's owner may drop and rebuild them".into(),
+        )));
     }
     if !options.truncate {
         let empty: bool = client
@@ -106,7 +105,9 @@ pub fn plan(
             .map_err(Error::db("checking whether the table is empty"))?
             .get(0);
         if !empty {
-            return Ok(IndexPlan::not_used("the table is not empty"));
+            return Ok(IndexPlan::not_used(LeftAlone::Because(
+                "the table is not empty".into(),
+            )));
         }
     }
     // A sequence that does not cycle gives every row of the load a new,
@@ -120,7 +121,9 @@ pub fn plan(
         .query(INDEXES_SQL, &[&target.qualified, &from_sequence])
         .map_err(Error::db("looking up the table's indexes"))?;
     if rows.is_empty() {
-        return Ok(IndexPlan::not_used("the table has no index"));
+        return Ok(IndexPlan::not_used(LeftAlone::Because(
+            "the table has no index".into(),
+        )));
     }
     let mut plan = IndexPlan::default();
     for row in rows {
@@ -242,10 +245,10 @@ pub fn drop_for_load(
         target.qualified
     ));
     if let Err(e) = locked {
-        return Ok(IndexPlan::not_used(format!(
+        return Ok(IndexPlan::not_used(LeftAlone::Because(format!(
             "could not lock the table: {}",
             crate::error::ServerError::message_of(&e)
-        )));
+        ))));
     }
     let plan = plan(&mut tx, target, options)?;
     if plan.rebuild.is_empty() {
@@ -265,10 +268,10 @@ pub fn drop_for_load(
     match dropped.and_then(|()| tx.commit()) {
         Ok(()) => Ok(plan),
         Err(e) => Ok(IndexPlan {
-            not_used: Some(format!(
+            not_used: Some(LeftAlone::Because(format!(
                 "could not drop them: {}",
                 crate::error::ServerError::message_of(&e)
-            )),
+            ))),
             kept: plan
                 .rebuild
                 .into_iter()
@@ -329,27 +332,27 @@ fn keep_other_writers_out(
 }
 
 impl IndexPlan {
-    /// `--explain`'s words for an index plan.
-    pub fn describe(&self) -> Vec<String> {
-        let plan = self;
+    /// `--explain`'s words for an index plan; `why` words the reason all
+    /// of them stay, when there is one.
+    pub fn describe(&self, why: impl Fn(&LeftAlone) -> String) -> Vec<String> {
         let mut lines = Vec::new();
-        if let Some(reason) = &plan.not_used {
-            lines.push(format!("indexes kept in place: {reason}"));
+        if let Some(reason) = &self.not_used {
+            lines.push(format!("indexes kept in place: {}", why(reason)));
         }
-        for index in &plan.rebuild {
+        for index in &self.rebuild {
             lines.push(format!(
                 "drop {} before the load; after it: {}",
                 index.name, index.create_sql
             ));
         }
-        if plan.rebuild.iter().any(|r| r.unique) {
+        if self.rebuild.iter().any(|r| r.unique) {
             lines.push(
                 "while a unique key is away, INSERT and UPDATE by other sessions are refused \
                  (a statement trigger), so that no duplicate can keep it from being rebuilt"
                     .into(),
             );
         }
-        for index in &plan.kept {
+        for index in &self.kept {
             lines.push(format!("keep {}: {}", index.name, index.reason));
         }
         lines

@@ -15,6 +15,7 @@ use postgres::{Client, GenericClient};
 
 use crate::error::{Error, Result};
 use crate::journal::undo::UndoStep;
+use crate::left_alone::LeftAlone;
 use crate::options::LoadOptions;
 use crate::plan::Target;
 
@@ -78,7 +79,7 @@ pub struct SequencePlan {
     /// the CACHE they get back.
     pub raise: Vec<(String, i64)>,
     /// Sequences left alone, each with the reason.
-    pub kept: Vec<(String, String)>,
+    pub kept: Vec<(String, LeftAlone)>,
 }
 
 /// Decides, without changing anything, which sequences get a larger cache.
@@ -90,20 +91,20 @@ pub fn plan(
 ) -> Result<SequencePlan> {
     let mut plan = SequencePlan::default();
     for column in sequence_columns(client, target)? {
+        let because = |reason: &str| LeftAlone::Because(reason.to_string());
         let reason = match () {
-            _ if column.cache >= LOAD_CACHE => None,
-            _ if options.keep_sequences => Some("--keep-sequences".to_string()),
-            _ if !options.journal => {
-                Some("--no-journal: nothing would set its CACHE back after a crash".into())
+            _ if column.cache >= LOAD_CACHE => {
+                because(&format!("its CACHE is already {}", column.cache))
             }
-            _ if workers < 2 => Some("one worker does not contend for it".into()),
-            _ if !column.owned => Some("only its owner may change its CACHE".into()),
+            _ if options.keep_sequences => LeftAlone::Asked,
+            _ if !options.journal => LeftAlone::NoJournal,
+            _ if workers < 2 => because("one worker does not contend for it"),
+            _ if !column.owned => because("only its owner may change its CACHE"),
             _ => {
                 plan.raise.push((column.sequence, column.cache));
                 continue;
             }
         };
-        let reason = reason.unwrap_or_else(|| format!("its CACHE is already {}", column.cache));
         plan.kept.push((column.sequence, reason));
     }
     Ok(plan)
@@ -147,7 +148,10 @@ pub fn raise_for_load(
             kept: plan
                 .raise
                 .into_iter()
-                .map(|(sequence, _)| (sequence, format!("could not change its CACHE: {e}")))
+                .map(|(sequence, _)| {
+                    let reason = format!("could not change its CACHE: {e}");
+                    (sequence, LeftAlone::Because(reason))
+                })
                 .chain(plan.kept)
                 .collect(),
             raise: Vec::new(),
@@ -156,20 +160,19 @@ pub fn raise_for_load(
 }
 
 impl SequencePlan {
-    /// `--explain`'s words for a sequence plan.
-    pub fn describe(&self) -> Vec<String> {
-        let plan = self;
-        let raised = plan.raise.iter().map(|(sequence, cache)| {
+    /// `--explain`'s words for a sequence plan; `why` words the reasons.
+    pub fn describe(&self, why: impl Fn(&LeftAlone) -> String) -> Vec<String> {
+        let raised = self.raise.iter().map(|(sequence, cache)| {
             format!(
                 "CACHE {LOAD_CACHE} for {sequence} during the load (each worker takes {LOAD_CACHE} values at a time; \
                  up to {} per worker session go unused), then CACHE {cache} again",
                 LOAD_CACHE - 1
             )
         });
-        let kept = plan
+        let kept = self
             .kept
             .iter()
-            .map(|(sequence, reason)| format!("leave {sequence}: {reason}"));
+            .map(|(sequence, reason)| format!("leave {sequence}: {}", why(reason)));
         raised.chain(kept).collect()
     }
 }

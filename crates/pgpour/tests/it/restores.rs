@@ -182,8 +182,8 @@ fn a_table_with_rows_keeps_its_indexes_unless_truncated() {
     let mut options = options(&dir, &input(500, false));
     let plan = pgpour::explain(&connect(&db), &options).unwrap();
     assert_eq!(
-        plan.indexes.not_used.as_deref(),
-        Some("the table is not empty")
+        plan.indexes.not_used,
+        Some(pgpour::LeftAlone::Because("the table is not empty".into()))
     );
     let summary = run(&db, &options).unwrap();
     // The sequence still gets its cache for the load: that is safe on any table.
@@ -204,8 +204,8 @@ fn a_table_with_rows_keeps_its_indexes_unless_truncated() {
     options.keep_sequences = true;
     options.load_id = None;
     let plan = pgpour::explain(&connect(&db), &options).unwrap();
-    assert_eq!(plan.indexes.not_used.as_deref(), Some("--keep-indexes"));
-    assert_eq!(plan.sequences.kept[0].1, "--keep-sequences");
+    assert_eq!(plan.indexes.not_used, Some(pgpour::LeftAlone::Asked));
+    assert_eq!(plan.sequences.kept[0].1, pgpour::LeftAlone::Asked);
     assert!(run(&db, &options).unwrap().restored.is_empty());
     assert_loaded_once(&mut client, "kept");
 }
