@@ -271,19 +271,17 @@ fn a_damaged_gzip_file_fails_naming_where_and_what_committed() {
             .get(0)
     };
 
-    let out = pgpour(
-        &[
-            "load",
-            file,
-            "--table",
-            "g",
-            "-d",
-            &conninfo,
-            "--chunk-size",
-            "20000",
-        ],
-        None,
-    );
+    let load = [
+        "load",
+        file,
+        "--table",
+        "g",
+        "-d",
+        &conninfo,
+        "--chunk-size",
+        "20000",
+    ];
+    let out = pgpour(&load, None);
     let stderr = text(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{stderr}");
     assert!(stderr.contains(file), "names the file: {stderr}");
@@ -303,20 +301,7 @@ fn a_damaged_gzip_file_fails_naming_where_and_what_committed() {
     );
 
     db.client().batch_execute("TRUNCATE g").unwrap();
-    let out = pgpour(
-        &[
-            "load",
-            file,
-            "--table",
-            "g",
-            "-d",
-            &conninfo,
-            "--chunk-size",
-            "20000",
-            "--atomic",
-        ],
-        None,
-    );
+    let out = pgpour(&[&load[..], &["--atomic"]].concat(), None);
     assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
     assert_eq!(count(), 0, "--atomic commits nothing");
 }

@@ -362,7 +362,7 @@ fn statement_for(
             if definition.starts_with("PRIMARY KEY ") || definition.starts_with("UNIQUE ") {
                 Ok(Some(format!(
                     "ALTER TABLE {current} ADD CONSTRAINT {} {definition}",
-                    quote_ident(client, name)?
+                    server_quote_ident(client, name)?
                 )))
             } else {
                 Err(format!("not a key's definition: {definition}"))
@@ -389,7 +389,7 @@ fn rebuilt_index(
     definition: &str,
     current: &str,
 ) -> Result<Result<Option<String>, String>> {
-    let name = quote_ident(client, name)?;
+    let name = server_quote_ident(client, name)?;
     for unique in ["", "UNIQUE "] {
         let head = format!("CREATE {unique}INDEX {name} ON {table_name} USING ");
         if let Some(rest) = definition.strip_prefix(&head) {
@@ -405,7 +405,7 @@ fn rebuilt_index(
 
 /// The server's quoting of an identifier, as `pg_get_indexdef` prints it
 /// (keywords quoted too).
-fn quote_ident(client: &mut impl GenericClient, name: &str) -> Result<String> {
+fn server_quote_ident(client: &mut impl GenericClient, name: &str) -> Result<String> {
     Ok(client
         .query_one("SELECT pg_catalog.quote_ident($1)", &[&name])
         .map_err(Error::db("reading the journal's undo log"))?

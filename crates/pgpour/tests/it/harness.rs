@@ -163,15 +163,6 @@ impl Case {
         options.workers = Some(workers);
         options.truncate = true;
         options.chunk_size = chunk_size;
-        options.max_errors = Some(0);
-        options.reject_file = None;
-        options.replace_rejects = false;
-        options.max_record_size = pgpour::frame::MAX_RECORD_BYTES;
-        options.load_id = None;
-        options.atomic = false;
-        options.journal = true;
-        options.keep_indexes = false;
-        options.keep_sequences = false;
         options
     }
 

@@ -75,19 +75,10 @@ impl RejectCase {
                     TableName::parse("actual").unwrap(),
                     self.format.clone(),
                 );
-                options.columns = None;
                 options.workers = Some(workers);
-                options.truncate = false;
                 options.chunk_size = chunk_size;
                 options.max_errors = None;
                 options.reject_file = Some(reject_file.clone());
-                options.replace_rejects = false;
-                options.max_record_size = pgpour::frame::MAX_RECORD_BYTES;
-                options.load_id = None;
-                options.atomic = false;
-                options.journal = true;
-                options.keep_indexes = false;
-                options.keep_sequences = false;
                 options
             };
             let run = format!("{name} (workers {workers}, chunk {chunk_size})");
@@ -407,19 +398,10 @@ fn csv_into_t(
         TableName::parse("t").unwrap(),
         FormatOptions::new(Format::Csv),
     );
-    options.columns = None;
     options.workers = Some(workers);
-    options.truncate = false;
     options.chunk_size = 1 << 20;
     options.max_errors = max_errors;
     options.reject_file = Some(rejects);
-    options.replace_rejects = false;
-    options.max_record_size = pgpour::frame::MAX_RECORD_BYTES;
-    options.load_id = None;
-    options.atomic = false;
-    options.journal = true;
-    options.keep_indexes = false;
-    options.keep_sequences = false;
     options
 }
 

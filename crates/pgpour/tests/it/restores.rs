@@ -50,8 +50,6 @@ fn options(dir: &tempfile::TempDir, bytes: &[u8]) -> LoadOptions {
     options.workers = Some(2);
     options.chunk_size = 300;
     options.reject_file = Some(dir.path().join("rejects.csv"));
-    options.replace_rejects = false;
-    options.max_record_size = pgpour::frame::MAX_RECORD_BYTES;
     options
 }
 

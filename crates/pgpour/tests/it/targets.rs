@@ -25,17 +25,8 @@ fn options(
     );
     options.columns = columns.map(|c| pgpour::parse_column_list(c).unwrap());
     options.workers = Some(2);
-    options.truncate = false;
     options.chunk_size = 4;
-    options.max_errors = Some(0);
     options.reject_file = Some(dir.path().join("rejects.csv"));
-    options.replace_rejects = false;
-    options.max_record_size = pgpour::frame::MAX_RECORD_BYTES;
-    options.load_id = None;
-    options.atomic = false;
-    options.journal = true;
-    options.keep_indexes = false;
-    options.keep_sequences = false;
     options
 }
 
