@@ -58,10 +58,13 @@ pub(crate) struct ChunkLoader<'a> {
 /// How a COPY failed.
 enum Failure {
     /// The server refused a row and said which line of the stream it was.
-    Row { copy_line: u64, server: ServerError },
+    Row {
+        copy_line: u64,
+        server: Box<ServerError>,
+    },
     /// The server refused the data without a line (say, a foreign key
     /// checked at the end of the statement).
-    Data(ServerError),
+    Data(Box<ServerError>),
     /// Anything else: the load cannot go on.
     Fatal(Error),
 }
@@ -77,9 +80,7 @@ impl<'a> ChunkLoader<'a> {
         chunk: &Chunk,
         file: &str,
     ) -> Result<Loaded, Error> {
-        if starts_with_stray_line_ending(self.syntax, chunk) {
-            // Sent first, the record's ending would be taken for the input's
-            // and the good records after it refused.
+        if self.needs_care(chunk) {
             return self.careful(client, before, chunk, file, None);
         }
         let first = (|| {
@@ -121,6 +122,30 @@ impl<'a> ChunkLoader<'a> {
         }
     }
 
+    /// Whether the chunk must take the careful path from the start: one
+    /// that starts with a stray line ending, which sent first would be
+    /// taken for the input's, the good records after it refused.
+    pub fn needs_care(&self, chunk: &Chunk) -> bool {
+        starts_with_stray_line_ending(self.syntax, chunk)
+    }
+
+    /// Loads a chunk whose COPY the server refused (`server` says why) on
+    /// another session: straight to the careful path, with the refused
+    /// line as a head start.
+    pub fn load_refused(
+        &self,
+        client: &mut impl GenericClient,
+        chunk: &Chunk,
+        file: &str,
+        server: ServerError,
+    ) -> Result<Loaded, Error> {
+        let hint = match self.classify_server(server) {
+            Some(Failure::Row { copy_line, server }) => Some((copy_line, server)),
+            _ => None,
+        };
+        self.careful(client, None, chunk, file, hint)
+    }
+
     /// The careful path: client checks, then savepoints around every COPY.
     /// A chunk that fails does not commit its rejects: they are given back
     /// to `--max-errors`, so a retry of the chunk does not count them twice.
@@ -130,7 +155,7 @@ impl<'a> ChunkLoader<'a> {
         before: Option<&str>,
         chunk: &Chunk,
         file: &str,
-        refused: Option<(u64, ServerError)>,
+        refused: Option<(u64, Box<ServerError>)>,
     ) -> Result<Loaded, Error> {
         let mut loaded = Loaded::default();
         match self.careful_into(&mut loaded, client, before, chunk, file, refused) {
@@ -149,7 +174,7 @@ impl<'a> ChunkLoader<'a> {
         before: Option<&str>,
         chunk: &Chunk,
         file: &str,
-        refused: Option<(u64, ServerError)>,
+        refused: Option<(u64, Box<ServerError>)>,
     ) -> Result<(), Error> {
         let records = Records::new(self.syntax, chunk);
         // The row the plain attempt was refused on, found in this same
@@ -511,19 +536,25 @@ impl ChunkLoader<'_> {
         let Some(server) = ServerError::from_db(&e) else {
             return Failure::Fatal(fatal(e));
         };
-        // A row is rejected only for what is its fault, even when the
-        // server names the COPY line an error happened on (a backend
-        // terminated mid-COPY does).
+        self.classify_server(server)
+            .unwrap_or_else(|| Failure::Fatal(fatal(e)))
+    }
+
+    /// A row is rejected only for what is its fault, even when the server
+    /// names the COPY line an error happened on (a backend terminated
+    /// mid-COPY does): `Err` when the row is not to blame.
+    fn classify_server(&self, server: ServerError) -> Option<Failure> {
         if blame(&server.sqlstate) != Blame::Row {
-            return Failure::Fatal(fatal(e));
+            return None;
         }
-        match self.context(&server) {
+        let server = Box::new(server);
+        Some(match self.context(&server) {
             Some(at) => Failure::Row {
                 copy_line: at.line,
                 server,
             },
             None => Failure::Data(server),
-        }
+        })
     }
 
     /// Where in this COPY the server refused a row, if it said.

@@ -28,6 +28,7 @@ mod commit_mode;
 mod conn;
 mod copy;
 mod copy_context;
+mod copy_stream;
 mod error;
 mod fingerprint;
 mod format;
@@ -52,6 +53,7 @@ mod sessions;
 mod sql;
 mod sqlstate;
 mod validate;
+mod wire;
 
 pub use conn::ConnectOptions;
 pub use error::{

@@ -20,6 +20,7 @@ use crate::error::{ConnectionProblem, Error, Result};
 use conninfo::{take_tls_params, TlsParams};
 
 mod conninfo;
+mod wire_sessions;
 
 /// libpq's sslmode values.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -60,7 +61,7 @@ pub struct ConnectOptions {
     /// Built on first use and shared by every connection of the load:
     /// building one reads the system's CA store, about 40 ms of CPU each
     /// time (a load opens a connection per worker, plus its journal's).
-    tls: Arc<Mutex<Option<MakeTlsConnector>>>,
+    tls: Arc<Mutex<Option<native_tls::TlsConnector>>>,
 }
 
 /// Unix socket directories tried when no host is given: Debian's, then upstream's.
@@ -217,7 +218,7 @@ impl ConnectOptions {
             SslMode::Require | SslMode::VerifyCa | SslMode::VerifyFull
         );
         if !tls_required || !sockets.contains(&true) {
-            let tls = self.tls_connector()?;
+            let tls = MakeTlsConnector::new(self.tls_connector()?);
             return self.config.connect(tls).map_err(connect_error);
         }
         let mut last_error = None;
@@ -227,7 +228,7 @@ impl ConnectOptions {
                 one.ssl_mode(DriverSslMode::Disable);
                 one.connect(postgres::NoTls)
             } else {
-                one.connect(self.tls_connector()?)
+                one.connect(MakeTlsConnector::new(self.tls_connector()?))
             };
             match attempt {
                 Ok(client) => return Ok(client),
@@ -296,7 +297,7 @@ impl ConnectOptions {
         one
     }
 
-    fn tls_connector(&self) -> Result<MakeTlsConnector> {
+    fn tls_connector(&self) -> Result<native_tls::TlsConnector> {
         let mut cached = self.tls.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(connector) = &*cached {
             return Ok(connector.clone());
@@ -306,7 +307,7 @@ impl ConnectOptions {
         Ok(connector)
     }
 
-    fn build_tls_connector(&self) -> Result<MakeTlsConnector> {
+    fn build_tls_connector(&self) -> Result<native_tls::TlsConnector> {
         let mut builder = native_tls::TlsConnector::builder();
         match self.ssl {
             // libpq encrypts without checking the certificate in these modes.
@@ -334,7 +335,7 @@ impl ConnectOptions {
                 reason: e.to_string(),
             })
         })?;
-        Ok(MakeTlsConnector::new(connector))
+        Ok(connector)
     }
 }
 

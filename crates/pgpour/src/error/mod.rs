@@ -35,12 +35,18 @@ impl fmt::Display for Position {
 }
 
 /// What the server reported, kept whole so callers can act on the SQLSTATE.
-#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize)]
 pub struct ServerError {
     pub sqlstate: String,
     pub message: String,
     pub detail: Option<String>,
     pub context: Option<String>,
+    /// The schema and table of the object the error concerns, when the
+    /// server names one (a constraint's table).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub schema: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub table: Option<String>,
 }
 
 impl fmt::Display for ServerError {
@@ -61,6 +67,8 @@ impl ServerError {
             message: db.message().to_string(),
             detail: db.detail().map(str::to_string),
             context: db.where_().map(str::to_string),
+            schema: db.schema().map(str::to_string),
+            table: db.table().map(str::to_string),
         })
     }
 
@@ -208,6 +216,13 @@ pub enum Error {
         path: PathBuf,
         #[source]
         source: std::io::Error,
+    },
+
+    /// The server refused one of pgpour's own statements or sessions.
+    #[error("{context}: {server}")]
+    Server {
+        context: String,
+        server: Box<ServerError>,
     },
 
     /// The connection failed below the protocol (socket closed mid-COPY).
@@ -401,7 +416,9 @@ impl Error {
             | Error::Restore { source, .. } => {
                 source.code().is_none_or(|c| transient_state(c.code()))
             }
-            Error::Copy { server, .. } => transient_state(&server.sqlstate),
+            Error::Copy { server, .. } | Error::Server { server, .. } => {
+                transient_state(&server.sqlstate)
+            }
             Error::Stream { .. } => true,
             _ => false,
         }
@@ -410,7 +427,9 @@ impl Error {
     /// The SQLSTATE the server sent, if this error came from the server.
     pub fn sqlstate(&self) -> Option<String> {
         match self {
-            Error::Copy { server, .. } => Some(server.sqlstate.clone()),
+            Error::Copy { server, .. } | Error::Server { server, .. } => {
+                Some(server.sqlstate.clone())
+            }
             Error::Rejected { row, .. } => Some(row.sqlstate.clone()),
             Error::Db { source, .. } | Error::Connect { source, .. } => {
                 source.code().map(|c| c.code().to_string())

@@ -77,6 +77,10 @@ pub enum ConnectionProblem {
     RootCert { path: PathBuf, reason: String },
     #[error("cannot set up TLS: {reason}")]
     Tls { reason: String },
+    /// A loading session could not be opened for a reason the options or
+    /// the server's setup must change (an authentication method, TLS).
+    #[error("cannot open a loading session to {target}: {reason}")]
+    Session { target: String, reason: String },
 }
 
 /// How an input differs from what it was when the load started reading it.

@@ -78,8 +78,7 @@ fn every_error() -> Vec<Error> {
             server: Box::new(ServerError {
                 sqlstate: "22P02".into(),
                 message: "invalid input syntax".into(),
-                detail: None,
-                context: None,
+                ..ServerError::default()
             }),
         },
         Error::Rejected {
@@ -100,6 +99,14 @@ fn every_error() -> Vec<Error> {
         Error::Stream {
             context: "loading v.csv from line 1".into(),
             source: io(),
+        },
+        Error::Server {
+            context: "opening a loading session to host=/tmp".into(),
+            server: Box::new(ServerError {
+                sqlstate: "53300".into(),
+                message: "sorry, too many clients already".into(),
+                ..ServerError::default()
+            }),
         },
         Error::UnknownLoad { load_id: load_id() },
         Error::LoadRunning {
@@ -226,6 +233,10 @@ fn every_error() -> Vec<Error> {
             ConnectionProblem::Tls {
                 reason: "no CA store".into(),
             },
+            ConnectionProblem::Session {
+                target: "host=/tmp".into(),
+                reason: "the server asks for GSSAPI".into(),
+            },
         ]
         .map(Error::InvalidConnection),
     );
@@ -262,7 +273,8 @@ fn covers(error: &Error) {
             | ConnectionProblem::Port { .. }
             | ConnectionProblem::NoHost
             | ConnectionProblem::RootCert { .. }
-            | ConnectionProblem::Tls { .. } => {}
+            | ConnectionProblem::Tls { .. }
+            | ConnectionProblem::Session { .. } => {}
         },
         Error::Connect { .. }
         | Error::Target(_)
@@ -279,6 +291,7 @@ fn covers(error: &Error) {
         | Error::RejectFileExists { .. }
         | Error::RejectFile { .. }
         | Error::Stream { .. }
+        | Error::Server { .. }
         | Error::UnknownLoad { .. }
         | Error::LoadMismatch { .. }
         | Error::LoadRunning { .. }
@@ -327,8 +340,7 @@ fn a_lock_timeout_keeps_the_servers_sqlstate() {
             server: Box::new(ServerError {
                 sqlstate: "55P03".into(),
                 message: "canceling statement due to lock timeout".into(),
-                detail: None,
-                context: None,
+                ..ServerError::default()
             }),
         }),
     };

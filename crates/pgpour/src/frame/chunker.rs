@@ -450,6 +450,44 @@ fn skim_end(len: usize, target: usize, limit: usize) -> usize {
     }
 }
 
+/// How many records `data` holds, `data` being whole records as a chunk
+/// holds them: what a COPY that takes them all reports, so a chunk's
+/// journal row can be written in the same message as the COPY.
+pub fn count_records(syntax: Syntax, eol: Option<Eol>, data: &[u8]) -> u64 {
+    let Some(eol) = eol else {
+        // No line end seen in the input: one record, unterminated.
+        return u64::from(!data.is_empty());
+    };
+    let quoted = match syntax {
+        Syntax::Text => false,
+        Syntax::Csv { quote, escape } => memchr::memchr2(quote, escape, data).is_some(),
+    };
+    if quoted {
+        // A line end may be data inside quotes: the chunker's own walk.
+        let mut framer = Framer::with_eol(syntax, Some(eol));
+        let (mut records, mut pos) = (0, 0);
+        while let Some(n) = framer.find_cut(&data[pos..], 1, true) {
+            records += 1;
+            pos += n;
+        }
+        return records;
+    }
+    let mut framer = Framer::with_eol(syntax, Some(eol));
+    let mut records = 0;
+    let mut last_end = 0;
+    for i in memchr::memchr_iter(eol.last_byte(), data) {
+        let ends = match syntax {
+            Syntax::Text => framer.text_ends_record(data, i, eol),
+            Syntax::Csv { .. } => ends_record(data, i, eol),
+        };
+        if ends {
+            records += 1;
+            last_end = i + 1;
+        }
+    }
+    records + u64::from(last_end < data.len())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -212,4 +212,18 @@ proptest! {
         }
         prop_assert_eq!(ends, expected);
     }
+
+    /// Counting a chunk's records, as the fast load path does to journal
+    /// the chunk with its COPY: the same count as the walk.
+    #[test]
+    fn records_counted_as_the_walk_finds_them(
+        syntax in syntax_strategy(),
+        input in arbitrary_bytes(),
+    ) {
+        let mut walk = RecordIter::new(syntax, None, &input);
+        let Some(first) = walk.next() else { return Ok(()) };
+        let eol = super::first_terminator(syntax, &input, true).map(|(_, eol)| eol);
+        let expected = walk.count() as u64;
+        prop_assert_eq!(super::count_records(syntax, eol, &input[first.end..]), expected);
+    }
 }

@@ -76,6 +76,25 @@ pub(crate) fn record_chunk(
     Ok(true)
 }
 
+/// Sets the rows a committed chunk loaded, where its row says otherwise.
+pub(crate) fn correct_rows(
+    client: &mut impl GenericClient,
+    load_id: Option<&str>,
+    chunk: &ChunkRange,
+    rows: u64,
+) -> Result<()> {
+    let Some(load_id) = load_id else {
+        return Ok(());
+    };
+    client
+        .execute(
+            "UPDATE pgpour.chunks SET rows_loaded = $4 WHERE load_id = $1 AND input = $2 AND byte_start = $3",
+            &[&load_id, &(chunk.input as i32), &(chunk.byte_start as i64), &(rows as i64)],
+        )
+        .map_err(Error::db("correcting the journal's row count"))?;
+    Ok(())
+}
+
 /// Whether `chunk` is in the journal (it committed), with its rows loaded
 /// and its rejected rows.
 pub(crate) fn committed_chunk(

@@ -31,7 +31,7 @@ pub(crate) mod two_phase;
 pub(crate) mod undo;
 
 pub use chunks::Totals;
-pub(crate) use chunks::{committed_chunk, record_chunk};
+pub(crate) use chunks::{committed_chunk, correct_rows, record_chunk};
 pub(crate) use loads::state_of;
 pub use loads::{begin, finish_if_complete, new_load_id, options_of, set_state, Previous};
 pub use rejects::rejected_rows;

@@ -635,7 +635,11 @@ fn max_errors_counts_the_rejects_of_earlier_runs_of_the_load() {
         "{}",
         first.error
     );
-    assert_eq!(count(&mut client), 2);
+    // 1 and 2, and maybe 3: the chunk sent on before y's answer came
+    // back commits on its own, and the summary counts it.
+    let committed = count(&mut client);
+    assert!(committed >= 2, "{committed}");
+    assert_eq!(first.summary.rows_loaded as i64, committed);
     // Resumed with the same limit: x already used it, so y stops the load
     // at once (counting per run would reject y and stop only at z).
     let second = run(&options).unwrap_err();
@@ -643,7 +647,7 @@ fn max_errors_counts_the_rejects_of_earlier_runs_of_the_load() {
         panic!("{}", second.error)
     };
     assert_eq!(row.line, 4);
-    assert_eq!(count(&mut client), 2);
+    assert_eq!(count(&mut client), committed);
     // A higher limit lets it finish, with each bad row rejected once.
     options.max_errors = Some(3);
     let summary = run(&options).unwrap();

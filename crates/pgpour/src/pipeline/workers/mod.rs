@@ -6,6 +6,8 @@
 //! Memory stays bounded: at most `2 × workers` chunks wait in the channel,
 //! each worker holds one, and the reader builds one.
 
+mod streaming;
+
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
@@ -157,6 +159,18 @@ pub(super) fn run(
     }
 }
 
+/// How the careful path starts with a chunk.
+enum FirstTry {
+    /// Sends the chunk whole first.
+    Whole,
+    /// The server refused a row of it on the fast path: the careful path
+    /// at once.
+    Refused(crate::error::ServerError),
+    /// Its session broke before its answer: a new session, and the journal
+    /// asked whether it committed after all.
+    AfterLostSession,
+}
+
 struct Worker<'a> {
     connect: &'a ConnectOptions,
     options: &'a LoadOptions,
@@ -182,18 +196,10 @@ struct Worker<'a> {
 
 impl Worker<'_> {
     fn run(&self, client: Option<Client>, rx: crossbeam_channel::Receiver<Chunk>) -> Result<()> {
-        let mut client = match client {
-            Some(mut c) => {
-                // COPY runs the table's triggers: with the user's path.
-                c.batch_execute("RESET search_path")
-                    .map_err(Error::db("setting up the session"))?;
-                c
-            }
-            None => connect_retrying(self.connect, self.cancel)?,
-        };
-        if let Some(load_id) = self.loader.journal {
-            journaled_session(&mut client, load_id)?;
+        if let (None, Some(load_id)) = (self.atomic, self.loader.journal) {
+            return self.run_streaming(client, rx, load_id);
         }
+        let mut client = self.session(client)?;
         if let Some(mode) = self.atomic {
             return self.run_atomic(client, rx, mode);
         }
@@ -217,7 +223,7 @@ impl Worker<'_> {
             }
             let before = (first && self.truncate).then_some(truncate.as_str());
             let file = self.options.inputs[chunk.input].name();
-            let result = self.load_with_retry(&mut client, before, &chunk, &file);
+            let result = self.load_with_retry(&mut client, before, &chunk, &file, FirstTry::Whole);
             if let (Ok(_), Some(opener)) = (&result, opener.as_mut()) {
                 opener.committed = true;
             }
@@ -234,6 +240,24 @@ impl Worker<'_> {
             self.count(&chunk, &loaded);
         }
         Ok(())
+    }
+
+    /// The worker's session on the driver: `given` (the load's first
+    /// session) or a new one, set up for the load.
+    fn session(&self, given: Option<Client>) -> Result<Client> {
+        let mut client = match given {
+            Some(mut c) => {
+                // COPY runs the table's triggers: with the user's path.
+                c.batch_execute("RESET search_path")
+                    .map_err(Error::db("setting up the session"))?;
+                c
+            }
+            None => connect_retrying(self.connect, self.cancel)?,
+        };
+        if let Some(load_id) = self.loader.journal {
+            journaled_session(&mut client, load_id)?;
+        }
+        Ok(client)
     }
 
     /// A chunk is in: progress and the count of chunks committed.
@@ -311,22 +335,28 @@ impl Worker<'_> {
         before: Option<&str>,
         chunk: &Chunk,
         file: &str,
+        first_try: FirstTry,
     ) -> Result<Loaded> {
         let deadline = Instant::now() + RETRY_FOR;
         let mut delay = Duration::from_millis(100);
         let retryable = |e: &Error| {
             e.is_transient() && Instant::now() < deadline && !self.cancel.load(Ordering::SeqCst)
         };
-        let mut fresh_session_needed = false;
+        let mut fresh_session_needed = matches!(first_try, FirstTry::AfterLostSession);
+        let mut refused = match first_try {
+            FirstTry::Refused(server) => Some(server),
+            _ => None,
+        };
         loop {
             let attempt = match fresh_session_needed {
                 true => self.fresh_session(client, chunk),
                 false => Ok(None),
             };
-            let attempt = match attempt {
-                Ok(Some(committed)) => return Ok(committed),
-                Ok(None) => self.loader.load(client, before, chunk, file),
-                Err(e) => Err(e),
+            let attempt = match (attempt, refused.take()) {
+                (Ok(Some(committed)), _) => return Ok(committed),
+                (Ok(None), Some(server)) => self.loader.load_refused(client, chunk, file, server),
+                (Ok(None), None) => self.loader.load(client, before, chunk, file),
+                (Err(e), _) => Err(e),
             };
             match attempt {
                 Ok(loaded) => return Ok(loaded),

@@ -1,0 +1,87 @@
+//! Loading sessions on the protocol's message level (`crate::wire`), opened
+//! with the same options, hosts and TLS rules as the driver's sessions.
+
+use postgres::config::{ChannelBinding, Host, TargetSessionAttrs};
+
+use super::{ConnectOptions, SslMode};
+use crate::error::{ConnectionProblem, Error, Result};
+use crate::wire::{self, ChannelBindingUse, Endpoint, OpenError, Startup, TlsUse, Wire};
+
+impl ConnectOptions {
+    /// Opens a loading session with `settings` set from its start (no
+    /// round trip spent on them): the first host that takes it, in order.
+    pub(crate) fn open_wire(&self, settings: &[(&str, String)]) -> Result<Wire> {
+        let config = &self.config;
+        let mut parameters: Vec<(&str, String)> = Vec::new();
+        if let Some(options) = config.get_options() {
+            parameters.push(("options", options.to_string()));
+        }
+        if let Some(name) = config.get_application_name() {
+            parameters.push(("application_name", name.to_string()));
+        }
+        // Literals pgpour writes into SQL assume standard strings.
+        parameters.push(("standard_conforming_strings", "on".to_string()));
+        parameters.extend(settings.iter().cloned());
+        let startup = Startup {
+            user: config.get_user().unwrap_or_default(),
+            database: config.get_dbname().unwrap_or_default(),
+            password: config.get_password(),
+            connect_timeout: config.get_connect_timeout().copied(),
+            channel_binding: match config.get_channel_binding() {
+                ChannelBinding::Disable => ChannelBindingUse::Disable,
+                ChannelBinding::Require => ChannelBindingUse::Require,
+                _ => ChannelBindingUse::Prefer,
+            },
+            read_write: config.get_target_session_attrs() == TargetSessionAttrs::ReadWrite,
+            parameters,
+        };
+        let mut last = None;
+        for i in 0..config.get_hosts().len() {
+            let (endpoint, tls) = self.endpoint(i)?;
+            match wire::open(&endpoint, &tls, &startup) {
+                Ok(wire) => return Ok(wire),
+                Err(e) => last = Some(e),
+            }
+        }
+        let target = self.describe();
+        Err(match last {
+            None => Error::InvalidConnection(ConnectionProblem::NoHost),
+            Some(OpenError::Io(source)) => Error::Stream {
+                context: format!("opening a loading session to {target}"),
+                source,
+            },
+            Some(OpenError::Server(server)) => Error::Server {
+                context: format!("opening a loading session to {target}"),
+                server,
+            },
+            Some(OpenError::Refused(reason)) => {
+                Error::InvalidConnection(ConnectionProblem::Session { target, reason })
+            }
+        })
+    }
+
+    /// Host `i` as an endpoint, with libpq's rule for TLS: never over a
+    /// unix socket, else as the sslmode says.
+    fn endpoint(&self, i: usize) -> Result<(Endpoint, TlsUse)> {
+        let config = &self.config;
+        let ports = config.get_ports();
+        let port = ports.get(i).or(ports.first()).copied().unwrap_or(5432);
+        let addr = config.get_hostaddrs().get(i).copied();
+        let host = match &config.get_hosts()[i] {
+            Host::Unix(dir) if addr.is_none() => {
+                let dir = dir.clone();
+                return Ok((Endpoint::Unix { dir, port }, TlsUse::Off));
+            }
+            Host::Unix(dir) => dir.display().to_string(),
+            Host::Tcp(name) => name.clone(),
+        };
+        let tls = match self.ssl {
+            SslMode::Disable => TlsUse::Off,
+            SslMode::Allow | SslMode::Prefer => TlsUse::Prefer(self.tls_connector()?),
+            SslMode::Require | SslMode::VerifyCa | SslMode::VerifyFull => {
+                TlsUse::Require(self.tls_connector()?)
+            }
+        };
+        Ok((Endpoint::Tcp { host, addr, port }, tls))
+    }
+}

@@ -1,0 +1,213 @@
+//! A journaled worker's loop: chunks stream on the fast path
+//! (`crate::copy_stream`), at most one round trip each, the next one sent
+//! before the last is answered. What the fast path hands back (a refused
+//! row, a transient failure, a lost session) goes to the careful path on
+//! the driver's session, opened only then.
+
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+
+use postgres::Client;
+
+use super::{FirstTry, Worker};
+use crate::copy::Loaded;
+use crate::copy_stream::{ChunkStream, Settled, StreamSetup, AHEAD};
+use crate::error::{Error, Result};
+use crate::gate::OpenOnDrop;
+use crate::reader::Chunk;
+use crate::sessions::RETRY_FOR;
+
+/// The driver's session, set up the first time the careful path needs it.
+#[derive(Default)]
+struct CarefulSession {
+    ready: Option<Client>,
+}
+
+impl Worker<'_> {
+    pub(super) fn run_streaming(
+        &self,
+        given: Option<Client>,
+        rx: crossbeam_channel::Receiver<Chunk>,
+        load_id: &str,
+    ) -> Result<()> {
+        // The load's first session would idle through the load (and could
+        // be ended meanwhile): closed, and a new one opened if ever needed.
+        drop(given);
+        let mut careful = CarefulSession::default();
+        let mut stream = Some(ChunkStream::new(StreamSetup {
+            connect: self.connect,
+            copy_sql: &self.target.copy_sql,
+            syntax: self.options.format.syntax(),
+            load_id,
+            run_token: self.loader.run_token,
+        }));
+        let mut result = self.stream_chunks(&mut stream, &mut careful, rx);
+        if let Some(stream) = stream.as_mut() {
+            while let Some(settled) = stream.settle() {
+                if result.is_ok() {
+                    result = self.settled(settled, &mut careful).map(|_| ());
+                } else if let Settled::Loaded { chunk, rows, .. } = settled {
+                    // After a failure, chunks still in flight may commit
+                    // all the same: counted if they did (the journal has
+                    // them either way), none loaded carefully.
+                    let loaded = Loaded {
+                        rows,
+                        rejected: Vec::new(),
+                    };
+                    self.count(&chunk, &loaded);
+                }
+            }
+        }
+        if let Some(stream) = stream {
+            stream.close();
+        }
+        result
+    }
+
+    fn stream_chunks(
+        &self,
+        stream: &mut Option<ChunkStream>,
+        careful: &mut CarefulSession,
+        rx: crossbeam_channel::Receiver<Chunk>,
+    ) -> Result<()> {
+        let truncate = self.target.truncate_sql();
+        for chunk in rx {
+            let first = chunk.seq == 0;
+            // Opened however the first chunk ends, even by a panic: to let
+            // the others in only once it committed.
+            let mut opener = first.then(|| OpenOnDrop::new(self.gate));
+            if self.stop.load(Ordering::SeqCst) || self.cancel.load(Ordering::SeqCst) {
+                break;
+            }
+            // Nothing may commit before the TRUNCATE does, or it would be
+            // emptied; and nothing at all if the TRUNCATE did not commit.
+            if !first && !self.gate.wait() {
+                break;
+            }
+            if self.stop.load(Ordering::SeqCst) {
+                break;
+            }
+            let before = (first && self.truncate).then_some(truncate.as_str());
+            let fast = before.is_none() && !self.loader.needs_care(&chunk);
+            let Some(live) = stream.as_mut().filter(|_| fast) else {
+                // The TRUNCATE goes with the first chunk, on the driver's
+                // session; so does a chunk that needs the careful path from
+                // the start, and everything once the fast path is off.
+                let result = self.carefully(careful, before, &chunk, FirstTry::Whole);
+                if let (Ok(_), Some(opener)) = (&result, opener.as_mut()) {
+                    opener.committed = true;
+                }
+                self.count(&chunk, &result?);
+                continue;
+            };
+            if let Err(unsent) = live.send(chunk) {
+                let (chunk, error) = *unsent;
+                if !error.is_transient() {
+                    // A session this side cannot open (say, an
+                    // authentication method only the driver speaks):
+                    // the driver's session takes every chunk.
+                    *stream = None;
+                }
+                let result = self.carefully(careful, None, &chunk, FirstTry::Whole);
+                if let (Ok(_), Some(opener)) = (&result, opener.as_mut()) {
+                    opener.committed = true;
+                }
+                self.count(&chunk, &result?);
+                continue;
+            }
+            // The first chunk is answered before any other goes out.
+            let keep = if first { 0 } else { AHEAD };
+            while live.in_flight() > keep {
+                let Some(settled) = live.settle() else { break };
+                let committed = self.settled(settled, careful)?;
+                if let (true, Some(opener)) = (committed, opener.as_mut()) {
+                    opener.committed = true;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Counts a chunk the fast path settled, or hands it to the careful
+    /// path; true once it is committed.
+    fn settled(&self, settled: Settled, careful: &mut CarefulSession) -> Result<bool> {
+        let (chunk, first_try) = match settled {
+            Settled::Loaded {
+                chunk,
+                rows,
+                journaled,
+            } => {
+                if rows != journaled {
+                    // The client miscounted the records: a bug, put right
+                    // in the journal before anything reads the count.
+                    let client = self.careful_client(careful)?;
+                    crate::journal::correct_rows(
+                        client,
+                        self.loader.journal,
+                        &chunk.range(),
+                        rows,
+                    )?;
+                }
+                let loaded = Loaded {
+                    rows,
+                    rejected: Vec::new(),
+                };
+                self.count(&chunk, &loaded);
+                return Ok(true);
+            }
+            Settled::Failed { chunk, error } => {
+                let file = self.options.inputs[chunk.input].name();
+                return Err(error.while_loading(&file, chunk.first_line));
+            }
+            Settled::Refused { chunk, server } => (chunk, FirstTry::Refused(server)),
+            // The server's error may have come after the commit (a backend
+            // terminated on its way back to idle): the journal tells.
+            Settled::Retry { chunk } => (chunk, FirstTry::AfterLostSession),
+            Settled::Lost { chunk } => (chunk, FirstTry::AfterLostSession),
+        };
+        let loaded = self.carefully(careful, None, &chunk, first_try)?;
+        self.count(&chunk, &loaded);
+        Ok(true)
+    }
+
+    /// A new driver session for the load, its setup retried like the
+    /// connection (a server restarting may end it half way).
+    fn new_session(&self) -> Result<Client> {
+        let deadline = Instant::now() + RETRY_FOR;
+        loop {
+            match self.session(None) {
+                Err(e)
+                    if e.is_transient()
+                        && Instant::now() < deadline
+                        && !self.cancel.load(Ordering::SeqCst) =>
+                {
+                    std::thread::sleep(Duration::from_millis(200));
+                }
+                other => return other,
+            }
+        }
+    }
+
+    /// The careful path, retried as every chunk is, on the driver's session.
+    fn carefully(
+        &self,
+        careful: &mut CarefulSession,
+        before: Option<&str>,
+        chunk: &Chunk,
+        first_try: FirstTry,
+    ) -> Result<Loaded> {
+        let file = self.options.inputs[chunk.input].name();
+        let at = |e: Error| e.while_loading(&file, chunk.first_line);
+        let client = self.careful_client(careful).map_err(at)?;
+        self.load_with_retry(client, before, chunk, &file, first_try)
+            .map_err(at)
+    }
+
+    fn careful_client<'c>(&self, careful: &'c mut CarefulSession) -> Result<&'c mut Client> {
+        let client = match careful.ready.take() {
+            Some(client) => client,
+            None => self.new_session()?,
+        };
+        Ok(careful.ready.insert(client))
+    }
+}

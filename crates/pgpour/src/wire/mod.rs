@@ -1,0 +1,240 @@
+//! A session spoken at the protocol's message level, for the hot path of a
+//! load: a chunk goes out as one simple query (`COPY ... FROM STDIN` and the
+//! journal's row, one implicit transaction) followed at once by its data,
+//! without waiting for the server to accept the COPY, and the next chunk
+//! may follow before the server has answered this one.
+//!
+//! The driver used everywhere else cannot do this: it prepares the COPY,
+//! waits for the server to enter copy mode, and waits again for the end,
+//! which is three round trips per chunk before the journal and the commit.
+//! Sending data ahead is safe: a server whose COPY failed before reading
+//! the data skips the CopyData and CopyDone messages that follow (the
+//! protocol says so), and answers the query with its error.
+
+mod startup;
+mod stream;
+
+use std::collections::VecDeque;
+use std::io::{self, Read, Write};
+
+use bytes::{Buf, BufMut, BytesMut};
+use fallible_iterator::FallibleIterator;
+use postgres_protocol::message::backend::Message;
+use postgres_protocol::message::frontend;
+
+use crate::error::ServerError;
+pub(crate) use startup::{open, ChannelBindingUse, Endpoint, OpenError, Startup, TlsUse};
+use stream::Stream;
+
+/// Output gathered before it is written: big enough for few system calls,
+/// small enough that a chunk is never copied whole.
+const WRITE_BATCH: usize = 256 * 1024;
+
+/// Size of the CopyData messages: the server reads a whole message before
+/// parsing it, so modest messages let sending and parsing overlap.
+const COPY_MESSAGE_BYTES: usize = 64 * 1024;
+
+/// One session on the protocol's message level.
+pub(crate) struct Wire {
+    stream: Stream,
+    out: BytesMut,
+    input: BytesMut,
+    /// Messages read and not yet taken, notices left out.
+    messages: VecDeque<Message>,
+    /// Why the socket broke, once it did: the session cannot be used again.
+    broken: Option<io::ErrorKind>,
+}
+
+/// How the server answered one simple query.
+#[derive(Debug)]
+pub(crate) struct Answer {
+    /// The command tags of the statements that completed, in order.
+    pub tags: Vec<String>,
+    /// The error that ended the query, if one did.
+    pub error: Option<ServerError>,
+}
+
+impl Wire {
+    fn new(stream: Stream) -> Wire {
+        Wire {
+            stream,
+            out: BytesMut::with_capacity(WRITE_BATCH + COPY_MESSAGE_BYTES),
+            input: BytesMut::with_capacity(8192),
+            messages: VecDeque::new(),
+            broken: None,
+        }
+    }
+
+    /// Queues a simple query; nothing is written yet.
+    pub fn query(&mut self, sql: &str) -> io::Result<()> {
+        frontend::query(sql, &mut self.out)?;
+        self.write_if_full()
+    }
+
+    /// Queues `data` as CopyData messages, writing as the batch fills.
+    pub fn copy_data(&mut self, data: &[u8]) -> io::Result<()> {
+        for piece in data.chunks(COPY_MESSAGE_BYTES) {
+            self.out.put_u8(b'd');
+            self.out.put_i32(piece.len() as i32 + 4);
+            self.out.extend_from_slice(piece);
+            self.write_if_full()?;
+        }
+        Ok(())
+    }
+
+    pub fn copy_done(&mut self) {
+        frontend::copy_done(&mut self.out);
+    }
+
+    fn write_if_full(&mut self) -> io::Result<()> {
+        match self.out.len() >= WRITE_BATCH {
+            true => self.flush(),
+            false => Ok(()),
+        }
+    }
+
+    /// Writes everything queued, reading what the server sends meanwhile.
+    pub fn flush(&mut self) -> io::Result<()> {
+        self.usable()?;
+        while !self.out.is_empty() {
+            match self.stream.write(&self.out) {
+                Ok(0) => return Err(self.broke(io::ErrorKind::WriteZero.into())),
+                Ok(n) => self.out.advance(n),
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                    let readable = self.stream.wait(true).map_err(|e| self.broke(e))?;
+                    if readable {
+                        self.read_available()?;
+                    }
+                }
+                Err(e) => return Err(self.broke(e)),
+            }
+        }
+        Ok(())
+    }
+
+    /// Reads the answer to the oldest query not yet answered, up to its
+    /// ReadyForQuery: everything queued is written first.
+    pub fn answer(&mut self) -> io::Result<Answer> {
+        // A write that failed may have left the server's last words (a
+        // FATAL error) to read: they say more than the broken pipe.
+        let flushed = self.flush();
+        let mut answer = Answer {
+            tags: Vec::new(),
+            error: None,
+        };
+        loop {
+            let message = match self.next_message() {
+                Ok(m) => m,
+                Err(e) => {
+                    return match (answer.error, flushed) {
+                        (Some(error), _) => Ok(Answer {
+                            error: Some(error),
+                            ..answer
+                        }),
+                        (None, Err(first)) => Err(first),
+                        (None, Ok(())) => Err(e),
+                    }
+                }
+            };
+            match message {
+                Message::CommandComplete(body) => {
+                    answer.tags.push(body.tag()?.to_string());
+                }
+                Message::ErrorResponse(body) => {
+                    answer.error.get_or_insert(server_error(body.fields())?);
+                }
+                Message::ReadyForQuery(_) => return Ok(answer),
+                // A COPY accepted (its data went ahead), rows of a SELECT,
+                // an empty query: nothing to keep.
+                _ => {}
+            }
+        }
+    }
+
+    fn next_message(&mut self) -> io::Result<Message> {
+        loop {
+            if let Some(message) = self.messages.pop_front() {
+                return Ok(message);
+            }
+            self.usable()?;
+            self.stream.wait(false).map_err(|e| self.broke(e))?;
+            self.read_available()?;
+        }
+    }
+
+    /// Reads what the socket has, without waiting, and parses it.
+    fn read_available(&mut self) -> io::Result<()> {
+        let mut buf = [0u8; 16 * 1024];
+        loop {
+            match self.stream.read(&mut buf) {
+                Ok(0) => {
+                    self.parse()?;
+                    return Err(self.broke(io::ErrorKind::UnexpectedEof.into()));
+                }
+                Ok(n) => self.input.extend_from_slice(&buf[..n]),
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return self.parse(),
+                Err(e) => {
+                    self.parse()?;
+                    return Err(self.broke(e));
+                }
+            }
+        }
+    }
+
+    /// Moves the whole messages read into the queue, dropping notices: a
+    /// trigger may send one per row, and nobody reads them.
+    fn parse(&mut self) -> io::Result<()> {
+        while let Some(message) = Message::parse(&mut self.input)? {
+            match message {
+                Message::NoticeResponse(_)
+                | Message::ParameterStatus(_)
+                | Message::NotificationResponse(_) => {}
+                other => self.messages.push_back(other),
+            }
+        }
+        Ok(())
+    }
+
+    fn usable(&self) -> io::Result<()> {
+        match self.broken {
+            Some(kind) => Err(io::Error::new(kind, "the connection broke earlier")),
+            None => Ok(()),
+        }
+    }
+
+    fn broke(&mut self, e: io::Error) -> io::Error {
+        self.broken.get_or_insert(e.kind());
+        e
+    }
+
+    /// Ends the session politely.
+    pub fn close(mut self) {
+        frontend::terminate(&mut self.out);
+        let _ = self.flush();
+    }
+}
+
+/// The fields of an ErrorResponse that pgpour acts on.
+fn server_error<'a>(
+    mut fields: impl FallibleIterator<
+        Item = postgres_protocol::message::backend::ErrorField<'a>,
+        Error = io::Error,
+    >,
+) -> io::Result<ServerError> {
+    let mut error = ServerError::default();
+    while let Some(field) = fields.next()? {
+        let value = || String::from_utf8_lossy(field.value_bytes()).into_owned();
+        match field.type_() {
+            b'C' => error.sqlstate = value(),
+            b'M' => error.message = value(),
+            b'D' => error.detail = Some(value()),
+            b'W' => error.context = Some(value()),
+            b's' => error.schema = Some(value()),
+            b't' => error.table = Some(value()),
+            _ => {}
+        }
+    }
+    Ok(error)
+}
