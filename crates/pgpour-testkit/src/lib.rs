@@ -21,6 +21,8 @@ use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::OnceLock;
 
+pub mod proxy;
+
 /// The password of the `postgres` superuser, for TCP (SCRAM) connections;
 /// unix socket connections are trusted.
 pub const SUPERUSER_PASSWORD: &str = "pgpour-test-secret";

@@ -8,11 +8,12 @@ use std::process::Command;
 use anyhow::{ensure, Context, Result};
 use pgpour_bench::gen::Dataset;
 
+use crate::link::Target;
 use crate::measure::{timed_child, timed_children, Timing};
 
-/// What every contender loads, and with what.
+/// What every contender loads, and with what; where it connects is a
+/// [`Target`] of its own, one per point of the RTT axis.
 pub struct Setup {
-    pub conninfo: String,
     pub psql: PathBuf,
     pub pgpour: PathBuf,
     pub dataset: Dataset,
@@ -61,21 +62,21 @@ impl Contender {
         }
     }
 
-    pub fn run(&self, setup: &Setup) -> Result<Timing> {
+    pub fn run(&self, setup: &Setup, target: &Target) -> Result<Timing> {
         match self {
             Contender::Psql { server_side } => {
                 let copy = if *server_side { "COPY" } else { "\\copy" };
-                timed_child(&mut psql(setup, copy, &setup.file), 0)
+                timed_child(&mut psql(setup, target, copy, &setup.file), 0)
             }
             Contender::PsqlSplit { halves } => {
                 let mut sessions: Vec<Command> = halves
                     .iter()
-                    .map(|half| psql(setup, "\\copy", half))
+                    .map(|half| psql(setup, target, "\\copy", half))
                     .collect();
                 timed_children(&mut sessions)
             }
             Contender::Pgpour { variant } => {
-                let mut command = pgpour_load(setup, &setup.file);
+                let mut command = pgpour_load(setup, target, &setup.file);
                 if variant != "default" {
                     command.args(variant.split_whitespace());
                 }
@@ -92,7 +93,7 @@ impl Contender {
                 let mut log = rejects.clone().into_os_string();
                 log.push(".jsonl");
                 let _ = std::fs::remove_file(log);
-                let mut command = pgpour_load(setup, dirty);
+                let mut command = pgpour_load(setup, target, dirty);
                 command
                     .args(["--max-errors", "all", "--reject-file"])
                     .arg(rejects);
@@ -120,7 +121,7 @@ fn copy_options(dataset: Dataset) -> &'static str {
 }
 
 /// psql running `copy` (`\copy` or `COPY`, one backslash apart) of `file`.
-fn psql(setup: &Setup, copy: &str, file: &Path) -> Command {
+fn psql(setup: &Setup, target: &Target, copy: &str, file: &Path) -> Command {
     let sql = format!(
         "{copy} {} ({}) FROM '{}' WITH ({})",
         setup.table,
@@ -135,15 +136,16 @@ fn psql(setup: &Setup, copy: &str, file: &Path) -> Command {
         "-v",
         "ON_ERROR_STOP=1",
         "-d",
-        &setup.conninfo,
+        &target.conninfo,
         "-c",
         &sql,
     ]);
+    target.apply(&mut command);
     command
 }
 
 /// `pgpour load` of `file`, with the options the dataset needs.
-fn pgpour_load(setup: &Setup, file: &Path) -> Command {
+fn pgpour_load(setup: &Setup, target: &Target, file: &Path) -> Command {
     let mut command = Command::new(&setup.pgpour);
     command.arg("load").arg(file).args([
         "-t",
@@ -151,9 +153,10 @@ fn pgpour_load(setup: &Setup, file: &Path) -> Command {
         "-c",
         &setup.columns,
         "-d",
-        &setup.conninfo,
+        &target.conninfo,
         "-q",
     ]);
+    target.apply(&mut command);
     if setup.dataset == Dataset::Extract {
         command.args(["--null", ""]);
     }

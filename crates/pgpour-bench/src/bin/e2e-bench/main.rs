@@ -12,9 +12,16 @@
 //! row count, and reports medians, spreads, ratios to psql `\copy`, and the
 //! CPU seconds spent by the client processes and by the server. Timings are
 //! never asserted; row counts are.
+//!
+//! With `--rtt-ms 0,10,50` every contender runs at each round-trip time:
+//! over TCP without TLS, at 0 straight to the server, otherwise through a
+//! `pgpour_testkit::proxy::DelayProxy`, which also counts each run's round
+//! trips (turns). Each RTT is compared with psql `\copy` at the same RTT.
 
 mod contenders;
+mod link;
 mod measure;
+mod table;
 
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
@@ -24,11 +31,12 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, ensure, Context, Result};
 use clap::Parser;
 use pgpour_bench::gen::Dataset;
-use pgpour_bench::results::median;
 use pgpour_testkit::{Cluster, Durability};
 
 use contenders::{Contender, Setup};
+use link::{Link, Target};
 use measure::Timing;
+use table::Group;
 
 #[derive(Debug, Parser)]
 #[command(
@@ -67,6 +75,13 @@ struct Args {
     /// The pgpour binary to time (default: the one beside this program).
     #[arg(long, value_name = "PATH")]
     pgpour: Option<PathBuf>,
+
+    /// Round-trip times to run every contender at, in milliseconds (e.g.
+    /// 0,10,50): over TCP without TLS, at 0 straight to the server, else
+    /// through a delay proxy that counts the round trips. Without it, the
+    /// contenders connect as --db says, or over the cluster's unix socket.
+    #[arg(long, value_name = "MS,...", value_delimiter = ',')]
+    rtt_ms: Option<Vec<u64>>,
 }
 
 fn main() -> ExitCode {
@@ -138,10 +153,17 @@ fn run(args: Args) -> Result<()> {
     let cores = std::thread::available_parallelism().map_or(0, |n| n.get());
     eprintln!("server: {}; client cores: {cores}", settings.join(" "));
 
+    let links = match &args.rtt_ms {
+        Some(rtts) => link::links(rtts, cluster.as_ref(), args.db.as_deref())?,
+        None => vec![Link {
+            rtt_ms: None,
+            proxy: None,
+            target: Target::as_given(conninfo),
+        }],
+    };
     let setup = Setup {
         psql: psql_path(cluster.as_ref()),
         pgpour,
-        conninfo,
         columns: dataset.columns().join(","),
         table,
         file,
@@ -150,43 +172,103 @@ fn run(args: Args) -> Result<()> {
     };
     let contenders = contenders(&args, &setup, &dir, cluster.is_some())?;
     let postmaster = measure::postmaster_pid(&mut client);
-    let mut results: Vec<Vec<Timing>> = vec![Vec::new(); contenders.len()];
+    // results[link][contender]: the runs, in order.
+    let mut results = vec![vec![Vec::new(); contenders.len()]; links.len()];
     for round in 0..args.repeat {
-        // Each round starts one contender later, so that a slow spell of
-        // the machine does not always fall on the same one.
-        for k in 0..contenders.len() {
-            let i = (k + round) % contenders.len();
-            let contender = &contenders[i];
-            client
-                .batch_execute(&format!("TRUNCATE {}; CHECKPOINT", setup.table))
-                .context("emptying the table")?;
-            let server_before = postmaster.map(measure::server_cpu_seconds);
-            let mut timing = contender.run(&setup)?;
-            // Backends of the finished run are reaped by the postmaster soon.
-            std::thread::sleep(Duration::from_millis(300));
-            if let (Some(pid), Some(before)) = (postmaster, server_before) {
-                timing.server_cpu = measure::server_cpu_seconds(pid) - before;
+        for (l, link) in links.iter().enumerate() {
+            // Each round starts one contender later, so that a slow spell
+            // of the machine does not always fall on the same one.
+            for k in 0..contenders.len() {
+                let i = (k + round) % contenders.len();
+                let mut run = Run {
+                    client: &mut client,
+                    setup: &setup,
+                    postmaster,
+                };
+                let (timing, turns_each) = run.once(&contenders[i], link)?;
+                eprintln!(
+                    "round {round} {}{:<26} {:>7.2} s{}",
+                    link.rtt_ms
+                        .map_or(String::new(), |ms| format!("rtt {ms:>3} ms ")),
+                    contenders[i].name(),
+                    timing.seconds,
+                    timing
+                        .turns
+                        .map_or(String::new(), |t| format!(", {t} turns"))
+                );
+                if let Some(each) = turns_each {
+                    // Where the round trips went, for whoever reads the progress.
+                    eprintln!("    turns per connection: {each}");
+                }
+                results[l][i].push(timing);
             }
-            let count: i64 = client
-                .query_one(&format!("SELECT count(*) FROM {}", setup.table), &[])
-                .context("counting the loaded rows")?
-                .get(0);
-            let expected = contender.expected_rows(&setup);
-            ensure!(
-                count as u64 == expected,
-                "{} loaded {count} rows, expected {expected}",
-                contender.name()
-            );
-            eprintln!(
-                "round {round} {:<26} {:>7.2} s",
-                contender.name(),
-                timing.seconds
-            );
-            results[i].push(timing);
         }
     }
-    print_table(&args, size, cores, &settings, &contenders, &results);
+    print_table(&args, size, cores, &settings, &contenders, &links, &results);
     Ok(())
+}
+
+/// What a run needs besides the contender and the link.
+struct Run<'a> {
+    client: &'a mut postgres::Client,
+    setup: &'a Setup,
+    postmaster: Option<u32>,
+}
+
+impl Run<'_> {
+    /// One run on an emptied table: timed, its rows counted, its round
+    /// trips counted when it went through a proxy, in all and per
+    /// connection as text ("turns (login turns)", in accept order).
+    fn once(&mut self, contender: &Contender, link: &Link) -> Result<(Timing, Option<String>)> {
+        let setup = self.setup;
+        self.client
+            .batch_execute(&format!("TRUNCATE {}; CHECKPOINT", setup.table))
+            .context("emptying the table")?;
+        let server_before = self.postmaster.map(measure::server_cpu_seconds);
+        if let Some(proxy) = &link.proxy {
+            proxy.reset();
+        }
+        let mut timing = contender.run(setup, &link.target)?;
+        // Backends of the finished run are reaped by the postmaster soon.
+        std::thread::sleep(Duration::from_millis(300));
+        if let (Some(pid), Some(before)) = (self.postmaster, server_before) {
+            timing.server_cpu = measure::server_cpu_seconds(pid) - before;
+        }
+        let mut turns_each = None;
+        if let Some(proxy) = &link.proxy {
+            // Every turn was counted before the client had its answer;
+            // this only lets the connections end before the next reset.
+            if !proxy.wait_closed(Duration::from_secs(10)) {
+                eprintln!(
+                    "warning: a connection of {} is still open",
+                    contender.name()
+                );
+            }
+            let stats = proxy.stats();
+            let each: Vec<String> = stats
+                .iter()
+                .map(|s| match s.handshake_turns {
+                    Some(login) => format!("{} ({login} login)", s.turns),
+                    None => s.turns.to_string(),
+                })
+                .collect();
+            turns_each = Some(each.join(", "));
+            timing.turns = Some(stats.iter().map(|s| s.turns).sum());
+            timing.connections = Some(stats.len());
+        }
+        let count: i64 = self
+            .client
+            .query_one(&format!("SELECT count(*) FROM {}", setup.table), &[])
+            .context("counting the loaded rows")?
+            .get(0);
+        let expected = contender.expected_rows(setup);
+        ensure!(
+            count as u64 == expected,
+            "{} loaded {count} rows, expected {expected}",
+            contender.name()
+        );
+        Ok((timing, turns_each))
+    }
 }
 
 /// psql `\copy` first: the others are compared with it.
@@ -223,34 +305,36 @@ fn print_table(
     cores: usize,
     settings: &[String],
     contenders: &[Contender],
-    results: &[Vec<Timing>],
+    links: &[Link],
+    results: &[Vec<Vec<Timing>>],
 ) {
-    let seconds = |runs: &[Timing]| runs.iter().map(|t| t.seconds).collect::<Vec<_>>();
-    let psql_median = median(&seconds(&results[0]));
-    println!(
-        "\n{} {} rows ({:.0} MB), {} runs each, median [min-max]; {cores} cores; {}\n",
+    let mut caption = format!(
+        "{} {} rows ({:.0} MB), {} runs each, median [min-max]; {cores} cores; {}",
         args.dataset.name(),
         args.rows,
         size as f64 / 1e6,
         args.repeat,
         settings.join(" ")
     );
-    println!("| method | seconds | rows/s | vs psql \\copy | client CPU s | server CPU s |");
-    println!("|---|---|---|---|---|---|");
-    for (contender, runs) in contenders.iter().zip(results) {
-        let secs = seconds(runs);
-        let min = secs.iter().copied().fold(f64::MAX, f64::min);
-        let max = secs.iter().copied().fold(0.0, f64::max);
-        let med = median(&secs);
-        let client_cpu = median(&runs.iter().map(|t| t.client_cpu).collect::<Vec<_>>());
-        let server_cpu = median(&runs.iter().map(|t| t.server_cpu).collect::<Vec<_>>());
-        println!(
-            "| {} | {med:.2} [{min:.2}-{max:.2}] | {:.0} | {:.2}x | {client_cpu:.2} | {server_cpu:.2} |",
-            contender.name(),
-            args.rows as f64 / med,
-            psql_median / med
-        );
+    if args.rtt_ms.is_some() {
+        caption += "; over TCP without TLS, RTT 0 direct, others through a delay proxy \
+                    (half each way); vs psql \\copy at the same RTT; turns: round trips of \
+                    all the run's connections, counted by the proxy";
     }
+    println!("\n{caption}\n");
+    let groups: Vec<Group> = links
+        .iter()
+        .zip(results)
+        .map(|(link, runs)| Group {
+            rtt_ms: link.rtt_ms,
+            contenders: contenders
+                .iter()
+                .zip(runs)
+                .map(|(c, runs)| (c.name(), runs.as_slice()))
+                .collect(),
+        })
+        .collect();
+    print!("{}", table::markdown(args.rows, &groups));
 }
 
 fn write_dataset(dataset: Dataset, rows: u64, bad_every: Option<u64>, path: &Path) -> Result<()> {

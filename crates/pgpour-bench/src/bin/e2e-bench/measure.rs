@@ -8,13 +8,16 @@ use std::time::Instant;
 
 use anyhow::{ensure, Context, Result};
 
-/// A finished run: wall seconds, and CPU seconds of the client processes
-/// and of the server.
+/// A finished run: wall seconds, CPU seconds of the client processes and
+/// of the server, and, through a delay proxy, the round trips it took.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Timing {
     pub seconds: f64,
     pub client_cpu: f64,
     pub server_cpu: f64,
+    /// Turns of all the run's connections (see `pgpour_testkit::proxy`).
+    pub turns: Option<u64>,
+    pub connections: Option<usize>,
 }
 
 /// Runs a child to completion and checks its exit code; wall time and its
@@ -25,13 +28,13 @@ pub fn timed_child(command: &mut Command, expected_code: i32) -> Result<Timing> 
     let started = Instant::now();
     let out = command
         .output()
-        .with_context(|| format!("running {command:?}"))?;
+        .with_context(|| format!("running {}", shown(command)))?;
     let seconds = started.elapsed().as_secs_f64();
     check_exit(command, &out, expected_code)?;
     Ok(Timing {
         seconds,
         client_cpu: children_cpu_seconds() - before,
-        server_cpu: 0.0,
+        ..Timing::default()
     })
 }
 
@@ -43,7 +46,7 @@ pub fn timed_children(commands: &mut [Command]) -> Result<Timing> {
         .iter_mut()
         .map(|c| {
             c.stdout(Stdio::null()).stderr(Stdio::piped());
-            c.spawn().with_context(|| format!("running {c:?}"))
+            c.spawn().with_context(|| format!("running {}", shown(c)))
         })
         .collect::<Result<Vec<_>>>()?;
     let mut outcome = Ok(());
@@ -56,18 +59,29 @@ pub fn timed_children(commands: &mut [Command]) -> Result<Timing> {
     Ok(Timing {
         seconds: started.elapsed().as_secs_f64(),
         client_cpu: children_cpu_seconds() - before,
-        server_cpu: 0.0,
+        ..Timing::default()
     })
 }
 
 fn check_exit(command: &Command, out: &Output, expected_code: i32) -> Result<()> {
     ensure!(
         out.status.code() == Some(expected_code),
-        "{command:?} exited with {}: {}",
+        "{} exited with {}: {}",
+        shown(command),
         out.status,
         String::from_utf8_lossy(&out.stderr).trim_end()
     );
     Ok(())
+}
+
+/// The program and its arguments, without the environment `{:?}` would
+/// show: PGPASSWORD is set there.
+fn shown(command: &Command) -> String {
+    std::iter::once(command.get_program())
+        .chain(command.get_args())
+        .map(|a| format!("{a:?}"))
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 fn children_cpu_seconds() -> f64 {
