@@ -68,8 +68,7 @@ impl LoadOptions {
     /// the process) when none was given: the one place ids are made.
     pub fn ensure_load_id(&mut self) -> &str {
         let table = &self.table.name;
-        self.load_id
-            .get_or_insert_with(|| crate::journal::new_load_id(table))
+        self.load_id.get_or_insert_with(|| new_load_id(table))
     }
 
     /// The options of `pgpour load inputs --table table` with nothing else
@@ -95,6 +94,30 @@ impl LoadOptions {
             keep_sequences: false,
         }
     }
+}
+
+/// A generated load id: the table, the time, and enough else to be unique
+/// (the time's nanoseconds, the process, a counter).
+fn new_load_id(table: &str) -> String {
+    use std::sync::atomic::{AtomicU32, Ordering};
+    static COUNTER: AtomicU32 = AtomicU32::new(0);
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default();
+    let clean: String = table
+        .chars()
+        .filter(|c| c.is_ascii_alphanumeric() || *c == '_')
+        .take(24)
+        .collect();
+    let mix = crate::hash::fnv1a(
+        &[
+            now.subsec_nanos().to_le_bytes(),
+            std::process::id().to_le_bytes(),
+            COUNTER.fetch_add(1, Ordering::Relaxed).to_le_bytes(),
+        ]
+        .concat(),
+    );
+    format!("{clean}-{}-{:08x}", now.as_secs(), mix as u32)
 }
 
 /// How many workers to use by default: one per client core, at least two

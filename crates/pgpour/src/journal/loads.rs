@@ -19,30 +19,6 @@ pub enum Previous {
     Unfinished(Vec<CommittedChunk>),
 }
 
-/// A generated load id: the table, the time, and enough else to be unique
-/// (the time's nanoseconds, the process, a counter).
-pub fn new_load_id(table: &str) -> String {
-    use std::sync::atomic::{AtomicU32, Ordering};
-    static COUNTER: AtomicU32 = AtomicU32::new(0);
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap_or_default();
-    let clean: String = table
-        .chars()
-        .filter(|c| c.is_ascii_alphanumeric() || *c == '_')
-        .take(24)
-        .collect();
-    let mix = crate::hash::fnv1a(
-        &[
-            now.subsec_nanos().to_le_bytes(),
-            std::process::id().to_le_bytes(),
-            COUNTER.fetch_add(1, Ordering::Relaxed).to_le_bytes(),
-        ]
-        .concat(),
-    );
-    format!("{clean}-{}-{:08x}", now.as_secs(), mix as u32)
-}
-
 /// The parts of the options that must match for a run to continue a load
 /// (workers, chunk size, error limits may change between runs).
 fn identity(options: &serde_json::Value) -> serde_json::Value {
