@@ -16,6 +16,10 @@
 //! `PGPOUR_TEST_DB` (a conninfo string or URL for a role that may create
 //! databases) points the tests at an existing server instead.
 
+mod compare;
+
+pub use compare::assert_same_rows;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicU32, Ordering};

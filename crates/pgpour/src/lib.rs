@@ -104,15 +104,3 @@ pub fn journal_exists(connect: &ConnectOptions) -> Result<bool> {
 pub fn drop_journal_if_empty(connect: &ConnectOptions) -> Result<()> {
     journal::drop_if_empty(&mut connect.connect()?)
 }
-
-/// For the integration tests that stage a load's first steps by hand (a
-/// load killed right after preparing its table) or read its journal: not
-/// part of the API, and free to change.
-#[doc(hidden)]
-pub mod internals {
-    pub use crate::indexes::drop_for_load;
-    pub use crate::journal::{begin, ensure_schema, pending, rejected_rows, restore_pending};
-    pub use crate::plan::Target;
-    pub use crate::sequences::raise_for_load;
-    pub use crate::sql::quote_ident;
-}

@@ -37,4 +37,6 @@ pub use loads::{begin, finish_if_complete, options_of, set_state, Previous};
 pub use rejects::rejected_rows;
 pub use schema::{drop_if_empty, ensure_schema, exists};
 pub use status::{forget, status, LoadState, LoadStatus};
-pub use undo::{pending, restore_pending};
+
+#[cfg(test)]
+mod tests;
