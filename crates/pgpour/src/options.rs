@@ -3,8 +3,10 @@
 
 use std::path::PathBuf;
 
+use crate::error::{Error, OptionsProblem, Result};
 use crate::format::FormatOptions;
 use crate::input::InputSpec;
+use crate::reject::RejectSink;
 use crate::sql::TableName;
 
 /// What to load where, validated: the engine's whole input. Made by
@@ -69,6 +71,40 @@ impl LoadOptions {
     pub fn ensure_load_id(&mut self) -> &str {
         let table = &self.table.name;
         self.load_id.get_or_insert_with(|| new_load_id(table))
+    }
+
+    /// Checks what can be checked without the server; the inputs' total size.
+    pub(crate) fn check(&self) -> Result<u64> {
+        self.format.validate()?;
+        if self.atomic && !self.journal {
+            return Err(Error::InvalidOptions(OptionsProblem::AtomicWithoutJournal));
+        }
+        if self.chunk_size == 0 {
+            return Err(Error::InvalidOptions(OptionsProblem::ChunkSizeZero));
+        }
+        if self
+            .inputs
+            .iter()
+            .filter(|i| **i == InputSpec::Stdin)
+            .count()
+            > 1
+        {
+            return Err(Error::InvalidOptions(OptionsProblem::StdinTwice));
+        }
+        let mut total = 0;
+        for input in &self.inputs {
+            input.check()?;
+            total += input.size().unwrap_or(0);
+        }
+        Ok(total)
+    }
+
+    /// Where the load's rejected rows go: the reject file, or beside the
+    /// first input when none is named.
+    pub(crate) fn reject_path(&self) -> PathBuf {
+        self.reject_file
+            .clone()
+            .unwrap_or_else(|| RejectSink::default_path(&self.inputs, self.format.format))
     }
 
     /// The options of `pgpour load inputs --table table` with nothing else

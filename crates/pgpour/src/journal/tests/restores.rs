@@ -10,6 +10,7 @@ use crate::error::Error;
 use crate::format::{Format, FormatOptions};
 use crate::input::InputSpec;
 use crate::journal::undo::pending;
+use crate::journal::OptionsRecord;
 use crate::left_alone::LeftAlone;
 use crate::options::LoadOptions;
 use crate::plan::Target;
@@ -241,7 +242,7 @@ fn a_crashed_load_is_put_back_by_resume_or_forget() {
         // What a load does before its first chunk, then nothing: as if
         // killed there.
         let target = begin_and_drop_indexes(&mut client, &options, &load_id);
-        crate::sequences::raise_for_load(&mut client, &target, &options, 2, &load_id).unwrap();
+        crate::sequences::raise_for_load(&mut client, &target, None, 2, &load_id).unwrap();
         assert_ne!(
             schema_of(&mut client),
             before,
@@ -263,7 +264,8 @@ fn a_crashed_load_is_put_back_by_resume_or_forget() {
 }
 
 /// What a load does before its first chunk as far as the indexes: resolve
-/// the target, open the journal entry, drop what the planner drops.
+/// the target, open the journal entry, drop what the planner drops (the
+/// options ask for nothing that keeps the indexes).
 fn begin_and_drop_indexes(
     client: &mut postgres::Client,
     options: &LoadOptions,
@@ -276,8 +278,17 @@ fn begin_and_drop_indexes(
         &options.format,
     )
     .unwrap();
-    crate::journal::begin(client, load_id, &target.qualified, options, "test-run").unwrap();
-    crate::indexes::drop_for_load(client, &target, options, load_id).unwrap();
+    let recorded = OptionsRecord::of(options);
+    crate::journal::begin(
+        client,
+        load_id,
+        &target.qualified,
+        &recorded,
+        &options.inputs,
+        "test-run",
+    )
+    .unwrap();
+    crate::indexes::drop_for_load(client, &target, None, options.truncate, load_id).unwrap();
     target
 }
 
