@@ -19,8 +19,9 @@
 //! # Ok::<(), pgpour::Error>(())
 //! ```
 //!
-//! The facade: [`load`], [`explain`], [`resume_options`], [`status`] and [`forget`],
-//! with the types they take and give. `frame` is public too: the record
+//! The facade: [`load`], [`explain`], [`resume`] (and [`resume_options`],
+//! to show what it would do), [`status`] and [`forget`], with the types
+//! they take and give. `frame` is public too: the record
 //! framer, a pure push parser, usable on its own.
 
 mod chunk_range;
@@ -46,6 +47,7 @@ mod quote;
 mod reader;
 mod reject;
 mod report;
+mod resume;
 mod run_lock;
 mod sequences;
 mod sessions;
@@ -69,6 +71,7 @@ pub use pipeline::{explain, load, CommitMode, Explain, LoadFailure};
 pub use progress::Progress;
 pub use reject::RejectSink;
 pub use report::LoadSummary;
+pub use resume::{resume, resume_options, ResumeChanges};
 pub use sequences::SequencePlan;
 pub use sql::{parse_column_list, quote_ident, TableName};
 
@@ -83,15 +86,6 @@ pub fn status(connect: &ConnectOptions, load_id: Option<&str>) -> Result<Vec<Loa
 /// journal has no such load. The load's rows stay in the table.
 pub fn forget(connect: &ConnectOptions, load_id: &str) -> Result<Option<Vec<String>>> {
     journal::forget(&mut connect.connect()?, load_id)
-}
-
-/// The options load `load_id` started with: [`load`] them (changing the
-/// workers or the error limit if wanted) to resume it, skipping the chunks
-/// it committed. [`Error::UnknownLoad`] when the journal has no such load.
-pub fn resume_options(connect: &ConnectOptions, load_id: &str) -> Result<LoadOptions> {
-    journal::options_of(&mut connect.connect()?, load_id)?.ok_or_else(|| Error::UnknownLoad {
-        load_id: load_id.to_string(),
-    })
 }
 
 /// Whether the database has a pgpour journal.

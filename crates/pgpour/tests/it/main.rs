@@ -10,5 +10,6 @@ mod hostile_inputs;
 mod overlap;
 mod random_documents;
 mod rejects;
+mod resume;
 mod same_as_copy;
 mod targets;
