@@ -17,7 +17,6 @@ use crate::conn::ConnectOptions;
 use crate::copy::{ChunkLoader, Loaded};
 use crate::error::{Error, Result};
 use crate::gate::{Gate, OpenOnDrop};
-use crate::input::InputSpec;
 use crate::plan::Target;
 use crate::progress::Progress;
 use crate::reader::{Chunk, ReadEnd, Reader, Segment};
@@ -102,7 +101,7 @@ pub(super) fn run(
             };
             let worker = Worker {
                 connect: setup.connect,
-                inputs: &plan.inputs,
+                plan,
                 index,
                 atomic: plan.atomic,
                 prepared: &prepared,
@@ -156,7 +155,7 @@ pub(super) fn run(
 
 struct Worker<'a> {
     connect: &'a ConnectOptions,
-    inputs: &'a [InputSpec],
+    plan: &'a Plan,
     index: usize,
     atomic: Option<AtomicMode>,
     /// Global ids of the transactions workers prepared (`--atomic`).
@@ -213,7 +212,7 @@ impl Worker<'_> {
                 break;
             }
             let before = (first && self.truncate).then_some(truncate.as_str());
-            let file = self.inputs[chunk.input].name();
+            let file = self.plan.inputs[chunk.input].name();
             let result = self.load_with_retry(&mut client, before, &chunk, &file);
             if let (Ok(_), Some(opener)) = (&result, opener.as_mut()) {
                 opener.committed = true;
@@ -263,7 +262,7 @@ impl Worker<'_> {
                 return Ok(());
             }
             let before = (chunk.seq == 0 && self.truncate).then_some(truncate.as_str());
-            let file = self.inputs[chunk.input].name();
+            let file = self.plan.inputs[chunk.input].name();
             let loaded = self
                 .loader
                 .load(&mut tx, before, &chunk, &file)
