@@ -13,7 +13,7 @@ use pgpour::{ConnectOptions, FormatOptions, InputSpec, LoadOptions, Progress, Ta
 use postgres::Client;
 
 use crate::error::{Error, Result};
-use crate::gen::Dataset;
+use crate::gen::{format_options, Dataset};
 use crate::quote;
 
 /// What the bench loads: a built-in dataset, or the user's file into a copy
@@ -148,7 +148,12 @@ pub fn prepare(
                 .join(format!("{}.{}", dataset.name(), dataset.extension()));
             write_dataset(*dataset, *rows, &path)?;
             let input = InputSpec::File(path);
-            (model, dataset.columns(), vec![input], dataset.format())
+            (
+                model,
+                dataset.columns(),
+                vec![input],
+                format_options(*dataset),
+            )
         }
         Source::File {
             inputs,

@@ -6,14 +6,24 @@ use pgpour::{ConnectOptions, Format, FormatOptions, Header, InputSpec, LoadOptio
 
 use crate::args::{FormatArg, FormatArgs, HeaderArg, LoadArgs};
 
-/// Everything `pgpour load` needs, checked.
+/// Everything `pgpour load` (or `resume`) needs, checked.
 pub struct LoadConfig {
     pub connect: ConnectOptions,
+    /// The load's options (for `resume`, as the journal keeps them with the
+    /// changes applied: what the messages describe).
     pub load: LoadOptions,
+    /// `pgpour resume`: the load to resume, and what its run changes.
+    pub resume: Option<Resume>,
     pub json: bool,
     pub quiet: bool,
     /// Say what the load would do, and do nothing.
     pub explain: bool,
+}
+
+/// A load to resume rather than start.
+pub struct Resume {
+    pub load_id: String,
+    pub changes: pgpour::ResumeChanges,
 }
 
 pub fn connect_options(db: Option<&str>) -> Result<ConnectOptions> {
@@ -50,6 +60,7 @@ impl LoadConfig {
                 load.keep_sequences = args.keep_sequences;
                 load
             },
+            resume: None,
             json: args.json,
             quiet: args.quiet,
             explain: args.explain,

@@ -7,7 +7,7 @@ use std::time::Instant;
 
 use anyhow::{ensure, Context, Result};
 use pgpour::{InputSpec, LoadOptions, Progress, TableName};
-use pgpour_bench::gen::Dataset;
+use pgpour_bench::gen::{format_options, Dataset};
 use pgpour_testkit::{Cluster, Durability};
 
 use crate::args::DemoArgs;
@@ -95,7 +95,7 @@ fn compare(
     let mut options = LoadOptions::new(
         vec![InputSpec::File(file.to_path_buf())],
         TableName::parse(&format!("{SCHEMA}.votes"))?,
-        Dataset::Votes.format(),
+        format_options(Dataset::Votes),
     );
     options.columns = Some(columns.clone());
     options.workers = args.workers;

@@ -5,12 +5,12 @@ use std::process::ExitCode;
 use anyhow::{bail, Result};
 use indicatif::{HumanBytes, HumanCount};
 
-use crate::args::{ForgetArgs, ResumeArgs, StatusArgs};
-use crate::config::{check_load_id, connect_options, LoadConfig};
+use crate::args::{ForgetArgs, MaxErrors, ResumeArgs, StatusArgs};
+use crate::config::{check_load_id, connect_options, LoadConfig, Resume};
 use crate::stdout;
 
-/// `pgpour resume`: the load's own options, from the journal, with what the
-/// command line overrides.
+/// `pgpour resume`: the load to resume, with what the command line
+/// changes; its options from the journal, for what is printed about it.
 pub fn resume(args: ResumeArgs) -> Result<LoadConfig> {
     check_load_id("the load id", &args.load_id)?;
     let connect = connect_options(args.connection.db.as_deref())?;
@@ -25,15 +25,17 @@ pub fn resume(args: ResumeArgs) -> Result<LoadConfig> {
         ),
         Err(e) => return Err(e.into()),
     };
-    if args.workers.is_some() {
-        load.workers = args.workers;
-    }
-    if let Some(max_errors) = args.max_errors {
-        load.max_errors = max_errors.limit();
-    }
+    let mut changes = pgpour::ResumeChanges::default();
+    changes.workers = args.workers;
+    changes.max_errors = args.max_errors.map(MaxErrors::limit);
+    changes.apply_to(&mut load);
     Ok(LoadConfig {
         connect,
         load,
+        resume: Some(Resume {
+            load_id: args.load_id,
+            changes,
+        }),
         json: args.json,
         quiet: args.quiet,
         explain: false,

@@ -90,7 +90,16 @@ fn run_load(mut config: LoadConfig) -> Result<ExitCode> {
         if show_bar {
             scope.spawn(|| display::run_progress_bar(&progress, &done));
         }
-        let outcome = pgpour::load(&config.connect, &config.load, &progress, &cancel);
+        let outcome = match &config.resume {
+            Some(resume) => pgpour::resume(
+                &config.connect,
+                &resume.load_id,
+                &resume.changes,
+                &progress,
+                &cancel,
+            ),
+            None => pgpour::load(&config.connect, &config.load, &progress, &cancel),
+        };
         done.store(true, Ordering::Relaxed);
         outcome
     });

@@ -5,7 +5,6 @@
 mod common;
 
 use common::{pgpour, text};
-use pgpour::{Format, FormatOptions, InputSpec, LoadOptions, TableName};
 use pgpour_testkit::shared_cluster;
 
 /// An error's cause (here the OS's) is printed once, not once more after
@@ -74,38 +73,36 @@ fn an_untrusted_journal_says_to_load_with_no_journal() {
 fn a_refused_rebuild_says_pgpour_resume_finishes_it() {
     let db = shared_cluster().create_database("hint_restore");
     let mut client = db.client();
+    // A trigger gives every row the same id: the load drops the primary key
+    // (the ids come from a sequence), and the key cannot be built again.
     client
-        .batch_execute("CREATE TABLE actual (id serial PRIMARY KEY, name text)")
+        .batch_execute(
+            "CREATE TABLE actual (id serial PRIMARY KEY, name text); \
+             CREATE FUNCTION same_id() RETURNS trigger LANGUAGE plpgsql AS \
+               $$ BEGIN NEW.id := -7; RETURN NEW; END $$; \
+             CREATE TRIGGER same_id BEFORE INSERT ON actual \
+               FOR EACH ROW EXECUTE FUNCTION same_id()",
+        )
         .unwrap();
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("in.csv");
     std::fs::write(&file, "a\nb\n").unwrap();
-    // What a load does before its first chunk: open its journal entry and
-    // drop the primary key, to rebuild it at the end.
-    let mut options = LoadOptions::new(
-        vec![InputSpec::File(file)],
-        TableName::parse("actual").unwrap(),
-        FormatOptions::new(Format::Csv),
+    // The load loads both rows, then its rebuild fails and stays pending.
+    pgpour(
+        &[
+            "load",
+            file.to_str().unwrap(),
+            "--table",
+            "actual",
+            "--columns",
+            "name",
+            "--load-id",
+            "refused",
+            "--db",
+            &db.conninfo(),
+        ],
+        None,
     );
-    options.columns = Some(vec!["name".into()]);
-    options.load_id = Some("refused".into());
-    pgpour::internals::ensure_schema(&mut client).unwrap();
-    let target = pgpour::internals::Target::resolve(
-        &mut client,
-        &options.table,
-        options.columns.as_deref(),
-        &options.format,
-    )
-    .unwrap();
-    pgpour::internals::begin(&mut client, "refused", &target.qualified, &options, "t").unwrap();
-    pgpour::internals::drop_for_load(&mut client, &target, &options, "refused").unwrap();
-    // A session posing as the load writes a duplicate key: the rebuild fails.
-    client
-        .batch_execute(
-            "SET pgpour.load = 'refused'; \
-             INSERT INTO actual (id, name) VALUES (-7, 'a'), (-7, 'b'); RESET pgpour.load",
-        )
-        .unwrap();
 
     let out = pgpour(&["forget", "refused", "--db", &db.conninfo()], None);
     assert_eq!(out.status.code(), Some(2));

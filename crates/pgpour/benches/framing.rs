@@ -8,7 +8,7 @@
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use pgpour::frame::{Framer, RecordIter, Syntax};
-use pgpour_bench::gen::Dataset;
+use pgpour_testkit::datasets::Dataset;
 
 /// Cuts `input` into chunks of about `target` bytes; returns the chunk
 /// count so the work cannot be optimized away and can be checked.

@@ -20,7 +20,6 @@ use postgres::{Client, GenericClient};
 use crate::error::{Error, Result};
 use crate::journal::undo::{UndoStep, GUARD_TRIGGER};
 use crate::left_alone::LeftAlone;
-use crate::options::LoadOptions;
 use crate::plan::Target;
 use crate::sql::quote_literal;
 
@@ -65,19 +64,16 @@ impl IndexPlan {
 }
 
 /// Decides, without changing anything, which indexes the load would drop.
+/// `left_alone`: why the load's plan keeps them all whatever the table
+/// holds, if it does; `truncate`: the load empties the table first.
 pub fn plan(
     client: &mut impl GenericClient,
     target: &Target,
-    options: &LoadOptions,
+    left_alone: Option<&LeftAlone>,
+    truncate: bool,
 ) -> Result<IndexPlan> {
-    if options.keep_indexes {
-        return Ok(IndexPlan::not_used(LeftAlone::Asked));
-    }
-    if !options.journal {
-        return Ok(IndexPlan::not_used(LeftAlone::NoJournal));
-    }
-    if options.atomic {
-        return Ok(IndexPlan::not_used(LeftAlone::Atomic));
+    if let Some(reason) = left_alone {
+        return Ok(IndexPlan::not_used(reason.clone()));
     }
     let table = client
         .query_one(
@@ -96,7 +92,7 @@ pub fn plan(
             "only the table's owner may drop and rebuild them".into(),
         )));
     }
-    if !options.truncate {
+    if !truncate {
         let empty: bool = client
             .query_one(
                 &format!("SELECT NOT EXISTS (SELECT 1 FROM {})", target.qualified),
@@ -234,7 +230,8 @@ ORDER BY ic.relname";
 pub fn drop_for_load(
     client: &mut Client,
     target: &Target,
-    options: &LoadOptions,
+    left_alone: Option<&LeftAlone>,
+    truncate: bool,
     load_id: &str,
 ) -> Result<IndexPlan> {
     let mut tx = client
@@ -250,7 +247,7 @@ pub fn drop_for_load(
             crate::error::ServerError::message_of(&e)
         ))));
     }
-    let plan = plan(&mut tx, target, options)?;
+    let plan = plan(&mut tx, target, left_alone, truncate)?;
     if plan.rebuild.is_empty() {
         return Ok(plan);
     }

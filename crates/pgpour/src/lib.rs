@@ -19,8 +19,9 @@
 //! # Ok::<(), pgpour::Error>(())
 //! ```
 //!
-//! The facade: [`load`], [`explain`], [`resume_options`], [`status`] and [`forget`],
-//! with the types they take and give. `frame` is public too: the record
+//! The facade: [`load`], [`explain`], [`resume`] (and [`resume_options`],
+//! to show what it would do), [`status`] and [`forget`], with the types
+//! they take and give. `frame` is public too: the record
 //! framer, a pure push parser, usable on its own.
 
 mod chunk_range;
@@ -47,6 +48,7 @@ mod quote;
 mod reader;
 mod reject;
 mod report;
+mod resume;
 mod run_lock;
 mod sequences;
 mod sessions;
@@ -71,6 +73,7 @@ pub use pipeline::{explain, load, CommitMode, Explain, LoadFailure};
 pub use progress::Progress;
 pub use reject::RejectSink;
 pub use report::LoadSummary;
+pub use resume::{resume, resume_options, ResumeChanges};
 pub use sequences::SequencePlan;
 pub use sql::{parse_column_list, quote_ident, TableName};
 
@@ -87,15 +90,6 @@ pub fn forget(connect: &ConnectOptions, load_id: &str) -> Result<Option<Vec<Stri
     journal::forget(&mut connect.connect()?, load_id)
 }
 
-/// The options load `load_id` started with: [`load`] them (changing the
-/// workers or the error limit if wanted) to resume it, skipping the chunks
-/// it committed. [`Error::UnknownLoad`] when the journal has no such load.
-pub fn resume_options(connect: &ConnectOptions, load_id: &str) -> Result<LoadOptions> {
-    journal::options_of(&mut connect.connect()?, load_id)?.ok_or_else(|| Error::UnknownLoad {
-        load_id: load_id.to_string(),
-    })
-}
-
 /// Whether the database has a pgpour journal.
 pub fn journal_exists(connect: &ConnectOptions) -> Result<bool> {
     journal::exists(&mut connect.connect()?)
@@ -105,16 +99,4 @@ pub fn journal_exists(connect: &ConnectOptions) -> Result<bool> {
 /// own (a benchmark, a demo), forget them, and must leave nothing behind.
 pub fn drop_journal_if_empty(connect: &ConnectOptions) -> Result<()> {
     journal::drop_if_empty(&mut connect.connect()?)
-}
-
-/// For the integration tests that stage a load's first steps by hand (a
-/// load killed right after preparing its table) or read its journal: not
-/// part of the API, and free to change.
-#[doc(hidden)]
-pub mod internals {
-    pub use crate::indexes::drop_for_load;
-    pub use crate::journal::{begin, ensure_schema, pending, rejected_rows, restore_pending};
-    pub use crate::plan::Target;
-    pub use crate::sequences::raise_for_load;
-    pub use crate::sql::quote_ident;
 }

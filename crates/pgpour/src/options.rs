@@ -3,8 +3,10 @@
 
 use std::path::PathBuf;
 
+use crate::error::{Error, OptionsProblem, Result};
 use crate::format::FormatOptions;
 use crate::input::InputSpec;
+use crate::reject::RejectSink;
 use crate::sql::TableName;
 
 /// What to load where, validated: the engine's whole input. Made by
@@ -68,8 +70,41 @@ impl LoadOptions {
     /// the process) when none was given: the one place ids are made.
     pub fn ensure_load_id(&mut self) -> &str {
         let table = &self.table.name;
-        self.load_id
-            .get_or_insert_with(|| crate::journal::new_load_id(table))
+        self.load_id.get_or_insert_with(|| new_load_id(table))
+    }
+
+    /// Checks what can be checked without the server; the inputs' total size.
+    pub(crate) fn check(&self) -> Result<u64> {
+        self.format.validate()?;
+        if self.atomic && !self.journal {
+            return Err(Error::InvalidOptions(OptionsProblem::AtomicWithoutJournal));
+        }
+        if self.chunk_size == 0 {
+            return Err(Error::InvalidOptions(OptionsProblem::ChunkSizeZero));
+        }
+        if self
+            .inputs
+            .iter()
+            .filter(|i| **i == InputSpec::Stdin)
+            .count()
+            > 1
+        {
+            return Err(Error::InvalidOptions(OptionsProblem::StdinTwice));
+        }
+        let mut total = 0;
+        for input in &self.inputs {
+            input.check()?;
+            total += input.size().unwrap_or(0);
+        }
+        Ok(total)
+    }
+
+    /// Where the load's rejected rows go: the reject file, or beside the
+    /// first input when none is named.
+    pub(crate) fn reject_path(&self) -> PathBuf {
+        self.reject_file
+            .clone()
+            .unwrap_or_else(|| RejectSink::default_path(&self.inputs, self.format.format))
     }
 
     /// The options of `pgpour load inputs --table table` with nothing else
@@ -95,6 +130,30 @@ impl LoadOptions {
             keep_sequences: false,
         }
     }
+}
+
+/// A generated load id: the table, the time, and enough else to be unique
+/// (the time's nanoseconds, the process, a counter).
+fn new_load_id(table: &str) -> String {
+    use std::sync::atomic::{AtomicU32, Ordering};
+    static COUNTER: AtomicU32 = AtomicU32::new(0);
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default();
+    let clean: String = table
+        .chars()
+        .filter(|c| c.is_ascii_alphanumeric() || *c == '_')
+        .take(24)
+        .collect();
+    let mix = crate::hash::fnv1a(
+        &[
+            now.subsec_nanos().to_le_bytes(),
+            std::process::id().to_le_bytes(),
+            COUNTER.fetch_add(1, Ordering::Relaxed).to_le_bytes(),
+        ]
+        .concat(),
+    );
+    format!("{clean}-{}-{:08x}", now.as_secs(), mix as u32)
 }
 
 /// How many workers to use by default: one per client core, at least two

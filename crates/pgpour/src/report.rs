@@ -79,6 +79,35 @@ impl LoadSummary {
         self.set_counts(self.rows_loaded, self.rows_rejected, self.bytes_loaded);
     }
 
+    /// The summary of a load that never started (its options are unknown):
+    /// its id, no table, no rows. The format is pgpour's default, there
+    /// being none to say.
+    pub(crate) fn nothing_loaded(load_id: &str, elapsed: Duration) -> Self {
+        LoadSummary {
+            load_id: load_id.to_string(),
+            already_done: false,
+            resumed_chunks: 0,
+            table: String::new(),
+            format: Format::Csv,
+            files: 0,
+            input_bytes: 0,
+            bytes_loaded: 0,
+            rows_read: 0,
+            rows_loaded: 0,
+            rows_rejected: 0,
+            reject_file: None,
+            reject_log: None,
+            seconds: elapsed.as_secs_f64(),
+            rows_per_second: 0.0,
+            mb_per_second: 0.0,
+            workers: 0,
+            interrupted: false,
+            atomic: None,
+            restored: Vec::new(),
+            restore_seconds: 0.0,
+        }
+    }
+
     pub(crate) fn new(
         options: &LoadOptions,
         workers: usize,

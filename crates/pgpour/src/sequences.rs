@@ -16,7 +16,6 @@ use postgres::{Client, GenericClient};
 use crate::error::{Error, Result};
 use crate::journal::undo::UndoStep;
 use crate::left_alone::LeftAlone;
-use crate::options::LoadOptions;
 use crate::plan::Target;
 
 /// The CACHE a sequence gets during a parallel load.
@@ -83,21 +82,22 @@ pub struct SequencePlan {
 }
 
 /// Decides, without changing anything, which sequences get a larger cache.
+/// `left_alone`: why the load's plan keeps every sequence's CACHE, if it
+/// does.
 pub fn plan(
     client: &mut impl GenericClient,
     target: &Target,
-    options: &LoadOptions,
+    left_alone: Option<&LeftAlone>,
     workers: usize,
 ) -> Result<SequencePlan> {
     let mut plan = SequencePlan::default();
     for column in sequence_columns(client, target)? {
         let because = |reason: &str| LeftAlone::Because(reason.to_string());
-        let reason = match () {
+        let reason = match left_alone {
             _ if column.cache >= LOAD_CACHE => {
                 because(&format!("its CACHE is already {}", column.cache))
             }
-            _ if options.keep_sequences => LeftAlone::Asked,
-            _ if !options.journal => LeftAlone::NoJournal,
+            Some(reason) => reason.clone(),
             _ if workers < 2 => because("one worker does not contend for it"),
             _ if !column.owned => because("only its owner may change its CACHE"),
             _ => {
@@ -115,11 +115,11 @@ pub fn plan(
 pub fn raise_for_load(
     client: &mut Client,
     target: &Target,
-    options: &LoadOptions,
+    left_alone: Option<&LeftAlone>,
     workers: usize,
     load_id: &str,
 ) -> Result<SequencePlan> {
-    let plan = plan(client, target, options, workers)?;
+    let plan = plan(client, target, left_alone, workers)?;
     if plan.raise.is_empty() {
         return Ok(plan);
     }

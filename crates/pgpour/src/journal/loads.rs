@@ -1,11 +1,14 @@
 //! Loads and their runs: registering a load, checking a resumed one
 //! against what it started with, fencing runs by token, and its state.
 
+use std::path::PathBuf;
+
 use postgres::GenericClient;
 
 use super::chunks::Totals;
 use crate::chunk_range::CommittedChunk;
 use crate::error::{Error, Mismatch, OptionsProblem, Result};
+use crate::input::InputSpec;
 use crate::options::LoadOptions;
 
 /// What the journal knew of a load id when a run started.
@@ -19,30 +22,6 @@ pub enum Previous {
     Unfinished(Vec<CommittedChunk>),
 }
 
-/// A generated load id: the table, the time, and enough else to be unique
-/// (the time's nanoseconds, the process, a counter).
-pub fn new_load_id(table: &str) -> String {
-    use std::sync::atomic::{AtomicU32, Ordering};
-    static COUNTER: AtomicU32 = AtomicU32::new(0);
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap_or_default();
-    let clean: String = table
-        .chars()
-        .filter(|c| c.is_ascii_alphanumeric() || *c == '_')
-        .take(24)
-        .collect();
-    let mix = crate::hash::fnv1a(
-        &[
-            now.subsec_nanos().to_le_bytes(),
-            std::process::id().to_le_bytes(),
-            COUNTER.fetch_add(1, Ordering::Relaxed).to_le_bytes(),
-        ]
-        .concat(),
-    );
-    format!("{clean}-{}-{:08x}", now.as_secs(), mix as u32)
-}
-
 /// The parts of the options that must match for a run to continue a load
 /// (workers, chunk size, error limits may change between runs).
 fn identity(options: &serde_json::Value) -> serde_json::Value {
@@ -52,24 +31,37 @@ fn identity(options: &serde_json::Value) -> serde_json::Value {
         .collect()
 }
 
+/// A load's options as its journal entry keeps them: what a later run is
+/// checked against, and what `resume` starts from. Made with the load's
+/// plan; options that cannot be written (a path that is not UTF-8) stop
+/// only a load that registers in the journal, when it registers.
+pub(crate) struct OptionsRecord(std::result::Result<serde_json::Value, String>);
+
+impl OptionsRecord {
+    pub fn of(options: &LoadOptions) -> Self {
+        OptionsRecord(serde_json::to_value(options).map_err(|e| e.to_string()))
+    }
+}
+
 /// Registers a new load, or checks a known one against these options and
 /// inputs and says how far it got; either way the run `run_token` becomes
 /// the load's current one. The caller holds the load's run lock.
-pub fn begin(
+pub(crate) fn begin(
     client: &mut impl GenericClient,
     load_id: &str,
     target: &str,
-    options: &LoadOptions,
+    options: &OptionsRecord,
+    inputs: &[InputSpec],
     run_token: &str,
 ) -> Result<Previous> {
     super::ensure_schema(client)?;
-    let fingerprints = crate::fingerprint::fingerprints(&options.inputs)?;
-    let stored = serde_json::to_value(options).map_err(|e| {
+    let fingerprints = crate::fingerprint::fingerprints(inputs)?;
+    let stored = options.0.as_ref().map_err(|reason| {
         Error::InvalidOptions(OptionsProblem::Unrecordable {
-            reason: e.to_string(),
+            reason: reason.clone(),
         })
     })?;
-    let wanted = identity(&stored);
+    let wanted = identity(stored);
     let row = client
         .query_opt(
             "SELECT options::text, inputs::text, state FROM pgpour.loads WHERE load_id = $1",
@@ -187,6 +179,15 @@ pub fn options_of(client: &mut impl GenericClient, load_id: &str) -> Result<Opti
     let value: serde_json::Value = serde_json::from_str(row.get(0)).map_err(unreadable)?;
     let parsed = serde_json::from_value::<LoadOptions>(value);
     parsed.map(Some).map_err(unreadable)
+}
+
+/// Where the load's reject file is, by the options its journal entry
+/// keeps; `None` when the journal has no such load.
+pub(crate) fn reject_path_of(
+    client: &mut impl GenericClient,
+    load_id: &str,
+) -> Result<Option<PathBuf>> {
+    Ok(options_of(client, load_id)?.map(|stored| stored.reject_path()))
 }
 
 /// Makes `run_token` the load's current run. The row lock waits for chunks

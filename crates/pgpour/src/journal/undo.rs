@@ -189,13 +189,6 @@ pub fn pending(client: &mut impl GenericClient, load_id: &str) -> Result<Vec<Str
         .collect())
 }
 
-/// Undoes what a load left to put back (indexes it dropped...); returns
-/// what it put back. A failure stays pending and says why.
-pub fn restore_pending(client: &mut Client, load_id: &str) -> Result<Vec<String>> {
-    let mut done = Vec::new();
-    run_pending(client, load_id, Refused::Stop, &mut done).map(|()| done)
-}
-
 /// What `run_pending` does with a step pgpour will not run: a restore an
 /// older pgpour recorded as SQL text, or one no longer about the load's
 /// own table.

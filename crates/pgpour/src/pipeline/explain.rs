@@ -1,8 +1,7 @@
 //! `--explain`: the decisions of a load, made as the load would make them,
 //! with nothing changed.
 
-use super::decide::Decision;
-use super::prepare::connect_and_resolve;
+use super::decide::decide;
 use crate::commit_mode::CommitMode;
 use crate::conn::ConnectOptions;
 use crate::error::Result;
@@ -25,16 +24,25 @@ pub struct Explain {
 /// Connects, resolves and checks the target as a load would, and says what
 /// it would do with it.
 pub fn explain(connect: &ConnectOptions, options: &LoadOptions) -> Result<Explain> {
-    let (mut client, target) = connect_and_resolve(connect, options, &Progress::default())?;
-    let decision = Decision::make(&mut client, options);
-    let indexes = crate::indexes::plan(&mut client, &target, options)?;
-    let sequences = crate::sequences::plan(&mut client, &target, options, decision.workers)?;
+    let (mut client, plan) = decide(connect, options, &Progress::default())?;
+    let indexes = crate::indexes::plan(
+        &mut client,
+        &plan.target,
+        plan.indexes_left_alone.as_ref(),
+        plan.truncate,
+    )?;
+    let sequences = crate::sequences::plan(
+        &mut client,
+        &plan.target,
+        plan.sequences_left_alone.as_ref(),
+        plan.workers,
+    )?;
     Ok(Explain {
-        table: target.qualified.clone(),
-        copy_sql: target.copy_sql.clone(),
-        workers: decision.workers,
-        commit: decision.commit_mode(options.journal),
-        chunk_size: decision.chunk_size,
+        table: plan.target.qualified.clone(),
+        copy_sql: plan.target.copy_sql.clone(),
+        workers: plan.workers,
+        commit: plan.commit_mode(),
+        chunk_size: plan.chunk_size,
         indexes,
         sequences,
     })

@@ -30,18 +30,16 @@ pub(super) fn finish(
 ) -> Result<Finished> {
     let Setup {
         connect,
-        options,
-        decision,
-        target,
+        plan,
         sink,
         run,
         cancel,
         ..
     } = *setup;
-    let load_id = options.load_id.clone().unwrap_or_default();
+    let load_id = plan.load_id.clone();
     let run_token = run.map_or("", |r| r.token.as_str());
     let end_state = |state: &str| {
-        if !options.journal {
+        if !plan.journal {
             return Ok(());
         }
         let mut client = connect_retrying(connect, cancel).and_then(pinned)?;
@@ -55,17 +53,17 @@ pub(super) fn finish(
         committed_ranges,
     } = ran;
     if error.is_none() && matches!(read_end, Some(ReadEnd::Done { .. })) {
-        error = inputs_seen.check_unchanged(&options.inputs).err();
+        error = inputs_seen.check_unchanged(&plan.inputs).err();
     }
     let complete = error.is_none() && read_end == Some(ReadEnd::Done { chunks: committed });
-    if decision.atomic.is_some() && !complete {
+    if plan.atomic.is_some() && !complete {
         // All or nothing: nothing. (Best effort; resume rolls back leftovers.)
         if let Ok(mut client) = connect_retrying(connect, cancel).and_then(pinned) {
             crate::journal::two_phase::rollback(&mut client, &prepared);
         }
     }
     if let Some(Error::InDoubt { loaded, .. }) = &mut error {
-        *loaded = certainly_loaded(&options.inputs, committed_ranges);
+        *loaded = certainly_loaded(&plan.inputs, committed_ranges);
     }
     if let Some(e) = error {
         // Best effort: the journal is right either way, the state is a label.
@@ -76,17 +74,17 @@ pub(super) fn finish(
     if truncate && read_end == Some(ReadEnd::Done { chunks: 0 }) {
         let mut client = connect.connect()?;
         client
-            .batch_execute(&target.truncate_sql())
+            .batch_execute(&plan.target.truncate_sql())
             .map_err(Error::db("truncating the table"))?;
     }
     if !complete {
         end_state("stopped")?;
-        if decision.atomic.is_some() {
+        if plan.atomic.is_some() {
             return Err(Error::AtomicInterrupted { load_id });
         }
         return Ok(Finished::Stopped);
     }
-    if !options.journal {
+    if !plan.journal {
         return Ok(Finished::Complete(Some(Totals::default())));
     }
     // Chunks commit asynchronously: check that the journal has them all and
@@ -94,7 +92,7 @@ pub(super) fn finish(
     // before it durable too. Chunks a crash lost are loaded by another pass.
     let expected = done_chunks + committed;
     let mut client = connect_retrying(connect, cancel).and_then(pinned)?;
-    if decision.atomic == Some(super::decide::AtomicMode::TwoPhase) {
+    if plan.atomic == Some(super::decide::AtomicMode::TwoPhase) {
         // Decided: from here on, resume finishes the commit.
         crate::journal::two_phase::commit(&mut client, &load_id, &prepared)?;
     }

@@ -1,12 +1,13 @@
 //! A load in phases, each in its own module:
-//! 1. `decide`: workers, commit mode, chunk size (shared with `--explain`);
-//! 2. `prepare`: reach and resolve the target; register the load in the
-//!    journal; drop indexes and raise sequence caches, recorded as undo
-//!    steps;
+//! 1. `decide`: check the options, reach and resolve the target, decide
+//!    workers, commit mode, chunk size: the plan (shared with `--explain`);
+//! 2. `prepare`: register the load in the journal; drop indexes and raise
+//!    sequence caches, recorded as undo steps;
 //! 3. `workers`: the reader and the workers load the chunks;
 //! 4. `finish`: check, commit, mark done, rewrite the reject file.
 //!
-//! After the last pass the load's undo steps run, however it ended.
+//! The options stop here: the phases take the plan `decide` makes. After
+//! the last pass the load's undo steps run, however it ended.
 
 mod decide;
 mod explain;
@@ -29,7 +30,6 @@ use crate::reject::RejectSink;
 use crate::report::LoadSummary;
 use crate::run_lock::RunLock;
 use crate::sessions::{connect_retrying, pinned, RETRY_FOR};
-use decide::Decision;
 pub use explain::{explain, Explain};
 use finish::Finished;
 use prepare::Prepared;
@@ -167,7 +167,7 @@ fn run_lock(connect: &ConnectOptions, options: &LoadOptions) -> Result<Option<Ru
     if !options.journal {
         return Ok(None);
     }
-    prepare::check_options(options)?;
+    options.check()?;
     let load_id = options.load_id.as_deref().unwrap_or_default();
     RunLock::acquire(connect, load_id).map(Some)
 }
@@ -239,15 +239,9 @@ fn load_pass(
     run: Option<&RunLock>,
 ) -> Result<Pass, Box<LoadFailure>> {
     let run_token = run.map_or("", |r| r.token.as_str());
-    let sink = RejectSink::new(
-        options
-            .reject_file
-            .clone()
-            .unwrap_or_else(|| RejectSink::default_path(&options.inputs, options.format.format)),
-    )
-    .replacing(options.replace_rejects);
-    let (mut client, target) = match prepare::connect_and_resolve(connect, options, progress) {
-        Ok(resolved) => resolved,
+    let sink = RejectSink::new(options.reject_path()).replacing(options.replace_rejects);
+    let (mut client, plan) = match decide::decide(connect, options, progress) {
+        Ok(decided) => decided,
         Err(error) => {
             let workers = options.workers.unwrap_or_else(default_workers).max(1);
             let summary =
@@ -255,18 +249,17 @@ fn load_pass(
             return Err(Box::new(LoadFailure { error, summary }));
         }
     };
-    let decision = Decision::make(&mut client, options);
     let summary = |interrupted| {
         let mut s = LoadSummary::new(
             options,
-            decision.workers,
+            plan.workers,
             progress,
             started.elapsed(),
             interrupted,
             &sink,
         );
-        s.atomic = Some(decision.commit_mode(options.journal)).filter(CommitMode::is_atomic);
-        if !options.journal {
+        s.atomic = Some(plan.commit_mode()).filter(CommitMode::is_atomic);
+        if !plan.journal {
             // Without the journal there is nothing to resume: no id to show.
             s.load_id.clear();
         }
@@ -274,7 +267,7 @@ fn load_pass(
     };
     let fail = |error| {
         let mut summary = summary(false);
-        if decision.atomic.is_some() {
+        if plan.atomic.is_some() {
             // Nothing of an atomic load that failed is visible.
             summary.set_counts(0, 0, 0);
             summary.reject_file = None;
@@ -287,16 +280,8 @@ fn load_pass(
     if let Some(run) = run {
         run.ensure_held(connect).map_err(fail)?;
     }
-    let prepared = prepare::prepare_target(
-        &mut client,
-        &target,
-        options,
-        &decision,
-        &sink,
-        run_token,
-        journaled,
-    )
-    .map_err(fail)?;
+    let prepared =
+        prepare::prepare_target(&mut client, &plan, &sink, run_token, journaled).map_err(fail)?;
     let (done_chunks, own_reject_file) = match prepared {
         Prepared::AlreadyDone => {
             let mut summary = summary(false);
@@ -314,15 +299,13 @@ fn load_pass(
         } => (done_chunks, own_reject_file),
     };
     let before = Totals::of(&done_chunks);
-    let segments = crate::reader::segments(options.inputs.len(), &done_chunks);
+    let segments = crate::reader::segments(plan.inputs.len(), &done_chunks);
     // TRUNCATE belongs to the first chunk of the load, not of a resumed run.
-    let truncate = options.truncate && done_chunks.is_empty();
-    let inputs_seen = crate::input::InputsSeen::now(&options.inputs);
+    let truncate = plan.truncate && done_chunks.is_empty();
+    let inputs_seen = crate::input::InputsSeen::now(&plan.inputs);
     let setup = Setup {
         connect,
-        options,
-        decision: &decision,
-        target: &target,
+        plan: &plan,
         sink: &sink,
         run,
         progress,

@@ -8,6 +8,7 @@ use std::sync::atomic::AtomicBool;
 use pgpour::{
     ConnectOptions, Format, FormatOptions, Header, InputSpec, LoadOptions, Progress, TableName,
 };
+pub use pgpour_testkit::assert_same_rows;
 use pgpour_testkit::{shared_cluster, TestDb};
 
 pub fn connect(db: &TestDb) -> ConnectOptions {
@@ -110,7 +111,7 @@ impl Case {
             Some(cols) => format!(
                 "({})",
                 cols.iter()
-                    .map(|c| pgpour::internals::quote_ident(c))
+                    .map(|c| pgpour::quote_ident(c))
                     .collect::<Vec<_>>()
                     .join(", ")
             ),
@@ -229,41 +230,4 @@ impl Case {
         .expect_err("pgpour accepted what COPY refuses");
         failure.error
     }
-}
-
-/// The two tables hold the same multiset of rows (on the loaded columns, so
-/// serial keys, which depend on load order, are left out).
-pub fn assert_same_rows(client: &mut postgres::Client, name: &str, columns: Option<&[String]>) {
-    let cols = match columns {
-        Some(cols) => cols
-            .iter()
-            .map(|c| pgpour::internals::quote_ident(c))
-            .collect::<Vec<_>>()
-            .join(", "),
-        None => "t.*".to_string(),
-    };
-    let diff: Vec<(String, String)> = client
-        .query(
-            &format!(
-                "(SELECT 'only pgpour', ROW({cols})::text FROM actual t EXCEPT ALL SELECT 'only pgpour', ROW({cols})::text FROM expected t) \
-                 UNION ALL \
-                 (SELECT 'only COPY', ROW({cols})::text FROM expected t EXCEPT ALL SELECT 'only COPY', ROW({cols})::text FROM actual t) LIMIT 10"
-            ),
-            &[],
-        )
-        .unwrap()
-        .iter()
-        .map(|r| (r.get(0), r.get(1)))
-        .collect();
-    assert!(diff.is_empty(), "{name}: tables differ: {diff:?}");
-    let count = |t: &str, c: &mut postgres::Client| -> i64 {
-        c.query_one(&format!("SELECT count(*) FROM {t}"), &[])
-            .unwrap()
-            .get(0)
-    };
-    assert_eq!(
-        count("actual", client),
-        count("expected", client),
-        "{name}: row counts"
-    );
 }

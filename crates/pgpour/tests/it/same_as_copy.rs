@@ -2,8 +2,8 @@
 
 use std::io::Write;
 
-use pgpour::Header;
-use pgpour_bench::gen::Dataset;
+use pgpour::{Format, FormatOptions, Header};
+use pgpour_testkit::datasets::{CopyFormat, Dataset};
 
 use crate::harness::Case;
 
@@ -233,6 +233,16 @@ fn columns_mapping_leaves_defaults_to_the_table() {
     .check("columns_mapping");
 }
 
+/// The format options that load the dataset's file as generated.
+fn format_of(d: Dataset) -> FormatOptions {
+    let mut format = FormatOptions::new(match d.copy_format() {
+        CopyFormat::Csv => Format::Csv,
+        CopyFormat::Text => Format::Text,
+    });
+    format.null = d.null().map(str::to_string);
+    format
+}
+
 fn dataset(d: Dataset, rows: u64) -> Vec<u8> {
     let mut out = Vec::new();
     d.write(rows, 3, &mut out).unwrap();
@@ -248,7 +258,7 @@ fn benchmark_datasets_with_their_types() {
         let columns_ddl = &ddl[ddl.find('(').unwrap() + 1..ddl.rfind(')').unwrap()];
         let names = d.columns();
         let mut case = Case::csv(columns_ddl, &dataset(d, 3000));
-        case.format = d.format();
+        case.format = format_of(d);
         case.columns(&names.iter().map(String::as_str).collect::<Vec<_>>())
             .check(d.name());
     }

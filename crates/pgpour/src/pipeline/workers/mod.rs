@@ -14,12 +14,11 @@ use std::time::{Duration, Instant};
 
 use postgres::Client;
 
-use super::decide::{AtomicMode, Decision};
+use super::decide::{AtomicMode, Plan};
 use crate::conn::ConnectOptions;
 use crate::copy::{ChunkLoader, Loaded};
 use crate::error::{Error, Result};
 use crate::gate::{Gate, OpenOnDrop};
-use crate::options::LoadOptions;
 use crate::plan::Target;
 use crate::progress::Progress;
 use crate::reader::{Chunk, ReadEnd, Reader, Segment};
@@ -30,9 +29,7 @@ use crate::sessions::{connect_retrying, journaled_session, RETRY_FOR};
 /// What the load runs on, set up by the phases before.
 pub(super) struct Setup<'a> {
     pub connect: &'a ConnectOptions,
-    pub options: &'a LoadOptions,
-    pub decision: &'a Decision,
-    pub target: &'a Target,
+    pub plan: &'a Plan,
     pub sink: &'a RejectSink,
     pub run: Option<&'a RunLock>,
     pub progress: &'a Progress,
@@ -63,11 +60,10 @@ pub(super) fn run(
     truncate: bool,
     rejects_before: u64,
 ) -> Ran {
-    let Setup {
-        options, target, ..
-    } = *setup;
-    let load_id = options.load_id.clone().unwrap_or_default();
-    let workers = setup.decision.workers;
+    let plan = setup.plan;
+    let target = &plan.target;
+    let load_id = &plan.load_id;
+    let workers = plan.workers;
     let prepared: Mutex<Vec<String>> = Mutex::new(Vec::new());
     let first_error: Mutex<Option<Error>> = Mutex::new(None);
     let stop = AtomicBool::new(false);
@@ -79,18 +75,18 @@ pub(super) fn run(
             .get_or_insert(e);
     };
     let gate = Gate::new(!truncate);
-    let validator = target.validator(&options.format);
-    let budget = RejectBudget::new(options.max_errors, rejects_before);
+    let validator = target.validator(&plan.format);
+    let budget = RejectBudget::new(plan.max_errors, rejects_before);
     let loader = ChunkLoader {
         copy_sql: &target.copy_sql,
         relation: &target.relation,
         columns: &target.columns,
-        syntax: options.format.syntax(),
+        syntax: plan.format.syntax(),
         validator: &validator,
         budget: &budget,
-        journal: options.journal.then_some(load_id.as_str()),
+        journal: plan.journal.then_some(load_id.as_str()),
         run_token: setup.run.map_or("", |r| r.token.as_str()),
-        sink: setup.decision.atomic.is_none().then_some(setup.sink),
+        sink: plan.atomic.is_none().then_some(setup.sink),
     };
     let committed_ranges: Mutex<Vec<(usize, u64, u64)>> = Mutex::new(Vec::new());
     let committed = AtomicU64::new(0);
@@ -107,9 +103,9 @@ pub(super) fn run(
             };
             let worker = Worker {
                 connect: setup.connect,
-                options,
+                plan,
                 index,
-                atomic: setup.decision.atomic,
+                atomic: plan.atomic,
                 prepared: &prepared,
                 truncate,
                 target,
@@ -132,12 +128,12 @@ pub(super) fn run(
         }
         drop(rx);
         let reader = Reader {
-            inputs: &options.inputs,
+            inputs: &plan.inputs,
             segments,
-            format: &options.format,
+            format: &plan.format,
             expected_header: &target.columns,
-            chunk_size: setup.decision.chunk_size,
-            max_record: options.max_record_size,
+            chunk_size: plan.chunk_size,
+            max_record: plan.max_record_size,
             end_markers: crate::frame::EndMarkers::of_server(target.server_version_num),
             header_out: &setup.sink.header,
             progress: setup.progress,
@@ -173,7 +169,7 @@ enum FirstTry {
 
 struct Worker<'a> {
     connect: &'a ConnectOptions,
-    options: &'a LoadOptions,
+    plan: &'a Plan,
     index: usize,
     atomic: Option<AtomicMode>,
     /// Global ids of the transactions workers prepared (`--atomic`).
@@ -222,7 +218,7 @@ impl Worker<'_> {
                 break;
             }
             let before = (first && self.truncate).then_some(truncate.as_str());
-            let file = self.options.inputs[chunk.input].name();
+            let file = self.plan.inputs[chunk.input].name();
             let result = self.load_with_retry(&mut client, before, &chunk, &file, FirstTry::Whole);
             if let (Ok(_), Some(opener)) = (&result, opener.as_mut()) {
                 opener.committed = true;
@@ -290,7 +286,7 @@ impl Worker<'_> {
                 return Ok(());
             }
             let before = (chunk.seq == 0 && self.truncate).then_some(truncate.as_str());
-            let file = self.options.inputs[chunk.input].name();
+            let file = self.plan.inputs[chunk.input].name();
             let loaded = self
                 .loader
                 .load(&mut tx, before, &chunk, &file)

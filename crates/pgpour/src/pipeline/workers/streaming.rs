@@ -37,7 +37,7 @@ impl Worker<'_> {
         let mut stream = Some(ChunkStream::new(StreamSetup {
             connect: self.connect,
             copy_sql: &self.target.copy_sql,
-            syntax: self.options.format.syntax(),
+            syntax: self.plan.format.syntax(),
             load_id,
             run_token: self.loader.run_token,
         }));
@@ -156,7 +156,7 @@ impl Worker<'_> {
                 return Ok(true);
             }
             Settled::Failed { chunk, error } => {
-                let file = self.options.inputs[chunk.input].name();
+                let file = self.plan.inputs[chunk.input].name();
                 return Err(error.while_loading(&file, chunk.first_line));
             }
             Settled::Refused { chunk, server } => (chunk, FirstTry::Refused(server)),
@@ -196,7 +196,7 @@ impl Worker<'_> {
         chunk: &Chunk,
         first_try: FirstTry,
     ) -> Result<Loaded> {
-        let file = self.options.inputs[chunk.input].name();
+        let file = self.plan.inputs[chunk.input].name();
         let at = |e: Error| e.while_loading(&file, chunk.first_line);
         let client = self.careful_client(careful).map_err(at)?;
         self.load_with_retry(client, before, chunk, &file, first_try)

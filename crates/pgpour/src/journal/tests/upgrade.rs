@@ -3,7 +3,8 @@
 
 use pgpour_testkit::shared_cluster;
 
-use crate::harness::connect;
+use super::{connect, restore_pending};
+use crate::journal::ensure_schema;
 
 /// The journal as pgpour wrote it before it had a schema version: restores
 /// as SQL text, runs fenced by token.
@@ -48,9 +49,9 @@ fn an_unversioned_journal_is_upgraded_and_its_sql_restores_are_shown_not_run() {
     client.batch_execute("CREATE TABLE t (n int)").unwrap();
     client.batch_execute(UNVERSIONED_JOURNAL).unwrap();
 
-    let loads = pgpour::status(&connect(&db), None).unwrap();
+    let loads = crate::status(&connect(&db), None).unwrap();
     let done = loads.iter().find(|l| l.load_id == "old-done").unwrap();
-    assert_eq!((done.state, done.rows_loaded), (pgpour::LoadState::Done, 9));
+    assert_eq!((done.state, done.rows_loaded), (crate::LoadState::Done, 9));
     let killed = loads.iter().find(|l| l.load_id == "old-killed").unwrap();
     assert_eq!(killed.pending, vec!["index t_pkey"]);
     let version: i32 = client
@@ -69,16 +70,14 @@ fn an_unversioned_journal_is_upgraded_and_its_sql_restores_are_shown_not_run() {
     );
     assert!(recorded.is_err(), "the old table still takes restores");
 
-    let refused = pgpour::internals::restore_pending(&mut client, "old-killed").unwrap_err();
+    let refused = restore_pending(&mut client, "old-killed").unwrap_err();
     assert!(
         refused
             .to_string()
             .contains("run it yourself: CREATE TABLE planted_by_sql_text ()"),
         "{refused}"
     );
-    let forgotten = pgpour::forget(&connect(&db), "old-killed")
-        .unwrap()
-        .unwrap();
+    let forgotten = crate::forget(&connect(&db), "old-killed").unwrap().unwrap();
     assert!(forgotten[0].contains("not run"), "{forgotten:?}");
     let planted: bool = client
         .query_one("SELECT to_regclass('planted_by_sql_text') IS NOT NULL", &[])
@@ -95,7 +94,7 @@ fn concurrent_upgrades_apply_each_migration_once() {
     let handles: Vec<_> = (0..2)
         .map(|_| {
             let mut client = db.client();
-            std::thread::spawn(move || pgpour::internals::ensure_schema(&mut client))
+            std::thread::spawn(move || ensure_schema(&mut client))
         })
         .collect();
     for handle in handles {
@@ -167,7 +166,7 @@ fn the_restores_older_pgpours_wrote_become_typed_steps() {
             )
             .unwrap();
     }
-    pgpour::internals::ensure_schema(&mut client).unwrap();
+    ensure_schema(&mut client).unwrap();
     let kinds: Vec<String> = client
         .query(
             "SELECT kind FROM pgpour.undo WHERE load_id = 'shapes' ORDER BY position",
@@ -181,7 +180,7 @@ fn the_restores_older_pgpours_wrote_become_typed_steps() {
         kinds,
         ["index", "constraint", "guard_trigger", "sequence_cache"]
     );
-    let restored = pgpour::forget(&connect(&db), "shapes").unwrap().unwrap();
+    let restored = crate::forget(&connect(&db), "shapes").unwrap().unwrap();
     assert_eq!(restored.len(), 4, "{restored:?}");
     let back: (bool, bool, i64, i64) = client
         .query_one(
@@ -202,7 +201,7 @@ fn the_restores_older_pgpours_wrote_become_typed_steps() {
 fn an_empty_journal_is_not_dropped_from_under_a_load_registering() {
     let db = shared_cluster().create_database("journal_drop_race");
     let mut client = db.client();
-    pgpour::internals::ensure_schema(&mut client).unwrap();
+    ensure_schema(&mut client).unwrap();
     // A load registering: its entry inserted, not yet committed.
     let mut registering = db.client();
     let mut tx = registering.transaction().unwrap();
@@ -212,7 +211,7 @@ fn an_empty_journal_is_not_dropped_from_under_a_load_registering() {
     )
     .unwrap();
     let connect = connect(&db);
-    let dropper = std::thread::spawn(move || pgpour::drop_journal_if_empty(&connect));
+    let dropper = std::thread::spawn(move || crate::drop_journal_if_empty(&connect));
     std::thread::sleep(std::time::Duration::from_millis(300));
     tx.commit().unwrap();
     dropper.join().unwrap().unwrap();

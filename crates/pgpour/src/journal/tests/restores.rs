@@ -3,12 +3,20 @@
 //! table must end exactly as it was, whether the load finished, failed, or
 //! stopped and was resumed or forgotten.
 
-use std::sync::atomic::AtomicBool;
+use pgpour_testkit::{assert_same_rows, shared_cluster, TestDb};
 
-use pgpour::{Error, Format, FormatOptions, InputSpec, LoadOptions, Progress, TableName};
-use pgpour_testkit::{shared_cluster, TestDb};
-
-use crate::harness::{assert_same_rows, connect};
+use super::{connect, restore_pending};
+use crate::error::Error;
+use crate::format::{Format, FormatOptions};
+use crate::input::InputSpec;
+use crate::journal::undo::pending;
+use crate::journal::OptionsRecord;
+use crate::left_alone::LeftAlone;
+use crate::options::LoadOptions;
+use crate::plan::Target;
+use crate::report::LoadSummary;
+use crate::sql::TableName;
+use crate::LoadFailure;
 
 const TABLE: &str = "
 CREATE TABLE actual (
@@ -46,23 +54,15 @@ fn options(dir: &tempfile::TempDir, bytes: &[u8]) -> LoadOptions {
         TableName::parse("actual").unwrap(),
         FormatOptions::new(Format::Csv),
     );
-    options.columns = Some(pgpour::parse_column_list(COLUMNS).unwrap());
+    options.columns = Some(crate::parse_column_list(COLUMNS).unwrap());
     options.workers = Some(2);
     options.chunk_size = 300;
     options.reject_file = Some(dir.path().join("rejects.csv"));
     options
 }
 
-fn run(
-    db: &TestDb,
-    options: &LoadOptions,
-) -> Result<pgpour::LoadSummary, Box<pgpour::LoadFailure>> {
-    pgpour::load(
-        &connect(db),
-        options,
-        &Progress::default(),
-        &AtomicBool::new(false),
-    )
+fn run(db: &TestDb, options: &LoadOptions) -> Result<LoadSummary, Box<LoadFailure>> {
+    super::load(db, options)
 }
 
 /// Everything about the table's indexes, constraints and sequence that a
@@ -122,7 +122,7 @@ fn indexes_are_dropped_then_rebuilt_exactly_as_they_were() {
     let dir = tempfile::tempdir().unwrap();
     let options = options(&dir, &input(2000, false));
 
-    let plan = pgpour::explain(&connect(&db), &options).unwrap();
+    let plan = crate::explain(&connect(&db), &options).unwrap();
     let names = |list: Vec<&str>| list.into_iter().map(str::to_string).collect::<Vec<_>>();
     assert_eq!(
         plan.indexes
@@ -178,10 +178,10 @@ fn a_table_with_rows_keeps_its_indexes_unless_truncated() {
         .unwrap();
     let dir = tempfile::tempdir().unwrap();
     let mut options = options(&dir, &input(500, false));
-    let plan = pgpour::explain(&connect(&db), &options).unwrap();
+    let plan = crate::explain(&connect(&db), &options).unwrap();
     assert_eq!(
         plan.indexes.not_used,
-        Some(pgpour::LeftAlone::Because("the table is not empty".into()))
+        Some(LeftAlone::Because("the table is not empty".into()))
     );
     let summary = run(&db, &options).unwrap();
     // The sequence still gets its cache for the load: that is safe on any table.
@@ -201,9 +201,9 @@ fn a_table_with_rows_keeps_its_indexes_unless_truncated() {
     options.keep_indexes = true;
     options.keep_sequences = true;
     options.load_id = None;
-    let plan = pgpour::explain(&connect(&db), &options).unwrap();
-    assert_eq!(plan.indexes.not_used, Some(pgpour::LeftAlone::Asked));
-    assert_eq!(plan.sequences.kept[0].1, pgpour::LeftAlone::Asked);
+    let plan = crate::explain(&connect(&db), &options).unwrap();
+    assert_eq!(plan.indexes.not_used, Some(LeftAlone::Asked));
+    assert_eq!(plan.sequences.kept[0].1, LeftAlone::Asked);
     assert!(run(&db, &options).unwrap().restored.is_empty());
     assert_loaded_once(&mut client, "kept");
 }
@@ -242,13 +242,13 @@ fn a_crashed_load_is_put_back_by_resume_or_forget() {
         // What a load does before its first chunk, then nothing: as if
         // killed there.
         let target = begin_and_drop_indexes(&mut client, &options, &load_id);
-        pgpour::internals::raise_for_load(&mut client, &target, &options, 2, &load_id).unwrap();
+        crate::sequences::raise_for_load(&mut client, &target, None, 2, &load_id).unwrap();
         assert_ne!(
             schema_of(&mut client),
             before,
             "{ending}: the crash left changes"
         );
-        let status = pgpour::status(&connect(&db), Some(&load_id)).unwrap();
+        let status = crate::status(&connect(&db), Some(&load_id)).unwrap();
         assert_eq!(status[0].pending.len(), 5, "{:?}", status[0].pending);
 
         if ending == "resume" {
@@ -256,7 +256,7 @@ fn a_crashed_load_is_put_back_by_resume_or_forget() {
             assert_eq!(summary.rows_loaded, 600);
             assert_loaded_once(&mut client, "resumed");
         } else {
-            let restored = pgpour::forget(&connect(&db), &load_id).unwrap();
+            let restored = crate::forget(&connect(&db), &load_id).unwrap();
             assert_eq!(restored.map(|r| r.len()), Some(5));
         }
         assert_eq!(schema_of(&mut client), before, "{ending}");
@@ -264,21 +264,31 @@ fn a_crashed_load_is_put_back_by_resume_or_forget() {
 }
 
 /// What a load does before its first chunk as far as the indexes: resolve
-/// the target, open the journal entry, drop what the planner drops.
-pub(crate) fn begin_and_drop_indexes(
+/// the target, open the journal entry, drop what the planner drops (the
+/// options ask for nothing that keeps the indexes).
+fn begin_and_drop_indexes(
     client: &mut postgres::Client,
     options: &LoadOptions,
     load_id: &str,
-) -> pgpour::internals::Target {
-    let target = pgpour::internals::Target::resolve(
+) -> Target {
+    let target = Target::resolve(
         client,
         &options.table,
         options.columns.as_deref(),
         &options.format,
     )
     .unwrap();
-    pgpour::internals::begin(client, load_id, &target.qualified, options, "test-run").unwrap();
-    pgpour::internals::drop_for_load(client, &target, options, load_id).unwrap();
+    let recorded = OptionsRecord::of(options);
+    crate::journal::begin(
+        client,
+        load_id,
+        &target.qualified,
+        &recorded,
+        &options.inputs,
+        "test-run",
+    )
+    .unwrap();
+    crate::indexes::drop_for_load(client, &target, None, options.truncate, load_id).unwrap();
     target
 }
 
@@ -301,7 +311,7 @@ fn a_rebuild_that_fails_stays_pending_until_it_can_run() {
              INSERT INTO actual (id, name) VALUES (-7, 'a'), (-7, 'b'); RESET pgpour.load",
         )
         .unwrap();
-    let error = pgpour::internals::restore_pending(&mut client, "refused").unwrap_err();
+    let error = restore_pending(&mut client, "refused").unwrap_err();
     let message = error.to_string();
     assert!(
         message.contains("index actual_pkey could not be restored"),
@@ -315,7 +325,7 @@ fn a_rebuild_that_fails_stays_pending_until_it_can_run() {
         "{error:?}"
     );
     assert_eq!(
-        pgpour::internals::pending(&mut client, "refused").unwrap(),
+        pending(&mut client, "refused").unwrap(),
         vec!["index actual_pkey", "trigger pgpour_keep_out"],
         "the rebuilds before it are done; it and those after it wait"
     );
@@ -356,7 +366,7 @@ fn a_table_renamed_mid_load_gets_its_indexes_back() {
     client
         .batch_execute("ALTER TABLE actual RENAME TO renamed")
         .unwrap();
-    let restored = pgpour::forget(&connect(&db), "renamed").unwrap();
+    let restored = crate::forget(&connect(&db), "renamed").unwrap();
     assert!(
         restored.unwrap().contains(&"index actual_pkey".to_string()),
         "the key is put back"
@@ -385,7 +395,7 @@ fn an_undo_step_on_another_table_or_object_is_refused() {
                VALUES ('own', 0, 'guard_trigger', 'bystander'::regclass, 'public.bystander', 'pgpour_keep_out')",
         )
         .unwrap();
-    let error = pgpour::internals::restore_pending(&mut client, "own").unwrap_err();
+    let error = restore_pending(&mut client, "own").unwrap_err();
     assert!(
         error.to_string().contains("not the table of load own"),
         "{error}"
@@ -407,7 +417,7 @@ fn an_undo_step_on_another_table_or_object_is_refused() {
                        'CREATE INDEX other ON public.actual USING btree (name)')",
         )
         .unwrap();
-    let error = pgpour::internals::restore_pending(&mut client, "own").unwrap_err();
+    let error = restore_pending(&mut client, "own").unwrap_err();
     assert!(
         error
             .to_string()
@@ -415,12 +425,12 @@ fn an_undo_step_on_another_table_or_object_is_refused() {
         "{error}"
     );
     assert_eq!(
-        pgpour::internals::pending(&mut client, "own").unwrap(),
+        pending(&mut client, "own").unwrap(),
         vec!["index actual_name"]
     );
     // Forget does not get stuck on it: it drops the entry and says what it
     // did not run, and why.
-    let forgotten = pgpour::forget(&connect(&db), "own").unwrap().unwrap();
+    let forgotten = crate::forget(&connect(&db), "own").unwrap().unwrap();
     assert!(
         forgotten[0].starts_with("index actual_name: not run (not an index"),
         "{forgotten:?}"

@@ -4,12 +4,17 @@
 
 use std::sync::atomic::AtomicBool;
 
-use pgpour::{
-    ConnectOptions, Error, Format, FormatOptions, InputSpec, LoadOptions, Progress, TableName,
-};
 use pgpour_testkit::{shared_cluster, TestDb};
 
-use crate::harness::{connect, load};
+use super::{connect, load};
+use crate::conn::ConnectOptions;
+use crate::error::Error;
+use crate::format::{Format, FormatOptions};
+use crate::input::InputSpec;
+use crate::journal::ensure_schema;
+use crate::options::LoadOptions;
+use crate::progress::Progress;
+use crate::sql::TableName;
 
 /// A login role with CREATE on the test's database, and a client as it.
 fn low_role(db: &TestDb, name: &str) -> postgres::Client {
@@ -51,7 +56,7 @@ fn a_trigger_planted_in_a_journal_another_role_made_never_runs() {
     let db = shared_cluster().create_database("trust_trigger");
     db.client().batch_execute("CREATE TABLE t (n int)").unwrap();
     let mut evil = low_role(&db, "trust_evil_trigger");
-    pgpour::internals::ensure_schema(&mut evil).unwrap();
+    ensure_schema(&mut evil).unwrap();
     evil.batch_execute(
         "CREATE FUNCTION pgpour.grab() RETURNS trigger LANGUAGE plpgsql AS \
            $$ BEGIN ALTER ROLE trust_evil_trigger SUPERUSER; RETURN NEW; END $$; \
@@ -94,7 +99,7 @@ fn a_restore_planted_by_another_role_is_never_run() {
     let db = shared_cluster().create_database("trust_restore");
     db.client().batch_execute("CREATE TABLE t (n int)").unwrap();
     let mut evil = low_role(&db, "trust_evil_restore");
-    pgpour::internals::ensure_schema(&mut evil).unwrap();
+    ensure_schema(&mut evil).unwrap();
     evil.batch_execute(
         "INSERT INTO pgpour.loads (load_id, target, options, inputs) \
            VALUES ('nightly', 't', '{}', '[]'); \
@@ -102,9 +107,9 @@ fn a_restore_planted_by_another_role_is_never_run() {
            VALUES ('nightly', 0, 'statement', '', 'index t_pkey', 'ALTER ROLE trust_evil_restore SUPERUSER')",
     )
     .unwrap();
-    let forgotten = pgpour::forget(&connect(&db), "nightly");
+    let forgotten = crate::forget(&connect(&db), "nightly");
     assert!(forgotten.is_err(), "forget trusted the journal");
-    let status = pgpour::status(&connect(&db), None);
+    let status = crate::status(&connect(&db), None);
     assert!(status.is_err(), "status trusted the journal");
     let dir = tempfile::tempdir().unwrap();
     assert!(load(&db, &load_options(dir.path())).is_err());
@@ -128,7 +133,7 @@ fn rejected_rows_in_the_journal_are_for_its_owner_only() {
     let as_other = ConnectOptions::resolve(Some(&conninfo), &|_| None).unwrap();
     let mut options = load_options(dir.path());
     options.load_id = Some("other".into());
-    let failure = pgpour::load(
+    let failure = crate::load(
         &as_other,
         &options,
         &Progress::default(),
@@ -170,8 +175,8 @@ fn operators_planted_in_the_loading_roles_schema_do_not_run() {
     let mut options = load_options(dir.path());
     options.columns = Some(vec!["n".into()]);
     let _ = load(&db, &options);
-    let _ = pgpour::status(&connect(&db), None);
-    let _ = pgpour::forget(&connect(&db), "nightly");
+    let _ = crate::status(&connect(&db), None);
+    let _ = crate::forget(&connect(&db), "nightly");
     assert!(!is_superuser(&db, "trust_evil_operator"));
 }
 
@@ -218,7 +223,7 @@ fn a_view_planted_where_the_journal_version_is_read_never_runs() {
     let dir = tempfile::tempdir().unwrap();
     let failure = load(&db, &load_options(dir.path())).expect_err("a journal another role made");
     assert!(
-        matches!(failure.error, pgpour::Error::JournalUntrusted { .. }),
+        matches!(failure.error, Error::JournalUntrusted { .. }),
         "{:?}",
         failure.error
     );

@@ -1,0 +1,79 @@
+//! `resume`: a load continued from its journal entry, with the changes a
+//! later run may make.
+
+use std::sync::atomic::AtomicBool;
+
+use pgpour::{
+    Error, Format, FormatOptions, InputSpec, LoadOptions, Progress, ResumeChanges, TableName,
+};
+use pgpour_testkit::shared_cluster;
+
+use crate::harness::{connect, load};
+
+#[test]
+fn an_unknown_load_id_fails_with_nothing_loaded() {
+    let db = shared_cluster().create_database("resume_unknown");
+    let failure = pgpour::resume(
+        &connect(&db),
+        "never-started",
+        &ResumeChanges::default(),
+        &Progress::default(),
+        &AtomicBool::new(false),
+    )
+    .expect_err("no such load");
+    assert!(
+        matches!(&failure.error, Error::UnknownLoad { load_id } if load_id == "never-started"),
+        "{:?}",
+        failure.error
+    );
+    assert_eq!(failure.summary.load_id, "never-started");
+    assert_eq!(
+        (
+            failure.summary.rows_read,
+            failure.summary.files,
+            failure.summary.workers
+        ),
+        (0, 0, 0)
+    );
+}
+
+/// A load stopped by its first bad row goes on with the error limit lifted
+/// and more workers, from what its journal entry says of the rest.
+#[test]
+fn a_resumed_load_runs_with_its_changes() {
+    let db = shared_cluster().create_database("resume_changes");
+    let mut client = db.client();
+    client.batch_execute("CREATE TABLE t (n int)").unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("in.csv");
+    std::fs::write(&path, "1\n2\nnot a number\n4\n").unwrap();
+    let mut options = LoadOptions::new(
+        vec![InputSpec::File(path)],
+        TableName::parse("t").unwrap(),
+        FormatOptions::new(Format::Csv),
+    );
+    options.load_id = Some("changes".into());
+    options.workers = Some(1);
+    load(&db, &options).expect_err("the first bad row stops the load");
+
+    let mut changes = ResumeChanges::default();
+    changes.workers = Some(3);
+    changes.max_errors = Some(None);
+    let mut expected = pgpour::resume_options(&connect(&db), "changes").unwrap();
+    changes.apply_to(&mut expected);
+    assert_eq!((expected.workers, expected.max_errors), (Some(3), None));
+    let summary = pgpour::resume(
+        &connect(&db),
+        "changes",
+        &changes,
+        &Progress::default(),
+        &AtomicBool::new(false),
+    )
+    .unwrap_or_else(|f| panic!("{}", f.error));
+    assert_eq!((summary.workers, summary.rows_rejected), (3, 1));
+    let rows: i64 = client
+        .query_one("SELECT count(*) FROM t", &[])
+        .unwrap()
+        .get(0);
+    assert_eq!(rows, 3);
+}
