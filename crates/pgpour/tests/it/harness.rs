@@ -20,8 +20,16 @@ pub fn load(
     db: &TestDb,
     options: &LoadOptions,
 ) -> Result<pgpour::LoadSummary, Box<pgpour::LoadFailure>> {
+    load_via(&connect(db), options)
+}
+
+/// Runs a load over `connect`, without progress or Ctrl-C.
+pub fn load_via(
+    connect: &ConnectOptions,
+    options: &LoadOptions,
+) -> Result<pgpour::LoadSummary, Box<pgpour::LoadFailure>> {
     pgpour::load(
-        &connect(db),
+        connect,
         options,
         &Progress::default(),
         &std::sync::atomic::AtomicBool::new(false),

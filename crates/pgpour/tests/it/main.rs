@@ -11,5 +11,6 @@ mod overlap;
 mod random_documents;
 mod rejects;
 mod resume;
+mod round_trips;
 mod same_as_copy;
 mod targets;

@@ -1,0 +1,93 @@
+//! Round trips counted, not timed: a load through the delay proxy (at no
+//! delay) and the turns it makes on each connection. Across a network every
+//! turn costs a round trip, so a count that rises is a load that slows.
+
+use std::time::Duration;
+
+use pgpour::{ConnectOptions, Format, FormatOptions, InputSpec, LoadOptions, TableName};
+use pgpour_testkit::proxy::{ConnectionStats, DelayProxy};
+use pgpour_testkit::{shared_cluster, TestDb, SUPERUSER_PASSWORD};
+
+use crate::harness::load_via;
+
+/// Loads `rows` rows of `n,x` in chunks of `chunk_size` bytes with one
+/// worker through a counting proxy; the proxy's view of each connection.
+fn counted_load(db: &TestDb, rows: usize, chunk_size: usize) -> Option<Vec<ConnectionStats>> {
+    let Some(target) = shared_cluster().tcp() else {
+        eprintln!("skipped: the cluster is external (PGPOUR_TEST_DB)");
+        return None;
+    };
+    let proxy = DelayProxy::start(target, Duration::ZERO).expect("proxy starts");
+    db.client()
+        .batch_execute("CREATE TABLE t (n int, x text)")
+        .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("in.csv");
+    let body: String = (0..rows).map(|i| format!("{i},x{i}\n")).collect();
+    std::fs::write(&path, body).unwrap();
+    let conninfo = format!(
+        "host=127.0.0.1 port={} user=postgres password={SUPERUSER_PASSWORD} dbname={} sslmode=disable",
+        proxy.port(),
+        db.name
+    );
+    let connect = ConnectOptions::resolve(Some(&conninfo), &|_| None).unwrap();
+    let mut options = LoadOptions::new(
+        vec![InputSpec::from_arg(path.to_str().unwrap())],
+        TableName::parse("t").unwrap(),
+        FormatOptions::new(Format::Csv),
+    );
+    options.workers = Some(1);
+    options.chunk_size = chunk_size;
+    let summary = load_via(&connect, &options).unwrap_or_else(|f| panic!("{}", f.error));
+    assert_eq!(summary.rows_loaded, rows as u64);
+    assert!(
+        proxy.wait_closed(Duration::from_secs(10)),
+        "connections left open"
+    );
+    Some(proxy.stats())
+}
+
+/// Turns after the handshakes, over every connection of the load.
+fn turns_after_handshakes(stats: &[ConnectionStats]) -> u64 {
+    stats
+        .iter()
+        .map(|c| c.turns - c.handshake_turns.unwrap_or(0))
+        .sum()
+}
+
+#[test]
+fn each_chunk_after_the_first_costs_at_most_one_round_trip() {
+    let db = shared_cluster().create_database("round_trips_chunks");
+    let Some(few) = counted_load(&db, 10, 1 << 20) else {
+        return;
+    };
+    let db = shared_cluster().create_database("round_trips_chunks_many");
+    // About 40 chunks of about 100 bytes.
+    let Some(many) = counted_load(&db, 400, 100) else {
+        return;
+    };
+    let chunks = 400 * "123,x123\n".len() as u64 / 100;
+    let (few, many) = (turns_after_handshakes(&few), turns_after_handshakes(&many));
+    assert!(
+        many - few <= chunks,
+        "{} more turns for about {chunks} more chunks",
+        many - few
+    );
+}
+
+#[test]
+fn a_small_load_waits_for_few_round_trips() {
+    let db = shared_cluster().create_database("round_trips_small");
+    let Some(stats) = counted_load(&db, 10, 1 << 20) else {
+        return;
+    };
+    let turns = turns_after_handshakes(&stats);
+    eprintln!("connections: {}", stats.len());
+    for c in &stats {
+        eprintln!("{c:?}");
+    }
+    assert!(
+        turns <= 200,
+        "{turns} turns after the handshakes: {stats:?}"
+    );
+}
