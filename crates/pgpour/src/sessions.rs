@@ -33,6 +33,31 @@ pub(crate) fn connect_retrying(connect: &ConnectOptions, cancel: &AtomicBool) ->
     }
 }
 
+/// Where a load keeps its first session while the workers stream on
+/// sessions of their own, for the end of the load to reuse rather than open
+/// another (a handshake and its settings are several round trips away).
+pub(crate) type Spare = std::sync::Mutex<Option<Client>>;
+
+/// A pinned session: the spare one if it still answers (it idled through
+/// the load and may have been ended meanwhile; pinning it again is the
+/// question), else a new one, retried as `connect_retrying` does.
+pub(crate) fn reuse_or_connect(
+    spare: &Spare,
+    connect: &ConnectOptions,
+    cancel: &AtomicBool,
+) -> Result<Client> {
+    let kept = spare.lock().unwrap_or_else(|p| p.into_inner()).take();
+    if let Some(client) = kept.and_then(|c| pinned(c).ok()) {
+        return Ok(client);
+    }
+    connect_retrying(connect, cancel).and_then(pinned)
+}
+
+/// Gives a session back for the next phase to reuse.
+pub(crate) fn keep_spare(spare: &Spare, client: Client) {
+    *spare.lock().unwrap_or_else(|p| p.into_inner()) = Some(client);
+}
+
 /// A session for pgpour's own statements only, its search path pinned.
 pub(crate) fn pinned(mut client: Client) -> Result<Client> {
     crate::sql::pin_search_path(&mut client).map_err(Error::db("setting up the session"))?;

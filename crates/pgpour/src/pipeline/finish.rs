@@ -7,7 +7,7 @@ use crate::error::{Error, Result};
 use crate::input::{InputSpec, InputsSeen};
 use crate::journal::Totals;
 use crate::reader::ReadEnd;
-use crate::sessions::{connect_retrying, pinned};
+use crate::sessions::{connect_retrying, keep_spare, pinned, reuse_or_connect};
 
 /// How a pass that did not fail ended.
 pub(super) enum Finished {
@@ -34,6 +34,7 @@ pub(super) fn finish(
         sink,
         run,
         cancel,
+        spare,
         ..
     } = *setup;
     let load_id = plan.load_id.clone();
@@ -42,8 +43,10 @@ pub(super) fn finish(
         if !plan.journal {
             return Ok(());
         }
-        let mut client = connect_retrying(connect, cancel).and_then(pinned)?;
-        crate::journal::set_state(&mut client, &load_id, run_token, state)
+        let mut client = reuse_or_connect(spare, connect, cancel)?;
+        crate::journal::set_state(&mut client, &load_id, run_token, state)?;
+        keep_spare(spare, client);
+        Ok(())
     };
     let Ran {
         read_end,
@@ -91,7 +94,7 @@ pub(super) fn finish(
     // mark the load done in one synchronous commit, which makes every chunk
     // before it durable too. Chunks a crash lost are loaded by another pass.
     let expected = done_chunks + committed;
-    let mut client = connect_retrying(connect, cancel).and_then(pinned)?;
+    let mut client = reuse_or_connect(spare, connect, cancel)?;
     if plan.atomic == Some(super::decide::AtomicMode::TwoPhase) {
         // Decided: from here on, resume finishes the commit.
         crate::journal::two_phase::commit(&mut client, &load_id, &prepared)?;
@@ -107,6 +110,8 @@ pub(super) fn finish(
             sink.rewrite(&rows)?;
         }
     }
+    // For the undo steps that follow.
+    keep_spare(spare, client);
     Ok(Finished::Complete(finished))
 }
 

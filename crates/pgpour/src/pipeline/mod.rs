@@ -29,7 +29,7 @@ use crate::progress::Progress;
 use crate::reject::RejectSink;
 use crate::report::LoadSummary;
 use crate::run_lock::RunLock;
-use crate::sessions::{connect_retrying, pinned, RETRY_FOR};
+use crate::sessions::{connect_retrying, pinned, reuse_or_connect, Spare, RETRY_FOR};
 pub use explain::{explain, Explain};
 use finish::Finished;
 use prepare::Prepared;
@@ -72,15 +72,17 @@ pub fn load(
         }
     };
     let journaled = AtomicBool::new(false);
-    let outcome = load_passes(
+    let spare = Spare::default();
+    let context = Passes {
         connect,
-        &options,
         progress,
         cancel,
         started,
-        &journaled,
-        run.as_ref(),
-    );
+        journaled: &journaled,
+        run: run.as_ref(),
+        spare: &spare,
+    };
+    let outcome = load_passes(&context, &options);
     // A load that failed before the journal had it (a missing file, a wrong
     // host) changed nothing: it does not even try to connect again.
     if !journaled.load(Ordering::SeqCst) {
@@ -94,10 +96,9 @@ pub fn load(
     let load_id = options.load_id.as_deref().unwrap_or_default();
     let retry = outcome.is_ok();
     let client = match retry {
-        true => connect_retrying(connect, cancel),
-        false => connect.connect(),
-    }
-    .and_then(pinned);
+        true => reuse_or_connect(&spare, connect, cancel),
+        false => connect.connect().and_then(pinned),
+    };
     // Only while this run holds the load: a run that took it over (after
     // this one lost its lock with its session) restores at its own end.
     let held = run.as_ref().map_or(Ok(()), |run| run.ensure_held(connect));
@@ -172,19 +173,27 @@ fn run_lock(connect: &ConnectOptions, options: &LoadOptions) -> Result<Option<Ru
     RunLock::acquire(connect, load_id).map(Some)
 }
 
-/// The passes of a load, until one finds every chunk in the journal.
-fn load_passes(
-    connect: &ConnectOptions,
-    options: &LoadOptions,
-    progress: &Progress,
-    cancel: &AtomicBool,
+/// What every pass of a load runs with.
+#[derive(Clone, Copy)]
+struct Passes<'a> {
+    connect: &'a ConnectOptions,
+    progress: &'a Progress,
+    cancel: &'a AtomicBool,
     started: Instant,
-    journaled: &AtomicBool,
-    run: Option<&RunLock>,
-) -> Result<LoadSummary, Box<LoadFailure>> {
+    /// Set once the journal has the load: its undo steps may then be pending.
+    journaled: &'a AtomicBool,
+    run: Option<&'a RunLock>,
+    spare: &'a Spare,
+}
+
+/// The passes of a load, until one finds every chunk in the journal.
+fn load_passes(context: &Passes, options: &LoadOptions) -> Result<LoadSummary, Box<LoadFailure>> {
+    let Passes {
+        progress, started, ..
+    } = *context;
     let mut first: Option<(u64, Totals)> = None;
     for pass_number in 0..MAX_PASSES {
-        let pass = load_pass(connect, options, progress, cancel, started, journaled, run)?;
+        let pass = load_pass(context, options)?;
         let (resumed, before) = *first.get_or_insert((pass.summary.resumed_chunks, pass.before));
         if !pass.chunks_lost {
             let mut summary = pass.summary;
@@ -228,16 +237,16 @@ struct Pass {
 }
 
 /// One pass: the chunks the journal does not have yet, through the phases.
-fn load_pass(
-    connect: &ConnectOptions,
-    options: &LoadOptions,
-    progress: &Progress,
-    cancel: &AtomicBool,
-    started: Instant,
-    // Set once the journal has the load: its undo steps may then be pending.
-    journaled: &AtomicBool,
-    run: Option<&RunLock>,
-) -> Result<Pass, Box<LoadFailure>> {
+fn load_pass(context: &Passes, options: &LoadOptions) -> Result<Pass, Box<LoadFailure>> {
+    let Passes {
+        connect,
+        progress,
+        cancel,
+        started,
+        journaled,
+        run,
+        spare,
+    } = *context;
     let run_token = run.map_or("", |r| r.token.as_str());
     let sink = RejectSink::new(options.reject_path()).replacing(options.replace_rejects);
     let (mut client, plan) = match decide::decide(connect, options, progress) {
@@ -304,6 +313,7 @@ fn load_pass(
     let truncate = plan.truncate && done_chunks.is_empty();
     let inputs_seen = crate::input::InputsSeen::now(&plan.inputs);
     let setup = Setup {
+        spare,
         connect,
         plan: &plan,
         sink: &sink,

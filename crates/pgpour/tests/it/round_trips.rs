@@ -5,7 +5,7 @@
 use std::time::Duration;
 
 use pgpour::{ConnectOptions, Format, FormatOptions, InputSpec, LoadOptions, TableName};
-use pgpour_testkit::proxy::{ConnectionStats, DelayProxy};
+use pgpour_testkit::proxy::{ConnectionStats, DelayProxy, Protocol};
 use pgpour_testkit::{shared_cluster, TestDb, SUPERUSER_PASSWORD};
 
 use crate::harness::load_via;
@@ -13,6 +13,15 @@ use crate::harness::load_via;
 /// Loads `rows` rows of `n,x` in chunks of `chunk_size` bytes with one
 /// worker through a counting proxy; the proxy's view of each connection.
 fn counted_load(db: &TestDb, rows: usize, chunk_size: usize) -> Option<Vec<ConnectionStats>> {
+    counted_load_with(db, rows, chunk_size, "sslmode=disable")
+}
+
+fn counted_load_with(
+    db: &TestDb,
+    rows: usize,
+    chunk_size: usize,
+    tls: &str,
+) -> Option<Vec<ConnectionStats>> {
     let Some(target) = shared_cluster().tcp() else {
         eprintln!("skipped: the cluster is external (PGPOUR_TEST_DB)");
         return None;
@@ -26,7 +35,7 @@ fn counted_load(db: &TestDb, rows: usize, chunk_size: usize) -> Option<Vec<Conne
     let body: String = (0..rows).map(|i| format!("{i},x{i}\n")).collect();
     std::fs::write(&path, body).unwrap();
     let conninfo = format!(
-        "host=127.0.0.1 port={} user=postgres password={SUPERUSER_PASSWORD} dbname={} sslmode=disable",
+        "host=127.0.0.1 port={} user=postgres password={SUPERUSER_PASSWORD} dbname={} {tls}",
         proxy.port(),
         db.name
     );
@@ -90,4 +99,31 @@ fn a_small_load_waits_for_few_round_trips() {
         turns <= 200,
         "{turns} turns after the handshakes: {stats:?}"
     );
+}
+
+#[test]
+fn chunks_stream_over_tls_when_the_sslmode_asks_for_it() {
+    let cluster = shared_cluster();
+    if cluster.server_certificate().is_none() {
+        eprintln!("skipped: the cluster has no TLS");
+        return;
+    }
+    let db = cluster.create_database("round_trips_tls");
+    // Many small chunks: the streaming session carries almost all of them.
+    let Some(stats) = counted_load_with(&db, 400, 100, "sslmode=require") else {
+        return;
+    };
+    assert!(
+        stats.iter().all(|c| c.protocol == Protocol::Tls),
+        "{stats:?}"
+    );
+    // The session that streamed the chunks sent the most bytes per turn;
+    // over TLS it too waits once per chunk at most, beyond its handshake
+    // (TLS, then SCRAM with channel binding: under 10 turns).
+    let streaming = stats
+        .iter()
+        .max_by_key(|c| c.client_bytes / c.turns.max(1))
+        .unwrap();
+    let chunks = 400 * "123,x123\n".len() as u64 / 100;
+    assert!(streaming.turns <= chunks + 10, "{streaming:?}");
 }

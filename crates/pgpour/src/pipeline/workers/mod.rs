@@ -28,6 +28,8 @@ use crate::sessions::{connect_retrying, journaled_session, RETRY_FOR};
 
 /// What the load runs on, set up by the phases before.
 pub(super) struct Setup<'a> {
+    /// The load's first session, when a streaming worker did not need it.
+    pub spare: &'a crate::sessions::Spare,
     pub connect: &'a ConnectOptions,
     pub plan: &'a Plan,
     pub sink: &'a RejectSink,
@@ -103,6 +105,7 @@ pub(super) fn run(
             };
             let worker = Worker {
                 connect: setup.connect,
+                spare: setup.spare,
                 plan,
                 index,
                 atomic: plan.atomic,
@@ -169,6 +172,7 @@ enum FirstTry {
 
 struct Worker<'a> {
     connect: &'a ConnectOptions,
+    spare: &'a crate::sessions::Spare,
     plan: &'a Plan,
     index: usize,
     atomic: Option<AtomicMode>,

@@ -30,9 +30,12 @@ impl Worker<'_> {
         rx: crossbeam_channel::Receiver<Chunk>,
         load_id: &str,
     ) -> Result<()> {
-        // The load's first session would idle through the load (and could
-        // be ended meanwhile): closed, and a new one opened if ever needed.
-        drop(given);
+        // The load's first session idles through the load: kept for its
+        // end (which checks that it still answers); the careful path opens
+        // its own if ever needed.
+        if let Some(client) = given {
+            crate::sessions::keep_spare(self.spare, client);
+        }
         let mut careful = CarefulSession::default();
         let mut stream = Some(ChunkStream::new(StreamSetup {
             connect: self.connect,
