@@ -131,6 +131,13 @@ impl ConnectOptions {
             }
         }
 
+        // After the user's own options, so that theirs cannot undo it.
+        let options = match config.get_options() {
+            Some(theirs) => format!("{theirs} -c standard_conforming_strings=on"),
+            None => "-c standard_conforming_strings=on".to_string(),
+        };
+        config.options(&options);
+
         let ssl = match sslmode.or_else(|| env("PGSSLMODE")) {
             Some(mode) => mode.parse()?,
             None => SslMode::Prefer,
@@ -184,13 +191,11 @@ impl ConnectOptions {
         })
     }
 
+    /// A session on the driver. Literals pgpour writes into SQL assume
+    /// standard strings: set in the start-up message (see `resolve`), not
+    /// by a statement that would cost a round trip.
     pub fn connect(&self) -> Result<Client> {
-        let mut client = self.connect_to_a_host()?;
-        // Literals pgpour writes into SQL assume standard strings.
-        client
-            .batch_execute("SET standard_conforming_strings = on")
-            .map_err(Error::db("setting up the session"))?;
-        Ok(client)
+        self.connect_to_a_host()
     }
 
     /// The first host that takes the connection, in order, each with

@@ -13,14 +13,13 @@ impl ConnectOptions {
     pub(crate) fn open_wire(&self, settings: &[(&str, String)]) -> Result<Wire> {
         let config = &self.config;
         let mut parameters: Vec<(&str, String)> = Vec::new();
+        // Standard strings among them (see `resolve`).
         if let Some(options) = config.get_options() {
             parameters.push(("options", options.to_string()));
         }
         if let Some(name) = config.get_application_name() {
             parameters.push(("application_name", name.to_string()));
         }
-        // Literals pgpour writes into SQL assume standard strings.
-        parameters.push(("standard_conforming_strings", "on".to_string()));
         parameters.extend(settings.iter().cloned());
         let startup = Startup {
             user: config.get_user().unwrap_or_default(),
