@@ -15,6 +15,7 @@
 //!   moment leaves it for the end of the load, `pgpour resume` or `pgpour
 //!   forget`.
 
+use postgres::types::Type;
 use postgres::{Client, GenericClient};
 
 use crate::error::{Error, Result};
@@ -76,10 +77,10 @@ pub fn plan(
         return Ok(IndexPlan::not_used(reason.clone()));
     }
     let table = client
-        .query_one(
+        .query_typed_one(
             "SELECT c.relkind = 'p' OR c.relispartition, pg_has_role(c.relowner, 'USAGE') \
              FROM pg_class c WHERE c.oid = $1::text::regclass",
-            &[&target.qualified],
+            &[(&target.qualified, Type::TEXT)],
         )
         .map_err(Error::db("looking up the table's indexes"))?;
     if table.get::<_, bool>(0) {
@@ -94,7 +95,7 @@ pub fn plan(
     }
     if !truncate {
         let empty: bool = client
-            .query_one(
+            .query_typed_one(
                 &format!("SELECT NOT EXISTS (SELECT 1 FROM {})", target.qualified),
                 &[],
             )
@@ -114,7 +115,13 @@ pub fn plan(
         .map(|c| c.column)
         .collect();
     let rows = client
-        .query(INDEXES_SQL, &[&target.qualified, &from_sequence])
+        .query_typed(
+            INDEXES_SQL,
+            &[
+                (&target.qualified, Type::TEXT),
+                (&from_sequence, Type::TEXT_ARRAY),
+            ],
+        )
         .map_err(Error::db("looking up the table's indexes"))?;
     if rows.is_empty() {
         return Ok(IndexPlan::not_used(LeftAlone::Because(
@@ -312,10 +319,10 @@ fn keep_other_writers_out(
         id = quote_literal(load_id),
     ))?;
     let table_name: String = tx
-        .query_one(
+        .query_typed_one(
             "SELECT format('%I.%I', n.nspname, c.relname) FROM pg_class c \
              JOIN pg_namespace n ON n.oid = c.relnamespace WHERE c.oid = $1",
-            &[&target.oid],
+            &[(&target.oid, Type::OID)],
         )?
         .get(0);
     crate::journal::undo::record(

@@ -1,6 +1,7 @@
 //! The target table, looked up in the catalog before any data moves, and the
 //! COPY statement that loads it.
 
+use postgres::types::Type;
 use postgres::Client;
 
 use crate::error::{Error, Result};
@@ -46,11 +47,11 @@ impl Target {
         format: &FormatOptions,
     ) -> Result<Self> {
         let row = client
-            .query_opt(
+            .query_typed_opt(
                 "SELECT c.oid, n.nspname::text, c.relname::text FROM pg_class c \
                  JOIN pg_namespace n ON n.oid = c.relnamespace \
                  WHERE c.oid = to_regclass($1)",
-                &[&table.quoted()],
+                &[(&table.quoted(), Type::TEXT)],
             )
             .map_err(Error::db("looking up the table"))?;
         let Some(row) = row else {
@@ -66,10 +67,10 @@ impl Target {
             quote_ident(row.get::<_, &str>(2))
         );
         let table_columns: Vec<Column> = client
-            .query(
+            .query_typed(
                 "SELECT attname::text, attgenerated <> '', atttypid::regtype::text FROM pg_attribute \
                  WHERE attrelid = $1 AND attnum > 0 AND NOT attisdropped ORDER BY attnum",
-                &[&oid],
+                &[(&oid, Type::OID)],
             )
             .map_err(Error::db("looking up the columns"))?
             .iter()
@@ -110,11 +111,11 @@ impl Target {
             })
             .collect();
         let server_encoding: String = client
-            .query_one("SHOW server_encoding", &[])
+            .query_typed_one("SHOW server_encoding", &[])
             .map_err(Error::db("reading the server encoding"))?
             .get(0);
         let server_version_num: i32 = client
-            .query_one("SELECT current_setting('server_version_num')::int4", &[])
+            .query_typed_one("SELECT current_setting('server_version_num')::int4", &[])
             .map_err(Error::db("reading the server version"))?
             .get(0);
         Ok(Target {
@@ -219,13 +220,13 @@ fn check_columns(
 /// of a missing table, since unquoted names fold to lower case.
 fn similar_table(client: &mut Client, table: &TableName) -> Option<String> {
     client
-        .query_opt(
+        .query_typed_opt(
             // Runs under the user's search path: every call names pg_catalog.
             "SELECT pg_catalog.quote_ident(n.nspname::text) || '.' || pg_catalog.quote_ident(c.relname::text) \
              FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace \
              WHERE pg_catalog.lower(c.relname::text) = pg_catalog.lower($1::text) AND c.relkind IN ('r', 'p', 'f') \
              AND ($2::text IS NULL OR pg_catalog.lower(n.nspname::text) = pg_catalog.lower($2::text)) LIMIT 1",
-            &[&table.name, &table.schema],
+            &[(&table.name, Type::TEXT), (&table.schema, Type::TEXT)],
         )
         .ok()
         .flatten()

@@ -9,6 +9,7 @@
 
 use std::sync::Mutex;
 
+use postgres::types::Type;
 use postgres::Client;
 
 use crate::conn::ConnectOptions;
@@ -82,9 +83,9 @@ fn lock_session(connect: &ConnectOptions, load_id: &str) -> Result<Client> {
 fn try_lock(session: &mut Client, load_id: &str) -> Result<()> {
     let (high, low) = lock_key(load_id);
     let taken: bool = session
-        .query_one(
+        .query_typed_one(
             "SELECT pg_catalog.pg_try_advisory_lock($1, $2)",
-            &[&(high as i32), &(low as i32)],
+            &[(&(high as i32), Type::INT4), (&(low as i32), Type::INT4)],
         )
         .map_err(Error::db("locking the load id"))?
         .get(0);
@@ -135,13 +136,13 @@ fn lock_key(load_id: &str) -> (u32, u32) {
 /// may see the holder's session.
 fn holder(session: &mut Client, high: u32, low: u32) -> Option<String> {
     let row = session
-        .query_opt(
+        .query_typed_opt(
             "SELECT l.pid, a.application_name, a.backend_start::text \
              FROM pg_catalog.pg_locks l LEFT JOIN pg_catalog.pg_stat_activity a ON a.pid = l.pid \
              WHERE l.locktype = 'advisory' AND l.granted AND l.objsubid = 2 \
                AND l.classid = $1::int8::oid AND l.objid = $2::int8::oid \
                AND l.database = (SELECT oid FROM pg_catalog.pg_database WHERE datname = pg_catalog.current_database())",
-            &[&i64::from(high), &i64::from(low)],
+            &[(&i64::from(high), Type::INT8), (&i64::from(low), Type::INT8)],
         )
         .ok()??;
     let pid: i32 = row.get(0);

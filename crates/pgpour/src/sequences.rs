@@ -11,6 +11,7 @@
 //! raises it and set back at the end of the load, like a dropped index (see
 //! `indexes`).
 
+use postgres::types::Type;
 use postgres::{Client, GenericClient};
 
 use crate::error::{Error, Result};
@@ -39,7 +40,7 @@ pub(crate) fn sequence_columns(
     target: &Target,
 ) -> Result<Vec<SequenceColumn>> {
     let rows = client
-        .query(
+        .query_typed(
             "SELECT a.attname::text, format('%I.%I', n.nspname, c.relname), ps.seqcycle, ps.seqcache,
                     pg_has_role(c.relowner, 'USAGE')
              FROM pg_attribute a
@@ -56,7 +57,10 @@ pub(crate) fn sequence_columns(
                                     WHERE dep.classid = 'pg_attrdef'::regclass AND dep.objid = d.oid
                                       AND dep.refobjid = s.seq)))
              ORDER BY a.attnum",
-            &[&target.qualified, &target.columns],
+            &[
+                (&target.qualified, Type::TEXT),
+                (&target.columns, Type::TEXT_ARRAY),
+            ],
         )
         .map_err(Error::db("looking up the table's sequences"))?;
     Ok(rows
@@ -128,7 +132,7 @@ pub fn raise_for_load(
         for (sequence, cache) in &plan.raise {
             tx.batch_execute(&format!("ALTER SEQUENCE {sequence} CACHE {LOAD_CACHE}"))?;
             let oid: u32 = tx
-                .query_one("SELECT $1::text::regclass::oid", &[sequence])?
+                .query_typed_one("SELECT $1::text::regclass::oid", &[(sequence, Type::TEXT)])?
                 .get(0);
             crate::journal::undo::record(
                 &mut tx,

@@ -2,6 +2,7 @@
 //! with its rejected rows; its primary key makes a second commit of the
 //! same chunk impossible, whoever tries.
 
+use postgres::types::Type;
 use postgres::GenericClient;
 
 use crate::chunk_range::{ChunkRange, CommittedChunk};
@@ -39,20 +40,20 @@ pub(crate) fn record_chunk(
 ) -> Result<bool, postgres::Error> {
     // The key share lock on the load's row holds off a takeover (which
     // locks the row for update) until this transaction ends.
-    let written = tx.execute(
+    let written = tx.execute_typed(
         "WITH owner AS (SELECT 1 FROM pgpour.loads WHERE load_id = $1 AND run_token = $9 FOR KEY SHARE) \
          INSERT INTO pgpour.chunks (load_id, input, byte_start, byte_end, first_line, lines, rows_loaded, rows_rejected) \
          SELECT $1, $2, $3, $4, $5, $6, $7, $8 FROM owner",
         &[
-            &load_id,
-            &(chunk.input as i32),
-            &(chunk.byte_start as i64),
-            &(chunk.byte_end as i64),
-            &(chunk.first_line as i64),
-            &(chunk.lines as i64),
-            &(rows_loaded as i64),
-            &(rejected.len() as i64),
-            &run_token,
+            (&load_id, Type::TEXT),
+            (&(chunk.input as i32), Type::INT4),
+            (&(chunk.byte_start as i64), Type::INT8),
+            (&(chunk.byte_end as i64), Type::INT8),
+            (&(chunk.first_line as i64), Type::INT8),
+            (&(chunk.lines as i64), Type::INT8),
+            (&(rows_loaded as i64), Type::INT8),
+            (&(rejected.len() as i64), Type::INT8),
+            (&run_token, Type::TEXT),
         ],
     )?;
     if written == 0 {
@@ -68,10 +69,16 @@ pub(crate) fn record_chunk(
         .map(|r| serde_json::to_string(r).unwrap_or_default())
         .collect();
     let rows: Vec<&[u8]> = rejected.iter().map(|r| r.bytes.as_slice()).collect();
-    tx.execute(
+    tx.execute_typed(
         "INSERT INTO pgpour.rejects (load_id, input, byte, reason, bytes) \
          SELECT $1, $2, b, r::jsonb, d FROM unnest($3::int8[], $4::text[], $5::bytea[]) AS u(b, r, d)",
-        &[&load_id, &(chunk.input as i32), &bytes_at, &reasons, &rows],
+        &[
+            (&load_id, Type::TEXT),
+            (&(chunk.input as i32), Type::INT4),
+            (&bytes_at, Type::INT8_ARRAY),
+            (&reasons, Type::TEXT_ARRAY),
+            (&rows, Type::BYTEA_ARRAY),
+        ],
     )?;
     Ok(true)
 }
@@ -87,9 +94,14 @@ pub(crate) fn correct_rows(
         return Ok(());
     };
     client
-        .execute(
+        .execute_typed(
             "UPDATE pgpour.chunks SET rows_loaded = $4 WHERE load_id = $1 AND input = $2 AND byte_start = $3",
-            &[&load_id, &(chunk.input as i32), &(chunk.byte_start as i64), &(rows as i64)],
+            &[
+                (&load_id, Type::TEXT),
+                (&(chunk.input as i32), Type::INT4),
+                (&(chunk.byte_start as i64), Type::INT8),
+                (&(rows as i64), Type::INT8),
+            ],
         )
         .map_err(Error::db("correcting the journal's row count"))?;
     Ok(())
@@ -103,9 +115,13 @@ pub(crate) fn committed_chunk(
     chunk: &ChunkRange,
 ) -> Result<Option<(u64, Vec<BadRow>)>> {
     let row = client
-        .query_opt(
+        .query_typed_opt(
             "SELECT rows_loaded FROM pgpour.chunks WHERE load_id = $1 AND input = $2 AND byte_start = $3",
-            &[&load_id, &(chunk.input as i32), &(chunk.byte_start as i64)],
+            &[
+                (&load_id, Type::TEXT),
+                (&(chunk.input as i32), Type::INT4),
+                (&(chunk.byte_start as i64), Type::INT8),
+            ],
         )
         .map_err(Error::db("reading the journal"))?;
     let Some(row) = row else { return Ok(None) };

@@ -3,6 +3,7 @@
 
 use std::path::PathBuf;
 
+use postgres::types::Type;
 use postgres::GenericClient;
 
 use super::chunks::Totals;
@@ -63,22 +64,22 @@ pub(crate) fn begin(
     })?;
     let wanted = identity(stored);
     let row = client
-        .query_opt(
+        .query_typed_opt(
             "SELECT options::text, inputs::text, state FROM pgpour.loads WHERE load_id = $1",
-            &[&load_id],
+            &[(&load_id, Type::TEXT)],
         )
         .map_err(Error::db("reading the journal"))?;
     let Some(row) = row else {
         client
-            .execute(
+            .execute_typed(
                 "INSERT INTO pgpour.loads (load_id, target, target_oid, options, inputs, run_token) \
                  VALUES ($1, $2, pg_catalog.to_regclass($2)::oid, $3::text::jsonb, $4::text::jsonb, $5)",
                 &[
-                    &load_id,
-                    &target,
-                    &stored.to_string(),
-                    &fingerprints.to_string(),
-                    &run_token,
+                    (&load_id, Type::TEXT),
+                    (&target, Type::TEXT),
+                    (&stored.to_string(), Type::TEXT),
+                    (&fingerprints.to_string(), Type::TEXT),
+                    (&run_token, Type::TEXT),
                 ],
             )
             .map_err(Error::db("recording the load in the journal"))?;
@@ -107,18 +108,18 @@ pub(crate) fn begin(
     // decided (state `committing`), roll back the rest.
     if state == "committing" {
         let decided: Vec<String> = client
-            .query_one(
+            .query_typed_one(
                 "SELECT coalesce(committing, '{}') FROM pgpour.loads WHERE load_id = $1",
-                &[&load_id],
+                &[(&load_id, Type::TEXT)],
             )
             .map_err(Error::db("reading the journal"))?
             .get(0);
         super::two_phase::finish_decided(client, load_id, &decided)?;
         client
-            .execute(
+            .execute_typed(
                 "UPDATE pgpour.loads SET state = 'done', finished_at = now(), committing = NULL \
                  WHERE load_id = $1",
-                &[&load_id],
+                &[(&load_id, Type::TEXT)],
             )
             .map_err(Error::db("updating the journal"))?;
         return Ok(Previous::Done);
@@ -127,10 +128,10 @@ pub(crate) fn begin(
     super::two_phase::rollback(client, &leftovers);
     take_over(client, load_id, run_token)?;
     let chunks = client
-        .query(
+        .query_typed(
             "SELECT input, byte_start, byte_end, first_line, lines, rows_loaded, rows_rejected FROM pgpour.chunks \
              WHERE load_id = $1 ORDER BY input, byte_start",
-            &[&load_id],
+            &[(&load_id, Type::TEXT)],
         )
         .map_err(Error::db("reading the journal"))?
         .iter()
@@ -154,9 +155,9 @@ pub(crate) fn state_of(client: &mut impl GenericClient, load_id: &str) -> Result
     }
     super::ensure_schema(client)?;
     Ok(client
-        .query_opt(
+        .query_typed_opt(
             "SELECT state FROM pgpour.loads WHERE load_id = $1",
-            &[&load_id],
+            &[(&load_id, Type::TEXT)],
         )
         .map_err(Error::db("reading the journal"))?
         .map(|r| r.get(0)))
@@ -166,9 +167,9 @@ pub(crate) fn state_of(client: &mut impl GenericClient, load_id: &str) -> Result
 pub fn options_of(client: &mut impl GenericClient, load_id: &str) -> Result<Option<LoadOptions>> {
     super::ensure_schema(client)?;
     let row = client
-        .query_opt(
+        .query_typed_opt(
             "SELECT options::text FROM pgpour.loads WHERE load_id = $1",
-            &[&load_id],
+            &[(&load_id, Type::TEXT)],
         )
         .map_err(Error::db("reading the journal"))?;
     let Some(row) = row else { return Ok(None) };
@@ -201,15 +202,15 @@ fn take_over(client: &mut impl GenericClient, load_id: &str, run_token: &str) ->
     // that did not roll back, and then the message says so.
     tx.batch_execute("SET LOCAL lock_timeout = '60s'")
         .and_then(|()| {
-            tx.execute(
+            tx.execute_typed(
                 "SELECT 1 FROM pgpour.loads WHERE load_id = $1 FOR UPDATE",
-                &[&load_id],
+                &[(&load_id, Type::TEXT)],
             )
         })
         .and_then(|_| {
-            tx.execute(
+            tx.execute_typed(
                 "UPDATE pgpour.loads SET state = 'running', run_token = $2 WHERE load_id = $1",
-                &[&load_id, &run_token],
+                &[(&load_id, Type::TEXT), (&run_token, Type::TEXT)],
             )
         })
         .map_err(Error::db("updating the journal"))?;
@@ -221,10 +222,10 @@ fn take_over(client: &mut impl GenericClient, load_id: &str, run_token: &str) ->
 /// transactions it may prepare.
 fn record_run(client: &mut impl GenericClient, load_id: &str, run_token: &str) -> Result<()> {
     client
-        .execute(
+        .execute_typed(
             // A later pass of the same run records it again.
             "INSERT INTO pgpour.runs (load_id, token) VALUES ($1, $2) ON CONFLICT DO NOTHING",
-            &[&load_id, &run_token],
+            &[(&load_id, Type::TEXT), (&run_token, Type::TEXT)],
         )
         .map(drop)
         .map_err(Error::db("recording the run in the journal"))
@@ -238,9 +239,13 @@ pub fn set_state(
     state: &str,
 ) -> Result<()> {
     client
-        .execute(
+        .execute_typed(
             "UPDATE pgpour.loads SET state = $2 WHERE load_id = $1 AND run_token = $3",
-            &[&load_id, &state, &run_token],
+            &[
+                (&load_id, Type::TEXT),
+                (&state, Type::TEXT),
+                (&run_token, Type::TEXT),
+            ],
         )
         .map(drop)
         .map_err(Error::db("recording the state of the load"))
@@ -258,17 +263,17 @@ pub fn finish_if_complete(
     let run = |client: &mut postgres::Client| -> Result<Option<Totals>, postgres::Error> {
         client.batch_execute("SET synchronous_commit = on")?;
         let mut tx = client.transaction()?;
-        let row = tx.query_one(
+        let row = tx.query_typed_one(
             "SELECT count(*), coalesce(sum(rows_loaded), 0)::int8, coalesce(sum(rows_rejected), 0)::int8, \
              coalesce(sum(byte_end - byte_start), 0)::int8 FROM pgpour.chunks WHERE load_id = $1",
-            &[&load_id],
+            &[(&load_id, Type::TEXT)],
         )?;
         if (row.get::<_, i64>(0) as u64) < expected {
             return Ok(None);
         }
-        tx.execute(
+        tx.execute_typed(
             "UPDATE pgpour.loads SET state = 'done', finished_at = now() WHERE load_id = $1",
-            &[&load_id],
+            &[(&load_id, Type::TEXT)],
         )?;
         tx.commit()?;
         Ok(Some(Totals {

@@ -1,6 +1,7 @@
 //! Rejected rows of committed chunks: their bytes and reasons, from which
 //! the reject file can always be rebuilt.
 
+use postgres::types::Type;
 use postgres::GenericClient;
 
 use crate::chunk_range::ChunkRange;
@@ -22,10 +23,15 @@ pub(super) fn rejected_rows_within(
         (Some(c.input as i32), c.byte_start as i64, c.byte_end as i64)
     });
     let rows = client
-        .query(
+        .query_typed(
             "SELECT input, byte, reason::text, bytes FROM pgpour.rejects WHERE load_id = $1 \
              AND ($2::int IS NULL OR (input = $2 AND byte >= $3 AND byte < $4)) ORDER BY input, byte",
-            &[&load_id, &input, &start, &end],
+            &[
+                (&load_id, Type::TEXT),
+                (&input, Type::INT4),
+                (&start, Type::INT8),
+                (&end, Type::INT8),
+            ],
         )
         .map_err(Error::db("reading rejected rows from the journal"))?;
     rows.iter()

@@ -7,6 +7,7 @@
 //! session at a time, and only when the journal is behind: a role without
 //! CREATE on the database can use a journal that is up to date.
 
+use postgres::types::Type;
 use postgres::GenericClient;
 
 use crate::error::{Error, Result};
@@ -170,7 +171,7 @@ pub fn ensure_schema(client: &mut impl GenericClient) -> Result<()> {
 /// The journal's version: `None` without a journal.
 fn version(client: &mut impl GenericClient) -> Result<Option<i32>> {
     let row = client
-        .query_one(
+        .query_typed_one(
             "SELECT pg_catalog.to_regclass('pgpour.loads') IS NOT NULL, \
                     pg_catalog.to_regclass('pgpour.schema_version') IS NOT NULL",
             &[],
@@ -180,7 +181,7 @@ fn version(client: &mut impl GenericClient) -> Result<Option<i32>> {
         (false, false) => Ok(None),
         (_, false) => Ok(Some(1)),
         (_, true) => client
-            .query_one(
+            .query_typed_one(
                 "SELECT pg_catalog.max(version) FROM pgpour.schema_version",
                 &[],
             )
@@ -195,12 +196,15 @@ fn version(client: &mut impl GenericClient) -> Result<Option<i32>> {
 fn migrate(client: &mut impl GenericClient) -> Result<()> {
     let context = "creating or upgrading the pgpour journal";
     client
-        .execute("SELECT pg_catalog.pg_advisory_lock($1)", &[&MIGRATION_LOCK])
+        .execute_typed(
+            "SELECT pg_catalog.pg_advisory_lock($1)",
+            &[(&MIGRATION_LOCK, Type::INT8)],
+        )
         .map_err(Error::db(context))?;
     let migrated = migrate_locked(client);
-    let unlocked = client.execute(
+    let unlocked = client.execute_typed(
         "SELECT pg_catalog.pg_advisory_unlock($1)",
-        &[&MIGRATION_LOCK],
+        &[(&MIGRATION_LOCK, Type::INT8)],
     );
     migrated?;
     unlocked.map(drop).map_err(Error::db(context))
@@ -236,9 +240,9 @@ fn migrate_locked(client: &mut impl GenericClient) -> Result<()> {
          DELETE FROM pgpour.schema_version",
     )
     .and_then(|()| {
-        tx.execute(
+        tx.execute_typed(
             "INSERT INTO pgpour.schema_version (version) VALUES ($1)",
-            &[&LATEST],
+            &[(&LATEST, Type::INT4)],
         )
     })
     .and_then(|_| tx.batch_execute(PRIVATE))
@@ -248,7 +252,7 @@ fn migrate_locked(client: &mut impl GenericClient) -> Result<()> {
 
 fn schema_exists(client: &mut impl GenericClient) -> Result<bool> {
     Ok(client
-        .query_one(
+        .query_typed_one(
             "SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_namespace \
                             WHERE nspname = 'pgpour'::pg_catalog.name)",
             &[],
@@ -260,7 +264,7 @@ fn schema_exists(client: &mut impl GenericClient) -> Result<bool> {
 /// Whether the database has a journal (of any version).
 pub fn exists(client: &mut impl GenericClient) -> Result<bool> {
     Ok(client
-        .query_one(
+        .query_typed_one(
             "SELECT pg_catalog.to_regclass('pgpour.loads') IS NOT NULL",
             &[],
         )

@@ -1,5 +1,6 @@
 //! What `status` shows of loads, and `forget`.
 
+use postgres::types::Type;
 use postgres::GenericClient;
 
 use super::undo::Refused;
@@ -80,7 +81,7 @@ fn status_of(client: &mut impl GenericClient, load_id: Option<&str>) -> Result<V
     // A journal made by an older pgpour lacks the newer tables.
     super::ensure_schema(client)?;
     let rows = client
-        .query(
+        .query_typed(
             "SELECT l.load_id, l.target, l.state, l.started_at::text, count(c.*), \
                     coalesce(sum(c.rows_loaded), 0)::bigint, coalesce(sum(c.rows_rejected), 0)::bigint, \
                     coalesce(sum(c.byte_end - c.byte_start), 0)::bigint, l.inputs::text, \
@@ -94,7 +95,7 @@ fn status_of(client: &mut impl GenericClient, load_id: Option<&str>) -> Result<V
              FROM pgpour.loads l LEFT JOIN pgpour.chunks c USING (load_id) \
              WHERE $1::text IS NULL OR l.load_id = $1 \
              GROUP BY l.load_id ORDER BY l.started_at",
-            &[&load_id],
+            &[(&load_id, Type::TEXT)],
         )
         .map_err(Error::db("reading the journal"))?;
     rows.iter()
@@ -132,9 +133,9 @@ fn forget_pinned(client: &mut postgres::Client, load_id: &str) -> Result<Option<
         // Its prepared transactions lock the journal's rows (and the table):
         // finish what was decided, roll back the rest.
         let decided: Option<Vec<String>> = client
-            .query_opt(
+            .query_typed_opt(
                 "SELECT committing FROM pgpour.loads WHERE load_id = $1 AND state = 'committing'",
-                &[&load_id],
+                &[(&load_id, Type::TEXT)],
             )
             .map_err(Error::db("reading the journal"))?
             .and_then(|r| r.get(0));
@@ -148,7 +149,10 @@ fn forget_pinned(client: &mut postgres::Client, load_id: &str) -> Result<Option<
         let mut restored = Vec::new();
         super::undo::run_pending(client, load_id, Refused::Skip, &mut restored)?;
         let n = client
-            .execute("DELETE FROM pgpour.loads WHERE load_id = $1", &[&load_id])
+            .execute_typed(
+                "DELETE FROM pgpour.loads WHERE load_id = $1",
+                &[(&load_id, Type::TEXT)],
+            )
             .map_err(Error::db("forgetting the load"))?;
         Ok((n > 0).then_some(restored))
     })

@@ -21,7 +21,7 @@ pub(crate) fn check_journal(client: &mut impl GenericClient) -> Result<()> {
     // pg_catalog lacks (`name || name`) would otherwise run with our rights.
     // The messages are put together here, not in SQL.
     let rows = client
-        .query(
+        .query_typed(
             "WITH ns AS (SELECT oid, nspowner, nspacl FROM pg_catalog.pg_namespace \
                          WHERE nspname = 'pgpour'::pg_catalog.name), \
                   trusted AS (SELECT oid FROM pg_catalog.pg_roles \

@@ -10,6 +10,7 @@
 //! the row is visible once, and only once, the transaction has committed,
 //! which is how a load verifies that what it decided to commit did commit.
 
+use postgres::types::Type;
 use postgres::GenericClient;
 
 use crate::error::{Error, Result};
@@ -22,9 +23,9 @@ pub fn gid(run_token: &str, index: usize) -> String {
 
 /// Records `gid` inside the transaction about to be prepared under it.
 pub(crate) fn record_inside(tx: &mut impl GenericClient, load_id: &str, gid: &str) -> Result<()> {
-    tx.execute(
+    tx.execute_typed(
         "INSERT INTO pgpour.prepared (load_id, gid) VALUES ($1, $2)",
-        &[&load_id, &gid],
+        &[(&load_id, Type::TEXT), (&gid, Type::TEXT)],
     )
     .map(drop)
     .map_err(Error::db("recording the prepared transaction"))
@@ -33,11 +34,11 @@ pub(crate) fn record_inside(tx: &mut impl GenericClient, load_id: &str, gid: &st
 /// Prepared transactions that runs of this load left behind.
 pub(crate) fn leftovers(client: &mut impl GenericClient, load_id: &str) -> Result<Vec<String>> {
     Ok(client
-        .query(
+        .query_typed(
             "SELECT p.gid FROM pg_catalog.pg_prepared_xacts p JOIN pgpour.runs r \
                ON p.gid LIKE 'pgpour:' || r.token || ':%' \
              WHERE r.load_id = $1 AND p.database = pg_catalog.current_database() ORDER BY p.gid",
-            &[&load_id],
+            &[(&load_id, Type::TEXT)],
         )
         .map_err(Error::db("listing the load's prepared transactions"))?
         .iter()
@@ -51,9 +52,9 @@ pub fn commit(client: &mut postgres::Client, load_id: &str, gids: &[String]) -> 
     client
         .batch_execute("SET synchronous_commit = on")
         .and_then(|()| {
-            client.execute(
+            client.execute_typed(
                 "UPDATE pgpour.loads SET state = 'committing', committing = $2 WHERE load_id = $1",
-                &[&load_id, &gids],
+                &[(&load_id, Type::TEXT), (&gids, Type::TEXT_ARRAY)],
             )
         })
         .map_err(Error::db("recording the decision to commit"))?;
@@ -70,10 +71,10 @@ pub(crate) fn finish_decided(
     gids: &[String],
 ) -> Result<()> {
     let still_prepared: Vec<String> = client
-        .query(
+        .query_typed(
             "SELECT gid FROM pg_catalog.pg_prepared_xacts \
              WHERE gid = ANY($1) AND database = pg_catalog.current_database()",
-            &[&gids],
+            &[(&gids, Type::TEXT_ARRAY)],
         )
         .map_err(Error::db("listing prepared transactions"))?
         .iter()
@@ -85,9 +86,9 @@ pub(crate) fn finish_decided(
             .map_err(Error::db("committing a prepared transaction"))?;
     }
     let committed: i64 = client
-        .query_one(
+        .query_typed_one(
             "SELECT count(*) FROM pgpour.prepared WHERE load_id = $1 AND gid = ANY($2)",
-            &[&load_id, &gids],
+            &[(&load_id, Type::TEXT), (&gids, Type::TEXT_ARRAY)],
         )
         .map_err(Error::db("checking the commit"))?
         .get(0);
@@ -95,9 +96,9 @@ pub(crate) fn finish_decided(
         return Ok(());
     }
     client
-        .execute(
+        .execute_typed(
             "UPDATE pgpour.loads SET state = 'failed', committing = NULL WHERE load_id = $1",
-            &[&load_id],
+            &[(&load_id, Type::TEXT)],
         )
         .map_err(Error::db("recording the failed commit"))?;
     Err(Error::CommitIncomplete {

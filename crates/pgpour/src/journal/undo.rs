@@ -9,7 +9,7 @@
 //! is put together when it runs, for the object's table as it is named then,
 //! and only for the load's own table.
 
-use postgres::types::Oid;
+use postgres::types::{Oid, Type};
 use postgres::{Client, GenericClient};
 
 use crate::error::{Error, Result};
@@ -126,11 +126,19 @@ pub(crate) fn record(
             ("statement", None, &String::new(), what, Some(sql), None)
         }
     };
-    tx.execute(
+    tx.execute_typed(
         "INSERT INTO pgpour.undo (load_id, position, kind, relation, relation_name, name, definition, cache) \
          SELECT $1, coalesce(pg_catalog.max(position) + 1, 0), $2, $3, $4, $5, $6, $7 \
          FROM pgpour.undo WHERE load_id = $1",
-        &[&load_id, &kind, &relation, relation_name, name, &definition, &cache],
+        &[
+            (&load_id, Type::TEXT),
+            (&kind, Type::TEXT),
+            (&relation, Type::OID),
+            (relation_name, Type::TEXT),
+            (name, Type::TEXT),
+            (&definition, Type::TEXT),
+            (&cache, Type::INT8),
+        ],
     )
     .map(drop)
 }
@@ -138,10 +146,10 @@ pub(crate) fn record(
 /// The load's steps still to undo, in order, each with its position.
 fn steps(client: &mut impl GenericClient, load_id: &str) -> Result<Vec<(i32, UndoStep)>> {
     let rows = client
-        .query(
+        .query_typed(
             "SELECT position, kind, relation, relation_name, name, definition, cache \
              FROM pgpour.undo WHERE load_id = $1 ORDER BY position",
-            &[&load_id],
+            &[(&load_id, Type::TEXT)],
         )
         .map_err(Error::db("reading the journal's undo log"))?;
     rows.iter()
@@ -238,7 +246,7 @@ pub(crate) fn run_pending(
         };
         if let Some(sql) = &statement {
             // One statement, by the extended protocol: never a list.
-            tx.execute(sql.as_str(), &[]).map_err(&failed)?;
+            tx.execute_typed(sql.as_str(), &[]).map_err(&failed)?;
         }
         remove_step(&mut tx, load_id, position)?;
         tx.commit().map_err(&failed)?;
@@ -251,9 +259,9 @@ pub(crate) fn run_pending(
 /// that one row, or the transaction does not commit.
 fn remove_step(tx: &mut impl GenericClient, load_id: &str, position: i32) -> Result<()> {
     let removed = tx
-        .execute(
+        .execute_typed(
             "DELETE FROM pgpour.undo WHERE load_id = $1 AND position = $2",
-            &[&load_id, &position],
+            &[(&load_id, Type::TEXT), (&position, Type::INT4)],
         )
         .map_err(Error::db("updating the journal's undo log"))?;
     match removed {
@@ -288,13 +296,13 @@ fn statement_for(
     // table: the table itself, or a sequence that one of its columns owns
     // or draws from.
     let row = client
-        .query_opt(
+        .query_typed_opt(
             "SELECT pg_catalog.format('%I.%I', n.nspname, c.relname), c.relkind::text, \
                     (SELECT coalesce(l.target_oid, pg_catalog.to_regclass(l.target)::oid) \
                        FROM pgpour.loads l WHERE l.load_id = $2) AS target \
              FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace \
              WHERE c.oid = $1",
-            &[&relation, &load_id],
+            &[(&relation, Type::OID), (&load_id, Type::TEXT)],
         )
         .map_err(Error::db("reading the journal's undo log"))?;
     let Some(row) = row else { return Ok(Ok(None)) };
@@ -329,9 +337,9 @@ fn statement_for(
         let still: bool = client
             .batch_execute(&format!("LOCK TABLE {current} IN {mode} MODE"))
             .and_then(|()| {
-                client.query_one(
+                client.query_typed_one(
                     "SELECT pg_catalog.to_regclass($1)::oid = $2",
-                    &[&current, &relation],
+                    &[(&current, Type::TEXT), (&relation, Type::OID)],
                 )
             })
             .map_err(Error::db("locking the table to restore"))?
@@ -400,7 +408,7 @@ fn rebuilt_index(
 /// (keywords quoted too).
 fn server_quote_ident(client: &mut impl GenericClient, name: &str) -> Result<String> {
     Ok(client
-        .query_one("SELECT pg_catalog.quote_ident($1)", &[&name])
+        .query_typed_one("SELECT pg_catalog.quote_ident($1)", &[(&name, Type::TEXT)])
         .map_err(Error::db("reading the journal's undo log"))?
         .get(0))
 }
@@ -412,7 +420,7 @@ fn sequence_of_table(
     table: Option<Oid>,
 ) -> Result<bool> {
     Ok(client
-        .query_one(
+        .query_typed_one(
             "SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_depend d \
                             WHERE d.classid = 'pg_catalog.pg_class'::pg_catalog.regclass \
                               AND d.objid = $1 AND d.refobjid = $2) \
@@ -421,7 +429,7 @@ fn sequence_of_table(
                               ON d.classid = 'pg_catalog.pg_attrdef'::pg_catalog.regclass \
                              AND d.objid = a.oid \
                             WHERE a.adrelid = $2 AND d.refobjid = $1)",
-            &[&sequence, &table],
+            &[(&sequence, Type::OID), (&table, Type::OID)],
         )
         .map_err(Error::db("reading the journal's undo log"))?
         .get(0))

@@ -154,7 +154,7 @@ fn atomic_mode(client: &mut Client, options: &LoadOptions, workers: usize) -> Op
         true if options.truncate || workers == 1 => Some(AtomicMode::OneTransaction),
         true => {
             let allowed: i64 = client
-                .query_one(
+                .query_typed_one(
                     "SELECT current_setting('max_prepared_transactions')::int8",
                     &[],
                 )
