@@ -91,14 +91,13 @@ fn a_small_load_waits_for_few_round_trips() {
         return;
     };
     let turns = turns_after_handshakes(&stats);
-    eprintln!("connections: {}", stats.len());
-    for c in &stats {
-        eprintln!("{c:?}");
-    }
-    assert!(
-        turns <= 200,
-        "{turns} turns after the handshakes: {stats:?}"
-    );
+    // The load's first session does the start and the end, one streams the
+    // chunks, one holds the run lock: no more.
+    assert!(stats.len() <= 3, "{stats:?}");
+    // 58 when this was written, a few of them the run lock's heartbeat,
+    // whose count depends on time (155 with the handshakes before the
+    // chunks streamed; the aim is under 10).
+    assert!(turns <= 62, "{turns} turns after the handshakes: {stats:?}");
 }
 
 #[test]
