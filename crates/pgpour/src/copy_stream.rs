@@ -63,7 +63,8 @@ pub(crate) struct ChunkStream<'a> {
     /// Counts the sessions opened: a chunk sent on one that has since
     /// broken is lost with it, and must never be answered by the next.
     session: u64,
-    in_flight: VecDeque<(u64, Chunk)>,
+    /// Each with its session and the rows its journal row says.
+    in_flight: VecDeque<(u64, u64, Chunk)>,
 }
 
 impl<'a> ChunkStream<'a> {
@@ -98,7 +99,8 @@ impl<'a> ChunkStream<'a> {
             }
             self.session += 1;
         }
-        let sql = self.chunk_sql(&chunk);
+        let rows = self.expected_rows(&chunk);
+        let sql = self.chunk_sql(&chunk, rows);
         if let Some(wire) = self.wire.as_mut() {
             // A failed write shows again when the answer is read.
             let _ = wire
@@ -107,13 +109,13 @@ impl<'a> ChunkStream<'a> {
                 .map(|()| wire.copy_done())
                 .and_then(|()| wire.flush());
         }
-        self.in_flight.push_back((self.session, chunk));
+        self.in_flight.push_back((self.session, rows, chunk));
         Ok(())
     }
 
     /// Waits for the answer to the oldest chunk in flight.
     pub fn settle(&mut self) -> Option<Settled> {
-        let (session, chunk) = self.in_flight.pop_front()?;
+        let (session, journaled, chunk) = self.in_flight.pop_front()?;
         let wire = match self.wire.as_mut() {
             Some(wire) if session == self.session => wire,
             // Sent on a session that broke since.
@@ -133,9 +135,9 @@ impl<'a> ChunkStream<'a> {
         }
         Some(match copy_rows(&answer.tags) {
             Some(rows) => Settled::Loaded {
-                journaled: self.expected_rows(&chunk),
                 chunk,
                 rows,
+                journaled,
             },
             None => Settled::Lost { chunk },
         })
@@ -181,7 +183,7 @@ impl<'a> ChunkStream<'a> {
     /// against a takeover until the commit; without an owner the row's
     /// `load_id` is NULL, which the table refuses (SQLSTATE 23502), so a
     /// lost load fails the chunk without a round trip to ask.
-    fn chunk_sql(&self, chunk: &Chunk) -> String {
+    fn chunk_sql(&self, chunk: &Chunk, rows: u64) -> String {
         let range = chunk.range();
         let load_id = quote_literal(self.setup.load_id);
         format!(
@@ -200,7 +202,6 @@ impl<'a> ChunkStream<'a> {
             end = range.byte_end,
             first_line = range.first_line,
             lines = range.lines,
-            rows = self.expected_rows(chunk),
         )
     }
 
