@@ -101,6 +101,19 @@ impl<'a> ChunkStream<'a> {
         }
         let rows = self.expected_rows(&chunk);
         let sql = self.chunk_sql(&chunk, rows);
+        if sql.contains('\0') {
+            // A query is a C string: a half-written message would leave the
+            // session waiting for an answer to a query never sent.
+            let refused = std::io::Error::new(
+                std::io::ErrorKind::InvalidInput,
+                "a NUL byte in the chunk's query",
+            );
+            let error = Error::Stream {
+                context: "building the chunk's query".into(),
+                source: refused,
+            };
+            return Err(Box::new((chunk, error)));
+        }
         if let Some(wire) = self.wire.as_mut() {
             // A failed write shows again when the answer is read.
             let _ = wire
