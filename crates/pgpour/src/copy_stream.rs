@@ -152,7 +152,11 @@ impl<'a> ChunkStream<'a> {
                 rows,
                 journaled,
             },
-            None => Settled::Lost { chunk },
+            None => {
+                // Not the answer to this query: out of step, so lost.
+                self.wire = None;
+                Settled::Lost { chunk }
+            }
         })
     }
 
@@ -195,7 +199,10 @@ impl<'a> ChunkStream<'a> {
     /// while the load is this run's. The owner check locks the load's row
     /// against a takeover until the commit; without an owner the row's
     /// `load_id` is NULL, which the table refuses (SQLSTATE 23502), so a
-    /// lost load fails the chunk without a round trip to ask.
+    /// lost load fails the chunk without a round trip to ask. A row that
+    /// is not written for another reason (a rule or trigger someone added
+    /// after the trust check) divides by zero, so that the rows never
+    /// commit without their journal row: the careful path then says why.
     fn chunk_sql(&self, chunk: &Chunk, rows: u64) -> String {
         let range = chunk.range();
         let load_id = quote_literal(self.setup.load_id);
@@ -203,11 +210,12 @@ impl<'a> ChunkStream<'a> {
             "{copy};\n\
              WITH owner AS (SELECT load_id FROM pgpour.loads \
              WHERE load_id OPERATOR(pg_catalog.=) {load_id} \
-             AND run_token OPERATOR(pg_catalog.=) {token} FOR KEY SHARE) \
-             INSERT INTO pgpour.chunks (load_id, input, byte_start, byte_end, first_line, lines, \
+             AND run_token OPERATOR(pg_catalog.=) {token} FOR KEY SHARE), \
+             written AS (INSERT INTO pgpour.chunks (load_id, input, byte_start, byte_end, first_line, lines, \
              rows_loaded, rows_rejected) \
              SELECT owner.load_id, {input}, {start}, {end}, {first_line}, {lines}, {rows}, 0 \
-             FROM (VALUES (1)) AS one LEFT JOIN owner ON true",
+             FROM (VALUES (1)) AS one LEFT JOIN owner ON true RETURNING 1) \
+             SELECT 1 OPERATOR(pg_catalog./) (SELECT pg_catalog.count(*)::pg_catalog.int4 FROM written)",
             copy = self.setup.copy_sql,
             token = quote_literal(self.setup.run_token),
             input = range.input,
@@ -226,7 +234,11 @@ impl<'a> ChunkStream<'a> {
     }
 }
 
-/// The row count of the `COPY n` tag that opens an answer.
+/// The row count of a clean answer: `COPY n`, then the journal row's
+/// check, `SELECT 1`.
 fn copy_rows(tags: &[String]) -> Option<u64> {
-    tags.first()?.strip_prefix("COPY ")?.parse().ok()
+    match tags {
+        [copy, check] if check == "SELECT 1" => copy.strip_prefix("COPY ")?.parse().ok(),
+        _ => None,
+    }
 }

@@ -126,15 +126,11 @@ impl Wire {
         loop {
             let message = match self.next_message() {
                 Ok(m) => m,
+                // Without its ReadyForQuery the answer is not whole: the
+                // session is out of step with its queries, so lost.
                 Err(e) => {
-                    return match (answer.error, flushed) {
-                        (Some(error), _) => Ok(Answer {
-                            error: Some(error),
-                            ..answer
-                        }),
-                        (None, Err(first)) => Err(first),
-                        (None, Ok(())) => Err(e),
-                    }
+                    self.broken.get_or_insert(e.kind());
+                    return Err(flushed.err().unwrap_or(e));
                 }
             };
             match message {
@@ -142,7 +138,18 @@ impl Wire {
                     answer.tags.push(body.tag()?.to_string());
                 }
                 Message::ErrorResponse(body) => {
-                    answer.error.get_or_insert(server_error(body.fields())?);
+                    let (error, ends_session) = error_and_severity(body.fields())?;
+                    if ends_session {
+                        // Whatever it says (an idle session timed out, an
+                        // administrator ended it), this query may not be
+                        // what it is about: the session is lost.
+                        self.broken.get_or_insert(io::ErrorKind::ConnectionAborted);
+                        return Err(io::Error::new(
+                            io::ErrorKind::ConnectionAborted,
+                            format!("the server ended the session: {}", error.message),
+                        ));
+                    }
+                    answer.error.get_or_insert(error);
                 }
                 Message::ReadyForQuery(_) => return Ok(answer),
                 // A COPY accepted (its data went ahead), rows of a SELECT,
@@ -186,7 +193,12 @@ impl Wire {
     /// Moves the whole messages read into the queue, dropping notices: a
     /// trigger may send one per row, and nobody reads them.
     fn parse(&mut self) -> io::Result<()> {
-        while let Some(message) = Message::parse(&mut self.input)? {
+        loop {
+            let message = match Message::parse(&mut self.input) {
+                Ok(Some(message)) => message,
+                Ok(None) => return Ok(()),
+                Err(e) => return Err(self.broke(e)),
+            };
             match message {
                 Message::NoticeResponse(_)
                 | Message::ParameterStatus(_)
@@ -194,7 +206,6 @@ impl Wire {
                 other => self.messages.push_back(other),
             }
         }
-        Ok(())
     }
 
     fn usable(&self) -> io::Result<()> {
@@ -218,15 +229,29 @@ impl Wire {
 
 /// The fields of an ErrorResponse that pgpour acts on.
 fn server_error<'a>(
-    mut fields: impl FallibleIterator<
+    fields: impl FallibleIterator<
         Item = postgres_protocol::message::backend::ErrorField<'a>,
         Error = io::Error,
     >,
 ) -> io::Result<ServerError> {
+    Ok(error_and_severity(fields)?.0)
+}
+
+/// The fields of an ErrorResponse, and whether it ends the session (FATAL
+/// or PANIC: the server closes it after sending this).
+fn error_and_severity<'a>(
+    mut fields: impl FallibleIterator<
+        Item = postgres_protocol::message::backend::ErrorField<'a>,
+        Error = io::Error,
+    >,
+) -> io::Result<(ServerError, bool)> {
     let mut error = ServerError::default();
+    let mut ends_session = false;
     while let Some(field) = fields.next()? {
         let value = || String::from_utf8_lossy(field.value_bytes()).into_owned();
         match field.type_() {
+            // `V` is never translated; `S` may be, and comes first.
+            b'V' | b'S' => ends_session = matches!(field.value_bytes(), b"FATAL" | b"PANIC"),
             b'C' => error.sqlstate = value(),
             b'M' => error.message = value(),
             b'D' => error.detail = Some(value()),
@@ -236,5 +261,5 @@ fn server_error<'a>(
             _ => {}
         }
     }
-    Ok(error)
+    Ok((error, ends_session))
 }

@@ -105,15 +105,22 @@ pub(crate) fn open(
     stream.write_all(&out)?;
     let mut reader = Blocking::default();
     let mut scram: Option<ScramSha256> = None;
+    let mut auth = Auth::default();
     let mut read_only = false;
     loop {
         out.clear();
         match reader.next(&mut stream)? {
-            Message::AuthenticationOk | Message::BackendKeyData(_) => continue,
+            Message::AuthenticationOk => {
+                auth.check_ok(startup.channel_binding)?;
+                continue;
+            }
+            Message::BackendKeyData(_) => continue,
             Message::AuthenticationCleartextPassword => {
+                auth.check_password_allowed(startup.channel_binding)?;
                 frontend::password_message(password(startup)?, &mut out)?;
             }
             Message::AuthenticationMd5Password(body) => {
+                auth.check_password_allowed(startup.channel_binding)?;
                 let hash = md5_hash(startup.user.as_bytes(), password(startup)?, body.salt());
                 frontend::password_message(hash.as_bytes(), &mut out)?;
             }
@@ -124,6 +131,8 @@ pub(crate) fn open(
                     mechanisms.push(name.to_string());
                 }
                 let (mechanism, binding) = choose_scram(&mechanisms, &end_point, startup)?;
+                auth.scram_started = true;
+                auth.bound = mechanism == "SCRAM-SHA-256-PLUS";
                 let exchange = ScramSha256::new(password(startup)?, binding);
                 frontend::sasl_initial_response(mechanism, exchange.message(), &mut out)?;
                 scram = Some(exchange);
@@ -135,6 +144,7 @@ pub(crate) fn open(
             }
             Message::AuthenticationSaslFinal(body) => {
                 scram.as_mut().ok_or_else(unexpected)?.finish(body.data())?;
+                auth.scram_finished = true;
                 continue;
             }
             Message::ParameterStatus(body) => {
@@ -172,6 +182,42 @@ pub(crate) fn open(
     // Bytes the server sent after ReadyForQuery, if any, are the session's.
     wire.input = reader.input;
     Ok(wire)
+}
+
+/// How far the password exchange went: libpq's rules on what a server may
+/// skip, so that a server in the middle cannot get the password in clear or
+/// a session without proving who it is.
+#[derive(Default)]
+struct Auth {
+    scram_started: bool,
+    scram_finished: bool,
+    /// SCRAM with channel binding.
+    bound: bool,
+}
+
+impl Auth {
+    fn check_password_allowed(&self, binding: ChannelBindingUse) -> Result<(), OpenError> {
+        match binding {
+            ChannelBindingUse::Require => Err(OpenError::Refused(
+                "channel_binding=require, and the server asks for a password without SCRAM".into(),
+            )),
+            _ => Ok(()),
+        }
+    }
+
+    fn check_ok(&self, binding: ChannelBindingUse) -> Result<(), OpenError> {
+        if self.scram_started && !self.scram_finished {
+            return Err(unexpected());
+        }
+        if binding == ChannelBindingUse::Require && !(self.scram_finished && self.bound) {
+            return Err(OpenError::Refused(
+                "channel_binding=require, and the server let the session in without \
+                 channel binding"
+                    .into(),
+            ));
+        }
+        Ok(())
+    }
 }
 
 fn unexpected() -> OpenError {

@@ -53,11 +53,7 @@ impl Worker<'_> {
                     // After a failure, chunks still in flight may commit
                     // all the same: counted if they did (the journal has
                     // them either way), none loaded carefully.
-                    let loaded = Loaded {
-                        rows,
-                        rejected: Vec::new(),
-                    };
-                    self.count(&chunk, &loaded);
+                    self.count_streamed(&chunk, rows);
                 }
             }
         }
@@ -122,13 +118,59 @@ impl Worker<'_> {
             let keep = if first { 0 } else { AHEAD };
             while live.in_flight() > keep {
                 let Some(settled) = live.settle() else { break };
-                let committed = self.settled(settled, careful)?;
+                let mut batch = vec![settled];
+                if !matches!(batch[0], Settled::Loaded { .. }) {
+                    // Every answer still due is read before any careful
+                    // work: a chunk in flight may hold locks the careful
+                    // path waits for, while its session waits for us.
+                    batch.extend(std::iter::from_fn(|| live.settle()));
+                }
+                let committed = self.settled_all(batch, careful)?;
                 if let (true, Some(opener)) = (committed, opener.as_mut()) {
                     opener.committed = true;
                 }
             }
         }
         Ok(())
+    }
+
+    /// [`Worker::settled`] for each, in order: true when the first one
+    /// committed. After a failure the chunks that did commit are still
+    /// counted, and the first failure is returned.
+    fn settled_all(&self, batch: Vec<Settled>, careful: &mut CarefulSession) -> Result<bool> {
+        let mut first_committed = None;
+        let mut failure = None;
+        for settled in batch {
+            let outcome = match (&failure, settled) {
+                (None, settled) => self.settled(settled, careful),
+                (Some(_), Settled::Loaded { chunk, rows, .. }) => {
+                    self.count_streamed(&chunk, rows);
+                    Ok(true)
+                }
+                (Some(_), _) => Ok(false),
+            };
+            match outcome {
+                Ok(committed) => {
+                    first_committed.get_or_insert(committed);
+                }
+                Err(e) => {
+                    first_committed.get_or_insert(false);
+                    failure.get_or_insert(e);
+                }
+            }
+        }
+        match failure {
+            Some(e) => Err(e),
+            None => Ok(first_committed.unwrap_or(false)),
+        }
+    }
+
+    fn count_streamed(&self, chunk: &Chunk, rows: u64) {
+        let loaded = Loaded {
+            rows,
+            rejected: Vec::new(),
+        };
+        self.count(chunk, &loaded);
     }
 
     /// Counts a chunk the fast path settled, or hands it to the careful
@@ -151,11 +193,7 @@ impl Worker<'_> {
                         rows,
                     )?;
                 }
-                let loaded = Loaded {
-                    rows,
-                    rejected: Vec::new(),
-                };
-                self.count(&chunk, &loaded);
+                self.count_streamed(&chunk, rows);
                 return Ok(true);
             }
             Settled::Failed { chunk, error } => {
