@@ -206,21 +206,9 @@ impl Worker<'_> {
         let truncate = self.target.truncate_sql();
         for chunk in rx {
             let first = chunk.seq == 0;
-            // Opened however the first chunk ends, even by a panic: to let
-            // the others in only once it committed.
-            let mut opener = first.then(|| OpenOnDrop::new(self.gate));
-            if self.stop.load(Ordering::SeqCst) || self.cancel.load(Ordering::SeqCst) {
+            let Some(mut opener) = self.admit(&chunk) else {
                 break;
-            }
-            // Nothing may commit before the TRUNCATE does, or it would be
-            // emptied; and nothing at all if the TRUNCATE did not commit,
-            // or old rows would stay beside new ones.
-            if !first && !self.gate.wait() {
-                break;
-            }
-            if self.stop.load(Ordering::SeqCst) {
-                break;
-            }
+            };
             let before = (first && self.truncate).then_some(truncate.as_str());
             let file = self.plan.inputs[chunk.input].name();
             let result = self.load_with_retry(&mut client, before, &chunk, &file, FirstTry::Whole);
@@ -240,6 +228,28 @@ impl Worker<'_> {
             self.count(&chunk, &loaded);
         }
         Ok(())
+    }
+
+    /// Waits until `chunk` may be loaded; `None` when the load stops first.
+    /// The first chunk comes with the gate's opener, opened however that
+    /// chunk ends, even by a panic: to let the others in only once it
+    /// committed.
+    fn admit(&self, chunk: &Chunk) -> Option<Option<OpenOnDrop<'_>>> {
+        let first = chunk.seq == 0;
+        let opener = first.then(|| OpenOnDrop::new(self.gate));
+        if self.stop.load(Ordering::SeqCst) || self.cancel.load(Ordering::SeqCst) {
+            return None;
+        }
+        // Nothing may commit before the TRUNCATE does, or it would be
+        // emptied; and nothing at all if the TRUNCATE did not commit, or
+        // old rows would stay beside new ones.
+        if !first && !self.gate.wait() {
+            return None;
+        }
+        if self.stop.load(Ordering::SeqCst) {
+            return None;
+        }
+        Some(opener)
     }
 
     /// The worker's session on the driver: `given` (the load's first

@@ -13,7 +13,6 @@ use super::{FirstTry, Worker};
 use crate::copy::Loaded;
 use crate::copy_stream::{ChunkStream, Settled, StreamSetup, AHEAD};
 use crate::error::{Error, Result};
-use crate::gate::OpenOnDrop;
 use crate::reader::Chunk;
 use crate::sessions::RETRY_FOR;
 
@@ -72,26 +71,16 @@ impl Worker<'_> {
         let truncate = self.target.truncate_sql();
         for chunk in rx {
             let first = chunk.seq == 0;
-            // Opened however the first chunk ends, even by a panic: to let
-            // the others in only once it committed.
-            let mut opener = first.then(|| OpenOnDrop::new(self.gate));
-            if self.stop.load(Ordering::SeqCst) || self.cancel.load(Ordering::SeqCst) {
+            let Some(mut opener) = self.admit(&chunk) else {
                 break;
-            }
-            // Nothing may commit before the TRUNCATE does, or it would be
-            // emptied; and nothing at all if the TRUNCATE did not commit.
-            if !first && !self.gate.wait() {
-                break;
-            }
-            if self.stop.load(Ordering::SeqCst) {
-                break;
-            }
+            };
             let before = (first && self.truncate).then_some(truncate.as_str());
             let fast = before.is_none() && !self.loader.needs_care(&chunk);
             let Some(live) = stream.as_mut().filter(|_| fast) else {
                 // The TRUNCATE goes with the first chunk, on the driver's
                 // session; so does a chunk that needs the careful path from
                 // the start, and everything once the fast path is off.
+                self.drain(stream, careful)?;
                 let result = self.carefully(careful, before, &chunk, FirstTry::Whole);
                 if let (Ok(_), Some(opener)) = (&result, opener.as_mut()) {
                     opener.committed = true;
@@ -101,6 +90,7 @@ impl Worker<'_> {
             };
             if let Err(unsent) = live.send(chunk) {
                 let (chunk, error) = *unsent;
+                self.drain(stream, careful)?;
                 if !error.is_transient() {
                     // A session this side cannot open (say, an
                     // authentication method only the driver speaks):
@@ -132,6 +122,20 @@ impl Worker<'_> {
             }
         }
         Ok(())
+    }
+
+    /// Reads every answer still due before careful work, which could wait
+    /// for locks a chunk in flight holds while that chunk's session waits
+    /// for us to read.
+    fn drain(&self, stream: &mut Option<ChunkStream>, careful: &mut CarefulSession) -> Result<()> {
+        let Some(live) = stream.as_mut() else {
+            return Ok(());
+        };
+        let batch: Vec<Settled> = std::iter::from_fn(|| live.settle()).collect();
+        match batch.is_empty() {
+            true => Ok(()),
+            false => self.settled_all(batch, careful).map(drop),
+        }
     }
 
     /// [`Worker::settled`] for each, in order: true when the first one
