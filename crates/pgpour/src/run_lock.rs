@@ -16,8 +16,7 @@ use crate::conn::ConnectOptions;
 use crate::error::{Error, Result};
 use crate::sql::quote_literal;
 
-/// The lock of one run on its load id; released when dropped (the
-/// connection closes).
+/// The lock of one run on its load id; released when dropped.
 pub(crate) struct RunLock {
     session: Mutex<Client>,
     load_id: String,
@@ -56,6 +55,20 @@ impl RunLock {
         }
         *session = lock_session(connect, &self.load_id)?;
         Ok(())
+    }
+}
+
+impl Drop for RunLock {
+    /// Unlocks before the session closes: a closed session's lock goes only
+    /// when its backend has exited, a moment later, and a run started right
+    /// after this one ended would find the load still "running".
+    fn drop(&mut self) {
+        let session = self.session.get_mut().unwrap_or_else(|p| p.into_inner());
+        let (high, low) = lock_key(&self.load_id);
+        let _ = session.simple_query(&format!(
+            "SELECT pg_catalog.pg_advisory_unlock({}, {})",
+            high as i32, low as i32
+        ));
     }
 }
 
