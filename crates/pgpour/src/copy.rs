@@ -25,9 +25,7 @@ use crate::reader::Chunk;
 use crate::reject::{RejectBudget, RejectSink};
 use crate::sqlstate::{blame, Blame};
 use crate::validate::{Problem, Validator};
-
-/// Size of the CopyData messages a chunk is sent in.
-const COPY_MESSAGE_BYTES: usize = 64 * 1024;
+use crate::wire::COPY_MESSAGE_BYTES;
 
 /// What loading a chunk did.
 #[derive(Debug, Default)]

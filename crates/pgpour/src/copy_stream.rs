@@ -47,10 +47,10 @@ pub(crate) enum Settled {
     /// The server refused a row: nothing committed, the careful path
     /// finds the bad rows.
     Refused { chunk: Chunk, server: ServerError },
-    /// Nothing committed (the server said so), for a reason that may pass:
-    /// the careful path tries again.
-    Retry { chunk: Chunk },
-    /// The session broke before the answer: the chunk may have committed.
+    /// The session broke before the answer, or the server failed the
+    /// query for a reason that may pass (an error can follow the commit: a
+    /// backend ended on its way back to idle): the chunk may have
+    /// committed, the journal tells.
     Lost { chunk: Chunk },
     /// The load cannot go on.
     Failed { chunk: Chunk, error: Error },
@@ -179,7 +179,7 @@ impl<'a> ChunkStream<'a> {
             },
             _ => match blame(&server.sqlstate) {
                 Blame::Row => Settled::Refused { chunk, server },
-                Blame::Transient => Settled::Retry { chunk },
+                Blame::Transient => Settled::Lost { chunk },
                 Blame::Load => Settled::Failed {
                     chunk,
                     error: Error::Copy {

@@ -30,9 +30,10 @@ use stream::Stream;
 /// small enough that a chunk is never copied whole.
 const WRITE_BATCH: usize = 256 * 1024;
 
-/// Size of the CopyData messages: the server reads a whole message before
-/// parsing it, so modest messages let sending and parsing overlap.
-const COPY_MESSAGE_BYTES: usize = 64 * 1024;
+/// Size of the CopyData messages, on either path: the server reads a whole
+/// message before parsing it, so modest messages let sending and parsing
+/// overlap.
+pub(crate) const COPY_MESSAGE_BYTES: usize = 64 * 1024;
 
 /// One session on the protocol's message level.
 pub(crate) struct Wire {
@@ -227,19 +228,9 @@ impl Wire {
     }
 }
 
-/// The fields of an ErrorResponse that pgpour acts on.
-fn server_error<'a>(
-    fields: impl FallibleIterator<
-        Item = postgres_protocol::message::backend::ErrorField<'a>,
-        Error = io::Error,
-    >,
-) -> io::Result<ServerError> {
-    Ok(error_and_severity(fields)?.0)
-}
-
 /// The fields of an ErrorResponse, and whether it ends the session (FATAL
 /// or PANIC: the server closes it after sending this).
-fn error_and_severity<'a>(
+pub(super) fn error_and_severity<'a>(
     mut fields: impl FallibleIterator<
         Item = postgres_protocol::message::backend::ErrorField<'a>,
         Error = io::Error,

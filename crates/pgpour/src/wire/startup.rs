@@ -16,7 +16,7 @@ use postgres_protocol::message::backend::Message;
 use postgres_protocol::message::frontend;
 
 use super::stream::Stream;
-use super::{server_error, Wire};
+use super::{error_and_severity, Wire};
 use crate::error::ServerError;
 
 /// Where a session connects.
@@ -158,7 +158,8 @@ pub(crate) fn open(
                 continue;
             }
             Message::ErrorResponse(body) => {
-                return Err(OpenError::Server(Box::new(server_error(body.fields())?)));
+                let (error, _) = error_and_severity(body.fields())?;
+                return Err(OpenError::Server(Box::new(error)));
             }
             Message::ReadyForQuery(_) => break,
             Message::NoticeResponse(_) => continue,

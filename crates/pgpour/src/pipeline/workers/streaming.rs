@@ -44,17 +44,19 @@ impl Worker<'_> {
             run_token: self.loader.run_token,
         }));
         let mut result = self.stream_chunks(&mut stream, &mut careful, rx);
-        if let Some(stream) = stream.as_mut() {
-            while let Some(settled) = stream.settle() {
-                if result.is_ok() {
-                    result = self.settled(settled, &mut careful).map(|_| ());
-                } else if let Settled::Loaded { chunk, rows, .. } = settled {
-                    // After a failure, chunks still in flight may commit
-                    // all the same: counted if they did (the journal has
-                    // them either way), none loaded carefully.
-                    self.count_streamed(&chunk, rows);
+        match (&result, stream.as_mut()) {
+            (Ok(()), _) => result = self.drain(&mut stream, &mut careful),
+            (Err(_), Some(live)) => {
+                // After a failure, chunks still in flight may commit all
+                // the same: counted if they did (the journal has them
+                // either way), none loaded carefully.
+                while let Some(settled) = live.settle() {
+                    if let Settled::Loaded { chunk, rows, .. } = settled {
+                        self.count_streamed(&chunk, rows);
+                    }
                 }
             }
+            (Err(_), None) => {}
         }
         if let Some(stream) = stream {
             stream.close();
@@ -205,9 +207,6 @@ impl Worker<'_> {
                 return Err(error.while_loading(&file, chunk.first_line));
             }
             Settled::Refused { chunk, server } => (chunk, FirstTry::Refused(server)),
-            // The server's error may have come after the commit (a backend
-            // terminated on its way back to idle): the journal tells.
-            Settled::Retry { chunk } => (chunk, FirstTry::AfterLostSession),
             Settled::Lost { chunk } => (chunk, FirstTry::AfterLostSession),
         };
         let loaded = self.carefully(careful, None, &chunk, first_try)?;
