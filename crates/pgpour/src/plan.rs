@@ -6,7 +6,7 @@ use postgres::Client;
 
 use crate::error::{Error, Result};
 use crate::format::FormatOptions;
-use crate::sql::{quote_ident, TableName};
+use crate::sql::{quote_ident, quote_literal, TableName};
 use crate::validate::{ColumnCheck, Validator};
 
 /// A table resolved in the catalog and the file-to-column mapping.
@@ -29,6 +29,8 @@ pub struct Target {
     /// The server's `server_version_num` (150004...): some COPY rules
     /// changed between versions.
     pub server_version_num: i32,
+    /// How many prepared transactions the server allows at once.
+    pub max_prepared_transactions: i64,
 }
 
 struct Column {
@@ -39,45 +41,56 @@ struct Column {
 
 impl Target {
     /// Resolves `table` the way SQL would (search_path for unqualified names)
-    /// and checks `columns` against it.
+    /// and checks `columns` against it. One statement, with what the load
+    /// needs of the server: a round trip is a round trip. It runs after
+    /// `before` (statements of the caller's, none of them a query), in the
+    /// same message.
     pub fn resolve(
         client: &mut Client,
+        before: &str,
         table: &TableName,
         columns: Option<&[String]>,
         format: &FormatOptions,
     ) -> Result<Self> {
-        let row = client
-            .query_typed_opt(
-                "SELECT c.oid, n.nspname::text, c.relname::text FROM pg_class c \
-                 JOIN pg_namespace n ON n.oid = c.relnamespace \
-                 WHERE c.oid = to_regclass($1)",
-                &[(&table.quoted(), Type::TEXT)],
-            )
-            .map_err(Error::db("looking up the table"))?;
+        // Under the user's search path: every call names pg_catalog.
+        let sql = format!(
+            "{before}SELECT r.oid::pg_catalog.oid::text, n.nspname::text, c.relname::text, \
+               (SELECT pg_catalog.json_agg(pg_catalog.json_build_array(a.attname, \
+                         a.attgenerated <> '', a.atttypid::pg_catalog.regtype::text) \
+                       ORDER BY a.attnum) \
+                FROM pg_catalog.pg_attribute a \
+                WHERE a.attrelid = r.oid AND a.attnum > 0 AND NOT a.attisdropped)::text, \
+               pg_catalog.current_setting('server_encoding'), \
+               pg_catalog.current_setting('server_version_num'), \
+               pg_catalog.current_setting('max_prepared_transactions') \
+             FROM (SELECT pg_catalog.to_regclass({}) AS oid) r \
+             LEFT JOIN pg_catalog.pg_class c ON c.oid = r.oid \
+             LEFT JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace",
+            quote_literal(&table.quoted())
+        );
+        let rows =
+            crate::sql::simple_rows(client, &sql).map_err(Error::db("looking up the table"))?;
+        let row = rows
+            .last()
+            .filter(|r| r.first().is_some_and(Option::is_some));
         let Some(row) = row else {
             return Err(Error::NoSuchTable {
                 table: table.to_string(),
                 similar: similar_table(client, table),
             });
         };
-        let oid: u32 = row.get(0);
-        let qualified = format!(
-            "{}.{}",
-            quote_ident(row.get::<_, &str>(1)),
-            quote_ident(row.get::<_, &str>(2))
-        );
-        let table_columns: Vec<Column> = client
-            .query_typed(
-                "SELECT attname::text, attgenerated <> '', atttypid::regtype::text FROM pg_attribute \
-                 WHERE attrelid = $1 AND attnum > 0 AND NOT attisdropped ORDER BY attnum",
-                &[(&oid, Type::OID)],
-            )
-            .map_err(Error::db("looking up the columns"))?
-            .iter()
-            .map(|r| Column {
-                name: r.get(0),
-                generated: r.get(1),
-                check: match r.get::<_, &str>(2) {
+        let text = |i: usize| row.get(i).cloned().flatten().unwrap_or_default();
+        let oid: u32 = text(0).parse().unwrap_or_default();
+        let relation = text(2);
+        let qualified = format!("{}.{}", quote_ident(&text(1)), quote_ident(&relation));
+        let described: Vec<(String, bool, String)> =
+            serde_json::from_str(&text(3)).unwrap_or_default();
+        let table_columns: Vec<Column> = described
+            .into_iter()
+            .map(|(name, generated, type_name)| Column {
+                name,
+                generated,
+                check: match type_name.as_str() {
                     "smallint" => ColumnCheck::SMALLINT,
                     "integer" => ColumnCheck::INTEGER,
                     "bigint" => ColumnCheck::BIGINT,
@@ -85,6 +98,9 @@ impl Target {
                 },
             })
             .collect();
+        let server_encoding = text(4);
+        let server_version_num: i32 = text(5).parse().unwrap_or_default();
+        let max_prepared_transactions: i64 = text(6).parse().unwrap_or_default();
 
         let columns = match columns {
             None => table_columns
@@ -110,45 +126,38 @@ impl Target {
                 (name.clone(), check)
             })
             .collect();
-        let server_encoding: String = client
-            .query_typed_one("SHOW server_encoding", &[])
-            .map_err(Error::db("reading the server encoding"))?
-            .get(0);
-        let server_version_num: i32 = client
-            .query_typed_one("SELECT current_setting('server_version_num')::int4", &[])
-            .map_err(Error::db("reading the server version"))?
-            .get(0);
         Ok(Target {
             oid,
             qualified,
-            relation: row.get(2),
+            relation,
             columns,
             copy_sql,
             checks,
             server_encoding,
             server_version_num,
+            max_prepared_transactions,
         })
     }
 
-    /// Runs the COPY on no data in a transaction that is rolled back: the
-    /// server checks privileges and every format option before any data moves.
-    pub fn preflight(&self, client: &mut Client) -> Result<()> {
-        let mut tx = client
-            .transaction()
-            .map_err(Error::db("starting the preflight check"))?;
+    /// Runs the COPY on no data, in the caller's transaction (which the
+    /// caller rolls back): the server checks privileges and every format
+    /// option before any data moves.
+    pub fn try_copy(&self, client: &mut Client) -> Result<()> {
         let check = (|| {
-            let writer = tx.copy_in(self.copy_sql.as_str())?;
+            let writer = client.copy_in(self.copy_sql.as_str())?;
             writer.finish()
         })();
-        check.map_err(|e| match crate::error::ServerError::from_db(&e) {
-            Some(server) => Error::Target(format!("{} refuses the load: {server}", self.qualified)),
-            None => Error::Db {
-                context: "checking the COPY options".into(),
-                source: e,
-            },
-        })?;
-        tx.rollback()
-            .map_err(Error::db("ending the preflight check"))
+        check
+            .map(drop)
+            .map_err(|e| match crate::error::ServerError::from_db(&e) {
+                Some(server) => {
+                    Error::Target(format!("{} refuses the load: {server}", self.qualified))
+                }
+                None => Error::Db {
+                    context: "checking the COPY options".into(),
+                    source: e,
+                },
+            })
     }
 
     /// The client-side checks for rows of this target in `format`.

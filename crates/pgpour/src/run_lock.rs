@@ -14,7 +14,6 @@ use postgres::Client;
 
 use crate::conn::ConnectOptions;
 use crate::error::{Error, Result};
-use crate::sql::quote_literal;
 
 /// The lock of one run on its load id; released when dropped.
 pub(crate) struct RunLock {
@@ -74,20 +73,20 @@ impl Drop for RunLock {
 
 /// A session of its own holding the lock on `load_id`.
 fn lock_session(connect: &ConnectOptions, load_id: &str) -> Result<Client> {
-    let mut session = connect.connect()?;
     // Other sessions see this name in pg_stat_activity; a second run
     // quotes it to say who holds the load.
     let name = format!("pgpour on {} pid {}", host_name(), std::process::id());
     // The session sits idle for the whole run: a server's idle timeout
     // must not end it (and the lock with it). Its own statements name
-    // pg_catalog's objects, which no other role's may shadow.
-    session
-        .batch_execute(&format!(
-            "SET application_name = {}; SET idle_session_timeout = 0; \
-             SET search_path = pg_catalog, pg_temp",
-            quote_literal(&name)
-        ))
-        .map_err(Error::db("setting up the run's lock session"))?;
+    // pg_catalog's objects, which no other role's may shadow. All set at
+    // start-up, with no round trip of their own.
+    let mut session = connect
+        .with_application_name(&name)
+        .with_settings(&[
+            ("idle_session_timeout", "0"),
+            ("search_path", "pg_catalog, pg_temp"),
+        ])
+        .connect()?;
     try_lock(&mut session, load_id)?;
     Ok(session)
 }

@@ -129,6 +129,46 @@ pub(crate) fn pin_search_path(
     client.batch_execute("SET search_path = pg_catalog, pg_temp")
 }
 
+/// A row of a simple query: each value as the server's text, or NULL.
+pub(crate) type TextRow = Vec<Option<String>>;
+
+/// Runs `sql`, one or more statements, as one simple query: one round
+/// trip however many statements it holds. The rows of each statement, in
+/// order (none for a statement that returns none). Values are written
+/// into such SQL as literals, by `quote_literal`.
+pub(crate) fn simple_statements(
+    client: &mut impl postgres::GenericClient,
+    sql: &str,
+) -> Result<Vec<Vec<TextRow>>, postgres::Error> {
+    let mut statements = Vec::new();
+    let mut rows = Vec::new();
+    for message in client.simple_query(sql)? {
+        match message {
+            postgres::SimpleQueryMessage::Row(row) => rows.push(
+                (0..row.len())
+                    .map(|i| row.get(i).map(str::to_string))
+                    .collect(),
+            ),
+            postgres::SimpleQueryMessage::CommandComplete(_) => {
+                statements.push(std::mem::take(&mut rows))
+            }
+            _ => {}
+        }
+    }
+    Ok(statements)
+}
+
+/// The rows of every statement of `sql` (see `simple_statements`), in order.
+pub(crate) fn simple_rows(
+    client: &mut impl postgres::GenericClient,
+    sql: &str,
+) -> Result<Vec<TextRow>, postgres::Error> {
+    Ok(simple_statements(client, sql)?
+        .into_iter()
+        .flatten()
+        .collect())
+}
+
 /// Runs `f` with the search path pinned, then gives the session its own
 /// back (for a caller's client).
 pub(crate) fn with_pinned_search_path<C: postgres::GenericClient, T>(

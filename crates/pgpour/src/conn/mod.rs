@@ -52,6 +52,19 @@ impl FromStr for SslMode {
     }
 }
 
+/// A value in the server's `options` start-up parameter, which splits
+/// words at white space unless a backslash escapes it.
+fn escape_option(value: &str) -> String {
+    let mut out = String::with_capacity(value.len());
+    for c in value.chars() {
+        if c == '\\' || c.is_ascii_whitespace() {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    out
+}
+
 /// Everything needed to open connections to the target database.
 #[derive(Clone)]
 pub struct ConnectOptions {
@@ -189,6 +202,26 @@ impl ConnectOptions {
             Host::Unix(_) => true,
             Host::Tcp(name) => matches!(name.as_str(), "localhost" | "127.0.0.1" | "::1"),
         })
+    }
+
+    /// These options with `settings` given to the server in the start-up
+    /// message (as `-c name=value` in `options`, after the user's own), so
+    /// that no statement, and no round trip, is spent on them.
+    pub(crate) fn with_settings(&self, settings: &[(&str, &str)]) -> ConnectOptions {
+        let mut out = self.clone();
+        let mut options = out.config.get_options().unwrap_or_default().to_string();
+        for (name, value) in settings {
+            options.push_str(&format!(" -c {name}={}", escape_option(value)));
+        }
+        out.config.options(options.trim_start());
+        out
+    }
+
+    /// These options with another `application_name`.
+    pub(crate) fn with_application_name(&self, name: &str) -> ConnectOptions {
+        let mut out = self.clone();
+        out.config.application_name(name);
+        out
     }
 
     /// A session on the driver. Literals pgpour writes into SQL assume

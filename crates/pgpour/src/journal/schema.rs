@@ -10,7 +10,10 @@
 use postgres::types::Type;
 use postgres::GenericClient;
 
+use postgres::error::SqlState;
+
 use crate::error::{Error, Result};
+use crate::sql::{simple_statements, TextRow};
 
 /// Each migration, in order: migration `i` takes the journal from version
 /// `i` to `i + 1`.
@@ -153,8 +156,62 @@ REVOKE ALL ON ALL TABLES IN SCHEMA pgpour FROM PUBLIC";
 const MIGRATION_LOCK: i64 = 0x7067_706f_7572_3a73;
 
 /// Creates the journal, or brings an older one up to date, then checks that
-/// it may be trusted.
+/// it may be trusted. One round trip when it is up to date and trusted.
 pub fn ensure_schema(client: &mut impl GenericClient) -> Result<()> {
+    checked(client, "", "checking the pgpour journal").map(drop)
+}
+
+/// Runs `statements` (none, one or more, each ending in `;`) right after
+/// the journal's checks, in the same message: one round trip in all when
+/// the journal is up to date and trusted. Otherwise the checks stop the
+/// message before the statements run; the journal is then made, upgraded,
+/// or found untrusted, one step at a time, and the statements run again.
+/// The rows of each statement, in order. On an error the session's
+/// transaction, if the statements began one, is rolled back.
+pub(crate) fn checked(
+    client: &mut impl GenericClient,
+    statements: &str,
+    context: &str,
+) -> Result<Vec<Vec<TextRow>>> {
+    let sql = format!(
+        "{guard}; SELECT 1 OPERATOR(pg_catalog./) (CASE WHEN pg_catalog.max(version) \
+           OPERATOR(pg_catalog.=) {LATEST} THEN 1 ELSE 0 END) FROM pgpour.schema_version; \
+         {statements}",
+        guard = super::trust::guard_sql()
+    );
+    match simple_statements(client, &sql) {
+        Ok(results) => return Ok(after_checks(results)),
+        Err(e) if stopped_by_checks(&e) => {
+            let _ = client.batch_execute("ROLLBACK");
+        }
+        Err(e) => {
+            let _ = client.batch_execute("ROLLBACK");
+            return Err(Error::db(context)(e));
+        }
+    }
+    ensure_schema_by_steps(client)?;
+    simple_statements(client, &sql)
+        .map(after_checks)
+        .map_err(|e| {
+            let _ = client.batch_execute("ROLLBACK");
+            Error::db(context)(e)
+        })
+}
+
+/// The checks' way of stopping a message: division by zero (the guard, or
+/// a version not this pgpour's), or an undefined table (no journal, or one
+/// made before it had a version).
+fn stopped_by_checks(e: &postgres::Error) -> bool {
+    e.code() == Some(&SqlState::DIVISION_BY_ZERO) || e.code() == Some(&SqlState::UNDEFINED_TABLE)
+}
+
+/// The results of the statements that followed the two checks.
+fn after_checks(mut results: Vec<Vec<TextRow>>) -> Vec<Vec<TextRow>> {
+    results.split_off(2.min(results.len()))
+}
+
+/// `ensure_schema` one step at a time, each with its own message.
+fn ensure_schema_by_steps(client: &mut impl GenericClient) -> Result<()> {
     // Checked before anything in it is read (the check reads only the
     // catalog): a relation of another role's, a view say, would run that
     // role's code as soon as pgpour reads it.

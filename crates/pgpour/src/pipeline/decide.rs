@@ -9,7 +9,7 @@ use postgres::Client;
 
 use crate::commit_mode::CommitMode;
 use crate::conn::ConnectOptions;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::format::FormatOptions;
 use crate::input::InputSpec;
 use crate::journal::OptionsRecord;
@@ -17,7 +17,6 @@ use crate::left_alone::LeftAlone;
 use crate::options::{chunk_size_for, default_workers, LoadOptions};
 use crate::plan::Target;
 use crate::progress::Progress;
-use crate::sessions::{journaled_session, pinned};
 
 /// How an `--atomic` load makes all its rows visible at once.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -57,42 +56,65 @@ pub(crate) struct Plan {
     pub sequences_left_alone: Option<LeftAlone>,
 }
 
-/// Checks the options, connects, resolves the target and checks the COPY
-/// before any data moves, then makes the plan. The session comes back with
-/// the search path pinned.
+/// The load's first session: it decides, prepares, and ends the load.
+/// Its settings go in the start-up message. With the journal it names the
+/// load (a crashed run of it may have left the table guarded against
+/// other writers) and commits synchronously: the load's entry, its run
+/// token, an undo step lost in a crash would fence out the run's own
+/// chunks or leave a change nobody undoes.
+pub(super) fn first_session(connect: &ConnectOptions, options: &LoadOptions) -> Result<Client> {
+    match (options.journal, options.load_id.as_deref()) {
+        (true, Some(load_id)) => connect
+            .with_settings(&[("pgpour.load", load_id), ("synchronous_commit", "on")])
+            .connect(),
+        _ => connect.connect(),
+    }
+}
+
+/// Checks the options, connects (or takes the session `opened` for it),
+/// resolves the target and checks the COPY before any data moves, then
+/// makes the plan. The session comes back with the search path pinned.
 pub(super) fn decide(
     connect: &ConnectOptions,
     options: &LoadOptions,
     progress: &Progress,
+    opened: Option<Result<Client>>,
 ) -> Result<(Client, Plan)> {
     let total = options.check()?;
     if !options.inputs.contains(&InputSpec::Stdin) {
         progress.input_bytes_total.store(total, Ordering::Relaxed);
     }
-    let mut client = connect.connect()?;
-    if let (true, Some(load_id)) = (options.journal, options.load_id.as_deref()) {
-        // A crashed run of this load may have left the table guarded.
-        journaled_session(&mut client, load_id)?;
-    }
+    let mut client = match opened {
+        Some(opened) => opened?,
+        None => first_session(connect, options)?,
+    };
+    // The COPY is tried on no data in a transaction rolled back after it:
+    // the server checks privileges and every format option before any
+    // data moves. The transaction begins with the look-up, and its end
+    // pins the search path: the target is resolved with the user's path,
+    // what follows on this session (journal, indexes, sequences) is
+    // pgpour's own SQL.
     let target = Target::resolve(
         &mut client,
+        "BEGIN; ",
         &options.table,
         options.columns.as_deref(),
         &options.format,
     )?;
-    target.preflight(&mut client)?;
-    // The target is resolved with the user's path; what follows on this
-    // session (journal, indexes, sequences) is pgpour's own SQL, until the
-    // first worker takes it over for COPY.
-    let mut client = pinned(client)?;
-    let plan = Plan::make(&mut client, options, target);
+    // (A refused COPY fails the load, and its session with it: the
+    // driver's session is not used again after a failed COPY.)
+    target.try_copy(&mut client)?;
+    client
+        .batch_execute("ROLLBACK; SET search_path = pg_catalog, pg_temp")
+        .map_err(Error::db("setting up the session"))?;
+    let plan = Plan::make(options, target);
     Ok((client, plan))
 }
 
 impl Plan {
-    fn make(client: &mut Client, options: &LoadOptions, target: Target) -> Plan {
+    fn make(options: &LoadOptions, target: Target) -> Plan {
         let mut workers = options.workers.unwrap_or_else(default_workers).max(1);
-        let atomic = atomic_mode(client, options, workers);
+        let atomic = atomic_mode(options, workers, target.max_prepared_transactions);
         if atomic == Some(AtomicMode::OneTransaction) {
             workers = 1;
         }
@@ -147,23 +169,13 @@ fn sequences_left_alone(options: &LoadOptions) -> Option<LeftAlone> {
     }
 }
 
-/// How an `--atomic` load of `workers` workers commits, if it is one.
-fn atomic_mode(client: &mut Client, options: &LoadOptions, workers: usize) -> Option<AtomicMode> {
+/// How an `--atomic` load of `workers` workers commits, if it is one, on a
+/// server that allows `max_prepared` prepared transactions.
+fn atomic_mode(options: &LoadOptions, workers: usize, max_prepared: i64) -> Option<AtomicMode> {
     match options.atomic {
         false => None,
         true if options.truncate || workers == 1 => Some(AtomicMode::OneTransaction),
-        true => {
-            let allowed: i64 = client
-                .query_typed_one(
-                    "SELECT current_setting('max_prepared_transactions')::int8",
-                    &[],
-                )
-                .map_or(0, |r| r.get(0));
-            if allowed >= workers as i64 {
-                Some(AtomicMode::TwoPhase)
-            } else {
-                Some(AtomicMode::OneTransaction)
-            }
-        }
+        true if max_prepared >= workers as i64 => Some(AtomicMode::TwoPhase),
+        true => Some(AtomicMode::OneTransaction),
     }
 }

@@ -57,7 +57,20 @@ pub fn load(
     let started = Instant::now();
     let mut options = options.clone();
     options.ensure_load_id();
-    let run = match run_lock(connect, &options) {
+    // The run lock's session and the load's first one open side by side:
+    // each handshake is several round trips away from a distant server.
+    let (run, opened) = match options.check() {
+        Ok(_) => std::thread::scope(|s| {
+            let opened = s.spawn(|| decide::first_session(connect, &options));
+            let run = run_lock(connect, &options);
+            let opened = opened
+                .join()
+                .unwrap_or_else(|p| std::panic::resume_unwind(p));
+            (run, Some(opened))
+        }),
+        Err(e) => (Err(e), None),
+    };
+    let run = match run {
         Ok(run) => run,
         Err(error) => {
             let summary = LoadSummary::new(
@@ -73,7 +86,9 @@ pub fn load(
     };
     let journaled = AtomicBool::new(false);
     let spare = Spare::default();
+    let opened = std::sync::Mutex::new(opened);
     let context = Passes {
+        opened: &opened,
         connect,
         progress,
         cancel,
@@ -184,6 +199,9 @@ struct Passes<'a> {
     journaled: &'a AtomicBool,
     run: Option<&'a RunLock>,
     spare: &'a Spare,
+    /// The load's first session, opened beside the run lock's, for the
+    /// first pass.
+    opened: &'a std::sync::Mutex<Option<Result<postgres::Client>>>,
 }
 
 /// The passes of a load, until one finds every chunk in the journal.
@@ -246,10 +264,12 @@ fn load_pass(context: &Passes, options: &LoadOptions) -> Result<Pass, Box<LoadFa
         journaled,
         run,
         spare,
+        opened,
     } = *context;
     let run_token = run.map_or("", |r| r.token.as_str());
     let sink = RejectSink::new(options.reject_path()).replacing(options.replace_rejects);
-    let (mut client, plan) = match decide::decide(connect, options, progress) {
+    let opened = opened.lock().unwrap_or_else(|p| p.into_inner()).take();
+    let (mut client, plan) = match decide::decide(connect, options, progress, opened) {
         Ok(decided) => decided,
         Err(error) => {
             let workers = options.workers.unwrap_or_else(default_workers).max(1);

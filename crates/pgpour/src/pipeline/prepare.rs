@@ -8,7 +8,7 @@ use postgres::Client;
 
 use super::decide::Plan;
 use crate::chunk_range::CommittedChunk;
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::journal::Previous;
 use crate::reject::RejectSink;
 
@@ -40,13 +40,7 @@ pub(super) fn prepare_target(
     let Plan {
         load_id, target, ..
     } = plan;
-    // What follows commits synchronously: a load's entry, its run token or
-    // an undo step lost in a crash would fence out the run's own chunks or
-    // leave a change nobody undoes. (The worker that takes this session
-    // over sets it back for its chunks.)
-    client
-        .batch_execute("SET synchronous_commit = on")
-        .map_err(Error::db("setting up the session"))?;
+    // The session commits synchronously (see `decide::first_session`).
     // Before the journal has a new load: a refused reject path leaves no trace.
     let state = match plan.journal {
         true => crate::journal::state_of(client, load_id)?,

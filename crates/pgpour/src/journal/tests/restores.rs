@@ -273,6 +273,7 @@ fn begin_and_drop_indexes(
 ) -> Target {
     let target = Target::resolve(
         client,
+        "",
         &options.table,
         options.columns.as_deref(),
         &options.format,
