@@ -15,14 +15,14 @@
 //!   moment leaves it for the end of the load, `pgpour resume` or `pgpour
 //!   forget`.
 
-use postgres::types::Type;
 use postgres::{Client, GenericClient};
 
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::journal::undo::{UndoStep, GUARD_TRIGGER};
 use crate::left_alone::LeftAlone;
 use crate::plan::Target;
 use crate::sql::quote_literal;
+use crate::table_facts::TableFacts;
 
 /// What the load does with the target's indexes.
 #[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize)]
@@ -76,159 +76,90 @@ pub fn plan(
     if let Some(reason) = left_alone {
         return Ok(IndexPlan::not_used(reason.clone()));
     }
-    let table = client
-        .query_typed_one(
-            "SELECT c.relkind = 'p' OR c.relispartition, pg_has_role(c.relowner, 'USAGE') \
-             FROM pg_class c WHERE c.oid = $1::text::regclass",
-            &[(&target.qualified, Type::TEXT)],
-        )
-        .map_err(Error::db("looking up the table's indexes"))?;
-    if table.get::<_, bool>(0) {
-        return Ok(IndexPlan::not_used(LeftAlone::Because(
-            "partitioned tables and partitions keep them".into(),
-        )));
-    }
-    if !table.get::<_, bool>(1) {
-        return Ok(IndexPlan::not_used(LeftAlone::Because(
-            "only the table's owner may drop and rebuild them".into(),
-        )));
-    }
-    if !truncate {
-        let empty: bool = client
-            .query_typed_one(
-                &format!("SELECT NOT EXISTS (SELECT 1 FROM {})", target.qualified),
-                &[],
-            )
-            .map_err(Error::db("checking whether the table is empty"))?
-            .get(0);
-        if !empty {
-            return Ok(IndexPlan::not_used(LeftAlone::Because(
-                "the table is not empty".into(),
-            )));
-        }
-    }
-    // A sequence that does not cycle gives every row of the load a new,
-    // distinct value: a unique index on such columns cannot fail to rebuild.
-    let from_sequence: Vec<String> = crate::sequences::sequence_columns(client, target)?
-        .into_iter()
-        .filter(|c| !c.cycles)
-        .map(|c| c.column)
-        .collect();
-    let rows = client
-        .query_typed(
-            INDEXES_SQL,
-            &[
-                (&target.qualified, Type::TEXT),
-                (&from_sequence, Type::TEXT_ARRAY),
-            ],
-        )
-        .map_err(Error::db("looking up the table's indexes"))?;
-    if rows.is_empty() {
-        return Ok(IndexPlan::not_used(LeftAlone::Because(
-            "the table has no index".into(),
-        )));
+    let facts = crate::table_facts::read(client, target)?;
+    Ok(plan_from(&facts, target, None, truncate))
+}
+
+/// The plan for a table with these `facts`.
+pub(crate) fn plan_from(
+    facts: &TableFacts,
+    target: &Target,
+    left_alone: Option<&LeftAlone>,
+    truncate: bool,
+) -> IndexPlan {
+    let because = |reason: &str| IndexPlan::not_used(LeftAlone::Because(reason.into()));
+    match () {
+        _ if left_alone.is_some() => return IndexPlan::not_used(left_alone.cloned().unwrap()),
+        _ if facts.partitioned => return because("partitioned tables and partitions keep them"),
+        _ if !facts.owned => return because("only the table's owner may drop and rebuild them"),
+        _ if !truncate && !facts.empty => return because("the table is not empty"),
+        _ if facts.indexes.is_empty() => return because("the table has no index"),
+        _ => {}
     }
     let mut plan = IndexPlan::default();
-    for row in rows {
-        let name: String = row.get("name");
-        let keep = |reason: &str| Kept {
-            name: name.clone(),
-            reason: reason.to_string(),
-        };
+    for index in &facts.indexes {
         let reason = match () {
-            _ if row.get::<_, Option<&str>>("contype") == Some("x") => Some("exclusion constraint"),
-            _ if row.get("referenced") => Some("a foreign key references it"),
-            _ if row.get("clustered") => Some("the table is clustered on it"),
-            _ if row.get("replident") => Some("it is the replica identity"),
-            _ if row.get("own_tablespace") => Some("it has a tablespace of its own"),
-            _ if !row.get::<_, bool>("valid") => Some("it is not valid"),
-            _ if row.get("commented") => Some("it has a comment"),
-            _ if row.get("is_unique") && !row.get::<_, bool>("keys_from_sequence") => {
+            _ if index.contype.as_deref() == Some("x") => Some("exclusion constraint"),
+            _ if index.referenced => Some("a foreign key references it"),
+            _ if index.clustered => Some("the table is clustered on it"),
+            _ if index.replident => Some("it is the replica identity"),
+            _ if index.own_tablespace => Some("it has a tablespace of its own"),
+            _ if !index.valid => Some("it is not valid"),
+            _ if index.commented => Some("it has a comment"),
+            _ if index.is_unique && !index.keys_from_sequence => {
                 Some("unique on values read from the file: it checks each row as it loads")
             }
             _ => None,
         };
         if let Some(reason) = reason {
-            plan.kept.push(keep(reason));
+            plan.kept.push(Kept {
+                name: index.name.clone(),
+                reason: reason.to_string(),
+            });
             continue;
         }
-        let table: postgres::types::Oid = row.get("table_oid");
-        let table_name: String = row.get("table_name");
-        let (drop_sql, create_sql, undo) = match row.get::<_, Option<String>>("conname") {
-            Some(constraint) => {
-                let definition: String = row.get("condef");
-                (
-                    format!(
-                        "ALTER TABLE {} DROP CONSTRAINT {}",
-                        target.qualified,
-                        crate::sql::quote_ident(&constraint)
-                    ),
-                    format!(
-                        "ALTER TABLE {} ADD CONSTRAINT {} {definition}",
-                        target.qualified,
-                        crate::sql::quote_ident(&constraint),
-                    ),
-                    UndoStep::Constraint {
-                        table,
-                        table_name,
-                        name: constraint,
-                        definition,
-                    },
-                )
-            }
-            None => {
-                let definition: String = row.get("indexdef");
-                (
-                    format!("DROP INDEX {}", row.get::<_, String>("qualified")),
-                    definition.clone(),
-                    UndoStep::Index {
-                        table,
-                        table_name,
-                        name: name.clone(),
-                        definition,
-                    },
-                )
-            }
+        let table = index.table_oid;
+        let table_name = index.table_name.clone();
+        let (drop_sql, create_sql, undo) = match (&index.conname, &index.condef) {
+            (Some(constraint), Some(definition)) => (
+                format!(
+                    "ALTER TABLE {} DROP CONSTRAINT {}",
+                    target.qualified,
+                    crate::sql::quote_ident(constraint)
+                ),
+                format!(
+                    "ALTER TABLE {} ADD CONSTRAINT {} {definition}",
+                    target.qualified,
+                    crate::sql::quote_ident(constraint),
+                ),
+                UndoStep::Constraint {
+                    table,
+                    table_name,
+                    name: constraint.clone(),
+                    definition: definition.clone(),
+                },
+            ),
+            _ => (
+                format!("DROP INDEX {}", index.qualified),
+                index.indexdef.clone(),
+                UndoStep::Index {
+                    table,
+                    table_name,
+                    name: index.name.clone(),
+                    definition: index.indexdef.clone(),
+                },
+            ),
         };
         plan.rebuild.push(Rebuild {
-            name,
+            name: index.name.clone(),
             drop_sql,
             undo,
             create_sql,
-            unique: row.get("is_unique"),
+            unique: index.is_unique,
         });
     }
-    Ok(plan)
+    plan
 }
-
-/// The table's indexes with what decides whether one may be rebuilt; `$2`
-/// holds the columns the load fills from a sequence.
-const INDEXES_SQL: &str = "
-SELECT ic.relname::text AS name,
-       format('%I.%I', n.nspname, ic.relname) AS qualified,
-       i.indrelid AS table_oid,
-       (SELECT format('%I.%I', tn.nspname, tc.relname) FROM pg_class tc
-          JOIN pg_namespace tn ON tn.oid = tc.relnamespace WHERE tc.oid = i.indrelid) AS table_name,
-       con.conname::text AS conname, con.contype::text AS contype,
-       pg_get_indexdef(i.indexrelid) AS indexdef,
-       CASE WHEN con.oid IS NOT NULL THEN pg_get_constraintdef(con.oid) END AS condef,
-       i.indisunique AS is_unique, i.indisvalid AS valid,
-       i.indisclustered AS clustered, i.indisreplident AS replident,
-       ic.reltablespace <> 0 AS own_tablespace,
-       obj_description(i.indexrelid, 'pg_class') IS NOT NULL
-         OR (con.oid IS NOT NULL AND obj_description(con.oid, 'pg_constraint') IS NOT NULL) AS commented,
-       EXISTS (SELECT 1 FROM pg_constraint f WHERE f.contype = 'f' AND f.conindid = i.indexrelid) AS referenced,
-       (SELECT coalesce(bool_and(a.attname::text = ANY ($2::text[])), false)
-          FROM unnest(i.indkey::int2[]) WITH ORDINALITY AS k(attnum, n)
-          LEFT JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = k.attnum
-         WHERE k.n <= i.indnkeyatts) AS keys_from_sequence
-FROM pg_index i
-JOIN pg_class ic ON ic.oid = i.indexrelid
-JOIN pg_namespace n ON n.oid = ic.relnamespace
-LEFT JOIN pg_constraint con ON con.conindid = i.indexrelid AND con.conrelid = i.indrelid
-                           AND con.contype IN ('p', 'u', 'x')
-WHERE i.indrelid = $1::text::regclass
-ORDER BY ic.relname";
 
 /// Drops the planned indexes and records how to rebuild them, in one
 /// transaction that holds the table locked while it decides. When the
@@ -241,53 +172,42 @@ pub fn drop_for_load(
     truncate: bool,
     load_id: &str,
 ) -> Result<IndexPlan> {
-    let mut tx = client
-        .transaction()
-        .map_err(Error::db("starting to drop indexes"))?;
-    let locked = tx.batch_execute(&format!(
-        "SET LOCAL lock_timeout = '10s'; LOCK TABLE {} IN ACCESS EXCLUSIVE MODE",
-        target.qualified
-    ));
-    if let Err(e) = locked {
-        return Ok(IndexPlan::not_used(LeftAlone::Because(format!(
-            "could not lock the table: {}",
-            crate::error::ServerError::message_of(&e)
-        ))));
+    if let Some(reason) = left_alone {
+        return Ok(IndexPlan::not_used(reason.clone()));
     }
-    let plan = plan(&mut tx, target, left_alone, truncate)?;
+    let rollback = |client: &mut Client| drop(client.batch_execute("ROLLBACK"));
+    if let Err(e) = client.batch_execute(&format!("BEGIN; {}", lock_sql(target))) {
+        rollback(client);
+        return Ok(IndexPlan::not_locked(&e));
+    }
+    let facts = crate::table_facts::read(client, target);
+    let plan = match facts {
+        Ok(facts) => plan_from(&facts, target, None, truncate),
+        Err(e) => {
+            rollback(client);
+            return Err(e);
+        }
+    };
     if plan.rebuild.is_empty() {
+        rollback(client);
         return Ok(plan);
     }
-    let dropped = (|| {
-        for index in &plan.rebuild {
-            tx.batch_execute(&index.drop_sql)?;
-            crate::journal::undo::record(&mut tx, load_id, &index.undo)?;
-        }
-        if plan.rebuild.iter().any(|r| r.unique) {
-            // Recorded after the indexes: restored after them too.
-            keep_other_writers_out(&mut tx, target, load_id)?;
-        }
-        Ok::<_, postgres::Error>(())
-    })();
-    match dropped.and_then(|()| tx.commit()) {
+    match client.batch_execute(&format!("{}COMMIT", plan.drop_sql(target, load_id))) {
         Ok(()) => Ok(plan),
-        Err(e) => Ok(IndexPlan {
-            not_used: Some(LeftAlone::Because(format!(
-                "could not drop them: {}",
-                crate::error::ServerError::message_of(&e)
-            ))),
-            kept: plan
-                .rebuild
-                .into_iter()
-                .map(|r| Kept {
-                    name: r.name,
-                    reason: "could not be dropped".into(),
-                })
-                .chain(plan.kept)
-                .collect(),
-            rebuild: Vec::new(),
-        }),
+        Err(e) => {
+            rollback(client);
+            Ok(plan.not_dropped(&e))
+        }
     }
+}
+
+/// The statements that lock the table for the drop, in the caller's
+/// transaction; each ends in `;`.
+pub(crate) fn lock_sql(target: &Target) -> String {
+    format!(
+        "SET LOCAL lock_timeout = '10s'; LOCK TABLE {} IN ACCESS EXCLUSIVE MODE; ",
+        target.qualified
+    )
 }
 
 /// Makes the table refuse INSERT and UPDATE from every session but the
@@ -295,13 +215,14 @@ pub fn drop_for_load(
 /// back: a duplicate written meanwhile would make their rebuild fail and
 /// leave the table without them. A statement trigger costs one call per
 /// COPY, and keeps COPY's batched inserts. It keeps out the careless, not
-/// the malicious: the load id is no secret.
-fn keep_other_writers_out(
-    tx: &mut impl GenericClient,
-    target: &Target,
-    load_id: &str,
-) -> Result<(), postgres::Error> {
-    tx.batch_execute(&format!(
+/// the malicious: the load id is no secret. Statements for the caller's
+/// transaction, each ending in `;`, the last recording the undo step.
+fn keep_other_writers_out_sql(target: &Target, table_name: &str, load_id: &str) -> String {
+    let guard = UndoStep::GuardTrigger {
+        table: target.oid,
+        table_name: table_name.to_string(),
+    };
+    format!(
         "CREATE OR REPLACE FUNCTION pgpour.keep_out() RETURNS trigger LANGUAGE plpgsql \
            SET search_path = pg_catalog, pg_temp AS $$ \
          BEGIN \
@@ -314,28 +235,66 @@ fn keep_other_writers_out(
            RETURN NULL; \
          END $$; \
          CREATE TRIGGER {GUARD_TRIGGER} BEFORE INSERT OR UPDATE ON {table} \
-           FOR EACH STATEMENT EXECUTE FUNCTION pgpour.keep_out({id})",
+           FOR EACH STATEMENT EXECUTE FUNCTION pgpour.keep_out({id}); {record}; ",
         table = target.qualified,
         id = quote_literal(load_id),
-    ))?;
-    let table_name: String = tx
-        .query_typed_one(
-            "SELECT format('%I.%I', n.nspname, c.relname) FROM pg_class c \
-             JOIN pg_namespace n ON n.oid = c.relnamespace WHERE c.oid = $1",
-            &[(&target.oid, Type::OID)],
-        )?
-        .get(0);
-    crate::journal::undo::record(
-        tx,
-        load_id,
-        &UndoStep::GuardTrigger {
-            table: target.oid,
-            table_name,
-        },
+        record = crate::journal::undo::record_sql(load_id, &guard),
     )
 }
 
 impl IndexPlan {
+    /// The statements that drop the planned indexes and record how to
+    /// rebuild each, then keep other writers out while a unique one is
+    /// away (recorded after the indexes: restored after them too), for the
+    /// caller's transaction; each ends in `;`.
+    pub(crate) fn drop_sql(&self, target: &Target, load_id: &str) -> String {
+        let mut sql = String::new();
+        for index in &self.rebuild {
+            sql.push_str(&format!(
+                "{}; {}; ",
+                index.drop_sql,
+                crate::journal::undo::record_sql(load_id, &index.undo)
+            ));
+        }
+        let unique = self.rebuild.iter().find(|r| r.unique);
+        if let Some(Rebuild {
+            undo: UndoStep::Index { table_name, .. } | UndoStep::Constraint { table_name, .. },
+            ..
+        }) = unique
+        {
+            sql.push_str(&keep_other_writers_out_sql(target, table_name, load_id));
+        }
+        sql
+    }
+
+    /// The plan when the table could not be locked: all kept.
+    pub(crate) fn not_locked(error: &postgres::Error) -> IndexPlan {
+        IndexPlan::not_used(LeftAlone::Because(format!(
+            "could not lock the table: {}",
+            crate::error::ServerError::message_of(error)
+        )))
+    }
+
+    /// This plan when its drop failed with `error`: every index kept.
+    pub(crate) fn not_dropped(self, error: &postgres::Error) -> IndexPlan {
+        IndexPlan {
+            not_used: Some(LeftAlone::Because(format!(
+                "could not drop them: {}",
+                crate::error::ServerError::message_of(error)
+            ))),
+            kept: self
+                .rebuild
+                .into_iter()
+                .map(|r| Kept {
+                    name: r.name,
+                    reason: "could not be dropped".into(),
+                })
+                .chain(self.kept)
+                .collect(),
+            rebuild: Vec::new(),
+        }
+    }
+
     /// `--explain`'s words for an index plan; `why` words the reason all
     /// of them stay, when there is one.
     pub fn describe(&self, why: impl Fn(&LeftAlone) -> String) -> Vec<String> {

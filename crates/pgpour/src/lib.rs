@@ -54,6 +54,7 @@ mod sequences;
 mod sessions;
 mod sql;
 mod sqlstate;
+mod table_facts;
 mod validate;
 mod wire;
 

@@ -11,69 +11,16 @@
 //! raises it and set back at the end of the load, like a dropped index (see
 //! `indexes`).
 
-use postgres::types::Type;
 use postgres::{Client, GenericClient};
 
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::journal::undo::UndoStep;
 use crate::left_alone::LeftAlone;
 use crate::plan::Target;
+use crate::table_facts::SequenceColumn;
 
 /// The CACHE a sequence gets during a parallel load.
 pub const LOAD_CACHE: i64 = 100;
-
-/// A column the load does not fill that takes its values from a sequence.
-pub(crate) struct SequenceColumn {
-    pub column: String,
-    /// `"schema"."sequence"`.
-    pub sequence: String,
-    pub cycles: bool,
-    pub cache: i64,
-    /// The current role may ALTER the sequence.
-    pub owned: bool,
-}
-
-/// The columns the load leaves to a serial default (`nextval` of the
-/// sequence the column owns) or to an identity.
-pub(crate) fn sequence_columns(
-    client: &mut impl GenericClient,
-    target: &Target,
-) -> Result<Vec<SequenceColumn>> {
-    let rows = client
-        .query_typed(
-            "SELECT a.attname::text, format('%I.%I', n.nspname, c.relname), ps.seqcycle, ps.seqcache,
-                    pg_has_role(c.relowner, 'USAGE')
-             FROM pg_attribute a
-             LEFT JOIN pg_attrdef d ON d.adrelid = a.attrelid AND d.adnum = a.attnum
-             CROSS JOIN LATERAL (SELECT pg_get_serial_sequence($1, a.attname)::regclass AS seq) s
-             JOIN pg_sequence ps ON ps.seqrelid = s.seq
-             JOIN pg_class c ON c.oid = s.seq
-             JOIN pg_namespace n ON n.oid = c.relnamespace
-             WHERE a.attrelid = $1::text::regclass AND a.attnum > 0 AND NOT a.attisdropped
-               AND NOT a.attname::text = ANY ($2::text[])
-               AND (a.attidentity <> ''
-                    OR (pg_get_expr(d.adbin, d.adrelid) ~ '^nextval\\(''[^'']*''::regclass\\)$'
-                        AND EXISTS (SELECT 1 FROM pg_depend dep
-                                    WHERE dep.classid = 'pg_attrdef'::regclass AND dep.objid = d.oid
-                                      AND dep.refobjid = s.seq)))
-             ORDER BY a.attnum",
-            &[
-                (&target.qualified, Type::TEXT),
-                (&target.columns, Type::TEXT_ARRAY),
-            ],
-        )
-        .map_err(Error::db("looking up the table's sequences"))?;
-    Ok(rows
-        .iter()
-        .map(|r| SequenceColumn {
-            column: r.get(0),
-            sequence: r.get(1),
-            cycles: r.get(2),
-            cache: r.get(3),
-            owned: r.get(4),
-        })
-        .collect())
-}
 
 /// What the load does with the sequences it draws from.
 #[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize)]
@@ -83,6 +30,9 @@ pub struct SequencePlan {
     pub raise: Vec<(String, i64)>,
     /// Sequences left alone, each with the reason.
     pub kept: Vec<(String, LeftAlone)>,
+    /// What sets each raised CACHE back, in the order of `raise`.
+    #[serde(skip)]
+    undo: Vec<UndoStep>,
 }
 
 /// Decides, without changing anything, which sequences get a larger cache.
@@ -94,8 +44,18 @@ pub fn plan(
     left_alone: Option<&LeftAlone>,
     workers: usize,
 ) -> Result<SequencePlan> {
+    let facts = crate::table_facts::read(client, target)?;
+    Ok(plan_from(&facts.sequences, left_alone, workers))
+}
+
+/// The plan for the sequences that fill `columns`.
+pub(crate) fn plan_from(
+    columns: &[SequenceColumn],
+    left_alone: Option<&LeftAlone>,
+    workers: usize,
+) -> SequencePlan {
     let mut plan = SequencePlan::default();
-    for column in sequence_columns(client, target)? {
+    for column in columns {
         let because = |reason: &str| LeftAlone::Because(reason.to_string());
         let reason = match left_alone {
             _ if column.cache >= LOAD_CACHE => {
@@ -105,13 +65,18 @@ pub fn plan(
             _ if workers < 2 => because("one worker does not contend for it"),
             _ if !column.owned => because("only its owner may change its CACHE"),
             _ => {
-                plan.raise.push((column.sequence, column.cache));
+                plan.raise.push((column.sequence.clone(), column.cache));
+                plan.undo.push(UndoStep::SequenceCache {
+                    sequence: column.oid,
+                    sequence_name: column.sequence.clone(),
+                    cache: column.cache,
+                });
                 continue;
             }
         };
-        plan.kept.push((column.sequence, reason));
+        plan.kept.push((column.sequence.clone(), reason));
     }
-    Ok(plan)
+    plan
 }
 
 /// Raises the planned sequences' CACHE and records how to set it back, in
@@ -127,43 +92,50 @@ pub fn raise_for_load(
     if plan.raise.is_empty() {
         return Ok(plan);
     }
-    let raised = (|| {
-        let mut tx = client.transaction()?;
-        for (sequence, cache) in &plan.raise {
-            tx.batch_execute(&format!("ALTER SEQUENCE {sequence} CACHE {LOAD_CACHE}"))?;
-            let oid: u32 = tx
-                .query_typed_one("SELECT $1::text::regclass::oid", &[(sequence, Type::TEXT)])?
-                .get(0);
-            crate::journal::undo::record(
-                &mut tx,
-                load_id,
-                &UndoStep::SequenceCache {
-                    sequence: oid,
-                    sequence_name: sequence.clone(),
-                    cache: *cache,
-                },
-            )?;
-        }
-        tx.commit()
-    })();
+    let raised = client.batch_execute(&format!("BEGIN; {}COMMIT", plan.raise_sql(load_id)));
     match raised {
         Ok(()) => Ok(plan),
-        Err(e) => Ok(SequencePlan {
-            kept: plan
-                .raise
-                .into_iter()
-                .map(|(sequence, _)| {
-                    let reason = format!("could not change its CACHE: {e}");
-                    (sequence, LeftAlone::Because(reason))
-                })
-                .chain(plan.kept)
-                .collect(),
-            raise: Vec::new(),
-        }),
+        Err(e) => {
+            let _ = client.batch_execute("ROLLBACK");
+            Ok(plan.not_raised(&e.to_string()))
+        }
     }
 }
 
 impl SequencePlan {
+    /// The statements that raise the planned CACHEs and record how to set
+    /// each back, for the caller's transaction; each ends in `;`.
+    pub(crate) fn raise_sql(&self, load_id: &str) -> String {
+        let mut sql = String::new();
+        for step in &self.undo {
+            if let UndoStep::SequenceCache { sequence_name, .. } = step {
+                sql.push_str(&format!(
+                    "ALTER SEQUENCE {sequence_name} CACHE {LOAD_CACHE}; "
+                ));
+                sql.push_str(&crate::journal::undo::record_sql(load_id, step));
+                sql.push_str("; ");
+            }
+        }
+        sql
+    }
+
+    /// This plan when the raise failed with `error`: every sequence kept.
+    pub(crate) fn not_raised(self, error: &str) -> SequencePlan {
+        SequencePlan {
+            kept: self
+                .raise
+                .into_iter()
+                .map(|(sequence, _)| {
+                    let reason = format!("could not change its CACHE: {error}");
+                    (sequence, LeftAlone::Because(reason))
+                })
+                .chain(self.kept)
+                .collect(),
+            raise: Vec::new(),
+            undo: Vec::new(),
+        }
+    }
+
     /// `--explain`'s words for a sequence plan; `why` words the reasons.
     pub fn describe(&self, why: impl Fn(&LeftAlone) -> String) -> Vec<String> {
         let raised = self.raise.iter().map(|(sequence, cache)| {

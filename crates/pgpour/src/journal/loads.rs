@@ -11,6 +11,7 @@ use crate::chunk_range::CommittedChunk;
 use crate::error::{Error, Mismatch, OptionsProblem, Result};
 use crate::input::InputSpec;
 use crate::options::LoadOptions;
+use crate::quote::quote_literal;
 
 /// What the journal knew of a load id when a run started.
 #[derive(Debug)]
@@ -146,6 +147,39 @@ pub(crate) fn begin(
         })
         .collect();
     Ok(Previous::Unfinished(chunks))
+}
+
+/// The statement that registers a new load, with `run_token` as its run,
+/// unless the journal has its id already: its one row counts the loads it
+/// made (0 for a known id, which `begin` then checks). For a message of
+/// several statements, after the journal's checks (see `checked`).
+pub(crate) fn register_sql(
+    load_id: &str,
+    target: &str,
+    options: &OptionsRecord,
+    inputs: &[InputSpec],
+    run_token: &str,
+) -> Result<String> {
+    let fingerprints = crate::fingerprint::fingerprints(inputs)?;
+    let stored = options.0.as_ref().map_err(|reason| {
+        Error::InvalidOptions(OptionsProblem::Unrecordable {
+            reason: reason.clone(),
+        })
+    })?;
+    Ok(format!(
+        "WITH created AS ( \
+           INSERT INTO pgpour.loads (load_id, target, target_oid, options, inputs, run_token) \
+           VALUES ({id}, {target}, pg_catalog.to_regclass({target})::oid, {options}::jsonb, \
+                   {inputs}::jsonb, {token}) \
+           ON CONFLICT (load_id) DO NOTHING RETURNING load_id), \
+         run AS (INSERT INTO pgpour.runs (load_id, token) SELECT load_id, {token} FROM created) \
+         SELECT pg_catalog.count(*) FROM created",
+        id = quote_literal(load_id),
+        target = quote_literal(target),
+        options = quote_literal(&stored.to_string()),
+        inputs = quote_literal(&fingerprints.to_string()),
+        token = quote_literal(run_token),
+    ))
 }
 
 /// The state of a load in the journal (`running`, `done`...), if it has it.

@@ -32,9 +32,10 @@ pub(crate) mod undo;
 
 pub use chunks::Totals;
 pub(crate) use chunks::{committed_chunk, correct_rows, record_chunk};
-pub(crate) use loads::{begin, reject_path_of, state_of, OptionsRecord};
+pub(crate) use loads::{begin, register_sql, reject_path_of, state_of, OptionsRecord};
 pub use loads::{finish_if_complete, options_of, set_state, Previous};
 pub use rejects::rejected_rows;
+pub(crate) use schema::checked;
 pub use schema::{drop_if_empty, ensure_schema, exists};
 pub use status::{forget, status, LoadState, LoadStatus};
 

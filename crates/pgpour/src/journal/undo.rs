@@ -13,6 +13,7 @@ use postgres::types::{Oid, Type};
 use postgres::{Client, GenericClient};
 
 use crate::error::{Error, Result};
+use crate::quote::quote_literal;
 
 /// The trigger that keeps other writers out while unique keys are away.
 pub(crate) const GUARD_TRIGGER: &str = "pgpour_keep_out";
@@ -67,13 +68,9 @@ impl UndoStep {
     }
 }
 
-/// Records `step` as the load's next, in the caller's transaction (the one
-/// that makes the change).
-pub(crate) fn record(
-    tx: &mut impl GenericClient,
-    load_id: &str,
-    step: &UndoStep,
-) -> Result<(), postgres::Error> {
+/// The statement that records `step` as the load's next (without its `;`),
+/// for a message of several statements: every value a literal.
+pub(crate) fn record_sql(load_id: &str, step: &UndoStep) -> String {
     let none = None::<String>;
     let (kind, relation, relation_name, name, definition, cache) = match step {
         UndoStep::Index {
@@ -126,21 +123,21 @@ pub(crate) fn record(
             ("statement", None, &String::new(), what, Some(sql), None)
         }
     };
-    tx.execute_typed(
+    let text = |value: Option<&String>| value.map_or("NULL".to_string(), |v| quote_literal(v));
+    let number = |value: Option<i64>| value.map_or("NULL".to_string(), |v| v.to_string());
+    format!(
         "INSERT INTO pgpour.undo (load_id, position, kind, relation, relation_name, name, definition, cache) \
-         SELECT $1, coalesce(pg_catalog.max(position) + 1, 0), $2, $3, $4, $5, $6, $7 \
-         FROM pgpour.undo WHERE load_id = $1",
-        &[
-            (&load_id, Type::TEXT),
-            (&kind, Type::TEXT),
-            (&relation, Type::OID),
-            (relation_name, Type::TEXT),
-            (name, Type::TEXT),
-            (&definition, Type::TEXT),
-            (&cache, Type::INT8),
-        ],
+         SELECT {id}, coalesce(pg_catalog.max(position) OPERATOR(pg_catalog.+) 1, 0), {kind}, \
+                {relation}::oid, {relation_name}, {name}, {definition}, {cache}::int8 \
+         FROM pgpour.undo WHERE load_id OPERATOR(pg_catalog.=) {id}",
+        id = quote_literal(load_id),
+        kind = quote_literal(kind),
+        relation = number(relation.map(i64::from)),
+        relation_name = quote_literal(relation_name),
+        name = quote_literal(name),
+        definition = text(definition),
+        cache = number(cache),
     )
-    .map(drop)
 }
 
 /// The load's steps still to undo, in order, each with its position.

@@ -8,7 +8,10 @@ use postgres::Client;
 
 use super::decide::Plan;
 use crate::chunk_range::CommittedChunk;
-use crate::error::Result;
+use postgres::error::SqlState;
+
+use crate::error::{Error, Result};
+use crate::indexes::IndexPlan;
 use crate::journal::Previous;
 use crate::reject::RejectSink;
 
@@ -40,6 +43,15 @@ pub(super) fn prepare_target(
     let Plan {
         load_id, target, ..
     } = plan;
+    // A new load, the usual case, in two round trips; what it cannot do
+    // (a load id the journal knows, a refused reject path) goes the steps
+    // below.
+    if plan.journal && sink.check_paths(&plan.inputs, false).is_ok() {
+        if let Some(prepared) = prepare_new_load(client, plan, run_token)? {
+            journaled.store(true, Ordering::SeqCst);
+            return Ok(prepared);
+        }
+    }
     // The session commits synchronously (see `decide::first_session`).
     // Before the journal has a new load: a refused reject path leaves no trace.
     let state = match plan.journal {
@@ -113,4 +125,87 @@ pub(super) fn prepare_target(
         done_chunks,
         own_reject_file,
     })
+}
+
+/// Registers the load as a new one and prepares its target, in two round
+/// trips: the journal's checks, the registration, the table's lock and all
+/// the index and sequence plans read in one message; the drops, the raised
+/// caches and their undo steps, and the commit in the second. `None`, with
+/// nothing changed, when the journal knows the load id already, or when a
+/// change failed (the steps one at a time then say what they can do).
+fn prepare_new_load(client: &mut Client, plan: &Plan, run_token: &str) -> Result<Option<Prepared>> {
+    let Plan {
+        load_id, target, ..
+    } = plan;
+    let register = crate::journal::register_sql(
+        load_id,
+        &target.qualified,
+        &plan.options_record,
+        &plan.inputs,
+        run_token,
+    )?;
+    let facts = crate::table_facts::facts_sql(target);
+    let context = "recording the load in the journal";
+    let read = |client: &mut Client, lock: &str| {
+        let sql = format!("BEGIN; {register}; {lock}{facts};");
+        crate::journal::checked(client, &sql, context)
+    };
+    let may_drop = plan.indexes_left_alone.is_none();
+    let lock = match may_drop {
+        true => crate::indexes::lock_sql(target),
+        false => String::new(),
+    };
+    let (results, not_locked) = match read(client, &lock) {
+        // Not granted in time: the load goes on with its indexes.
+        Err(Error::Db { source, .. })
+            if may_drop && source.code() == Some(&SqlState::LOCK_NOT_AVAILABLE) =>
+        {
+            (read(client, "")?, Some(IndexPlan::not_locked(&source)))
+        }
+        other => (other?, None),
+    };
+    let created = results
+        .get(1)
+        .and_then(|rows| rows.first())
+        .and_then(|row| row.first().cloned().flatten());
+    if created.as_deref() != Some("1") {
+        let _ = client.batch_execute("ROLLBACK");
+        return Ok(None);
+    }
+    let facts = crate::table_facts::parse(results.last().map_or(&[], Vec::as_slice));
+    let facts = match facts {
+        Ok(facts) => facts,
+        Err(e) => {
+            let _ = client.batch_execute("ROLLBACK");
+            return Err(e);
+        }
+    };
+    let indexes = not_locked.unwrap_or_else(|| {
+        crate::indexes::plan_from(
+            &facts,
+            target,
+            plan.indexes_left_alone.as_ref(),
+            plan.truncate,
+        )
+    });
+    let sequences = crate::sequences::plan_from(
+        &facts.sequences,
+        plan.sequences_left_alone.as_ref(),
+        plan.workers,
+    );
+    let changes = format!(
+        "{}{}COMMIT",
+        indexes.drop_sql(target, load_id),
+        sequences.raise_sql(load_id)
+    );
+    match client.batch_execute(&changes) {
+        Ok(()) => Ok(Some(Prepared::Ready {
+            done_chunks: Vec::new(),
+            own_reject_file: false,
+        })),
+        Err(_) => {
+            let _ = client.batch_execute("ROLLBACK");
+            Ok(None)
+        }
+    }
 }

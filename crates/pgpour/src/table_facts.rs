@@ -1,0 +1,155 @@
+//! What the index and sequence plans read of the target, in one statement:
+//! across a network every statement is a round trip, and the plans need
+//! the table's kind and owner, whether it is empty, the columns a sequence
+//! fills and the indexes with all that decides whether each may go.
+//!
+//! The statement returns one JSON document, so that it can also run inside
+//! a message of several statements (a simple query, whose values come back
+//! as text).
+
+use postgres::GenericClient;
+use serde::Deserialize;
+
+use crate::error::{Error, Result};
+use crate::plan::Target;
+use crate::sql::{quote_literal, TextRow};
+
+/// The target as the plans see it.
+#[derive(Debug, Deserialize)]
+pub(crate) struct TableFacts {
+    /// A partitioned table or a partition.
+    pub partitioned: bool,
+    /// The current role may act as the table's owner.
+    pub owned: bool,
+    pub empty: bool,
+    /// Columns the load does not fill that a sequence does.
+    #[serde(default, deserialize_with = "null_as_empty")]
+    pub sequences: Vec<SequenceColumn>,
+    #[serde(default, deserialize_with = "null_as_empty")]
+    pub indexes: Vec<IndexFacts>,
+}
+
+/// A column the load leaves to a sequence (serial or identity).
+#[derive(Debug, Deserialize)]
+pub(crate) struct SequenceColumn {
+    /// `schema.sequence`, quoted as needed.
+    pub sequence: String,
+    pub oid: u32,
+    pub cache: i64,
+    /// The current role may act as the sequence's owner.
+    pub owned: bool,
+}
+
+/// One index of the target, and what decides whether it may be rebuilt.
+#[derive(Debug, Deserialize)]
+pub(crate) struct IndexFacts {
+    pub name: String,
+    /// `schema.index`, quoted as needed.
+    pub qualified: String,
+    pub table_oid: u32,
+    pub table_name: String,
+    /// The constraint it backs (primary key, unique, exclusion), if any.
+    pub conname: Option<String>,
+    pub contype: Option<String>,
+    pub indexdef: String,
+    pub condef: Option<String>,
+    pub is_unique: bool,
+    pub valid: bool,
+    pub clustered: bool,
+    pub replident: bool,
+    pub own_tablespace: bool,
+    pub commented: bool,
+    /// A foreign key references it.
+    pub referenced: bool,
+    /// Every key column is filled by a sequence that does not cycle.
+    pub keys_from_sequence: bool,
+}
+
+fn null_as_empty<'de, D, T>(d: D) -> std::result::Result<Vec<T>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: Deserialize<'de>,
+{
+    Ok(Option::<Vec<T>>::deserialize(d)?.unwrap_or_default())
+}
+
+/// The statement that reads the facts of `target`, for a session whose
+/// search path is pinned to pg_catalog.
+pub(crate) fn facts_sql(target: &Target) -> String {
+    let table = quote_literal(&target.qualified);
+    let loaded: Vec<String> = target.columns.iter().map(|c| quote_literal(c)).collect();
+    let loaded = format!("ARRAY[{}]::text[]", loaded.join(", "));
+    format!(
+        "WITH sequences AS (
+           SELECT a.attname::text AS column_name, format('%I.%I', n.nspname, c.relname) AS sequence,
+                  s.seq::oid::int8 AS oid,
+                  ps.seqcycle AS cycles, ps.seqcache AS cache,
+                  pg_has_role(c.relowner, 'USAGE') AS owned
+           FROM pg_attribute a
+           LEFT JOIN pg_attrdef d ON d.adrelid = a.attrelid AND d.adnum = a.attnum
+           CROSS JOIN LATERAL (SELECT pg_get_serial_sequence({table}, a.attname)::regclass AS seq) s
+           JOIN pg_sequence ps ON ps.seqrelid = s.seq
+           JOIN pg_class c ON c.oid = s.seq
+           JOIN pg_namespace n ON n.oid = c.relnamespace
+           WHERE a.attrelid = {oid} AND a.attnum > 0 AND NOT a.attisdropped
+             AND NOT a.attname::text = ANY ({loaded})
+             AND (a.attidentity <> ''
+                  OR (pg_get_expr(d.adbin, d.adrelid) ~ '^nextval\\(''[^'']*''::regclass\\)$'
+                      AND EXISTS (SELECT 1 FROM pg_depend dep
+                                  WHERE dep.classid = 'pg_attrdef'::regclass AND dep.objid = d.oid
+                                    AND dep.refobjid = s.seq)))
+           ORDER BY a.attnum),
+         indexes AS (
+           SELECT ic.relname::text AS name,
+                  format('%I.%I', n.nspname, ic.relname) AS qualified,
+                  i.indrelid::int8 AS table_oid,
+                  (SELECT format('%I.%I', tn.nspname, tc.relname) FROM pg_class tc
+                     JOIN pg_namespace tn ON tn.oid = tc.relnamespace WHERE tc.oid = i.indrelid) AS table_name,
+                  con.conname::text AS conname, con.contype::text AS contype,
+                  pg_get_indexdef(i.indexrelid) AS indexdef,
+                  CASE WHEN con.oid IS NOT NULL THEN pg_get_constraintdef(con.oid) END AS condef,
+                  i.indisunique AS is_unique, i.indisvalid AS valid,
+                  i.indisclustered AS clustered, i.indisreplident AS replident,
+                  ic.reltablespace <> 0 AS own_tablespace,
+                  obj_description(i.indexrelid, 'pg_class') IS NOT NULL
+                    OR (con.oid IS NOT NULL AND obj_description(con.oid, 'pg_constraint') IS NOT NULL) AS commented,
+                  EXISTS (SELECT 1 FROM pg_constraint f WHERE f.contype = 'f' AND f.conindid = i.indexrelid) AS referenced,
+                  (SELECT coalesce(bool_and(a.attname::text = ANY (
+                            ARRAY(SELECT column_name FROM sequences WHERE NOT cycles))), false)
+                     FROM unnest(i.indkey::int2[]) WITH ORDINALITY AS k(attnum, n)
+                     LEFT JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = k.attnum
+                    WHERE k.n <= i.indnkeyatts) AS keys_from_sequence
+           FROM pg_index i
+           JOIN pg_class ic ON ic.oid = i.indexrelid
+           JOIN pg_namespace n ON n.oid = ic.relnamespace
+           LEFT JOIN pg_constraint con ON con.conindid = i.indexrelid AND con.conrelid = i.indrelid
+                                      AND con.contype IN ('p', 'u', 'x')
+           WHERE i.indrelid = {oid}
+           ORDER BY ic.relname)
+         SELECT json_build_object(
+           'partitioned', c.relkind = 'p' OR c.relispartition,
+           'owned', pg_has_role(c.relowner, 'USAGE'),
+           'empty', NOT EXISTS (SELECT 1 FROM {qualified}),
+           'sequences', (SELECT json_agg(s) FROM sequences s),
+           'indexes', (SELECT json_agg(x) FROM indexes x))::text
+         FROM pg_class c WHERE c.oid = {oid}",
+        oid = target.oid,
+        qualified = target.qualified,
+    )
+}
+
+/// The facts from the rows of `facts_sql`.
+pub(crate) fn parse(rows: &[TextRow]) -> Result<TableFacts> {
+    let text = rows.first().and_then(|r| r.first()).cloned().flatten();
+    let unreadable =
+        |reason: String| Error::Target(format!("reading the table's indexes: {reason}"));
+    let text = text.ok_or_else(|| unreadable("the table is gone".into()))?;
+    serde_json::from_str(&text).map_err(|e| unreadable(e.to_string()))
+}
+
+/// Reads the facts of `target` (one round trip).
+pub(crate) fn read(client: &mut impl GenericClient, target: &Target) -> Result<TableFacts> {
+    let rows = crate::sql::simple_rows(client, &facts_sql(target))
+        .map_err(Error::db("looking up the table's indexes"))?;
+    parse(&rows)
+}
