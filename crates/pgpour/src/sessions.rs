@@ -53,6 +53,33 @@ pub(crate) fn reuse_or_connect(
     connect_retrying(connect, cancel).and_then(pinned)
 }
 
+/// Runs `f` on the spare session without asking first whether it still
+/// answers (a question is a round trip): when `f` fails because it does
+/// not, `f` runs again on a new pinned session, retried as
+/// `connect_retrying` does. So `f` must be safe to run twice. The session
+/// is kept as the spare afterwards.
+pub(crate) fn on_spare<T>(
+    spare: &Spare,
+    connect: &ConnectOptions,
+    cancel: &AtomicBool,
+    mut f: impl FnMut(&mut Client) -> Result<T>,
+) -> Result<T> {
+    let kept = spare.lock().unwrap_or_else(|p| p.into_inner()).take();
+    if let Some(mut client) = kept {
+        match f(&mut client) {
+            Err(e) if client.is_closed() || e.is_transient() => {}
+            outcome => {
+                keep_spare(spare, client);
+                return outcome;
+            }
+        }
+    }
+    let mut client = connect_retrying(connect, cancel).and_then(pinned)?;
+    let outcome = f(&mut client);
+    keep_spare(spare, client);
+    outcome
+}
+
 /// Gives a session back for the next phase to reuse.
 pub(crate) fn keep_spare(spare: &Spare, client: Client) {
     *spare.lock().unwrap_or_else(|p| p.into_inner()) = Some(client);

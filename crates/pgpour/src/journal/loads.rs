@@ -285,36 +285,49 @@ pub fn set_state(
         .map_err(Error::db("recording the state of the load"))
 }
 
-/// Marks the load done if the journal holds `expected` chunks, and returns
-/// what it holds; `None` when chunks are missing (lost in a crash: they
-/// committed asynchronously). The commit is synchronous, so once this
-/// returns every chunk is durable (WAL is flushed in order).
+/// How the end of a load found the journal.
+#[derive(Debug)]
+pub struct Finish {
+    /// What the journal holds of the load, once marked done; `None` when
+    /// it has fewer chunks than the run committed (a crash lost them).
+    pub totals: Option<Totals>,
+    /// The load has undo steps still to run.
+    pub undo_pending: bool,
+}
+
+/// Marks the load done, in a synchronous commit, if the journal has at
+/// least `expected` chunks of it (the commit makes every chunk before it
+/// durable too). One message with the journal's checks: one round trip.
 pub fn finish_if_complete(
     client: &mut postgres::Client,
     load_id: &str,
     expected: u64,
-) -> Result<Option<Totals>> {
-    let run = |client: &mut postgres::Client| -> Result<Option<Totals>, postgres::Error> {
-        client.batch_execute("SET synchronous_commit = on")?;
-        let mut tx = client.transaction()?;
-        let row = tx.query_typed_one(
-            "SELECT count(*), coalesce(sum(rows_loaded), 0)::int8, coalesce(sum(rows_rejected), 0)::int8, \
-             coalesce(sum(byte_end - byte_start), 0)::int8 FROM pgpour.chunks WHERE load_id = $1",
-            &[(&load_id, Type::TEXT)],
-        )?;
-        if (row.get::<_, i64>(0) as u64) < expected {
-            return Ok(None);
-        }
-        tx.execute_typed(
-            "UPDATE pgpour.loads SET state = 'done', finished_at = now() WHERE load_id = $1",
-            &[(&load_id, Type::TEXT)],
-        )?;
-        tx.commit()?;
-        Ok(Some(Totals {
-            rows_loaded: row.get::<_, i64>(1) as u64,
-            rows_rejected: row.get::<_, i64>(2) as u64,
-            bytes: row.get::<_, i64>(3) as u64,
-        }))
+) -> Result<Finish> {
+    let id = quote_literal(load_id);
+    let sql = format!(
+        "SET synchronous_commit = on; \
+         WITH c AS (SELECT count(*) AS chunks, coalesce(sum(rows_loaded), 0)::int8 AS loaded, \
+                           coalesce(sum(rows_rejected), 0)::int8 AS rejected, \
+                           coalesce(sum(byte_end - byte_start), 0)::int8 AS bytes \
+                    FROM pgpour.chunks WHERE load_id = {id}), \
+              done AS (UPDATE pgpour.loads SET state = 'done', finished_at = now() \
+                       WHERE load_id = {id} AND (SELECT chunks FROM c) >= {expected} RETURNING 1) \
+         SELECT (SELECT count(*) FROM done), loaded, rejected, bytes, \
+                EXISTS (SELECT FROM pgpour.undo WHERE load_id = {id}) FROM c;"
+    );
+    let results = super::checked(client, &sql, "recording the end of the load")?;
+    let row = results.last().and_then(|rows| rows.first());
+    let value = |i: usize| {
+        row.and_then(|r| r.get(i).cloned().flatten())
+            .unwrap_or_default()
     };
-    run(client).map_err(Error::db("recording the end of the load"))
+    let number = |i: usize| value(i).parse::<u64>().unwrap_or_default();
+    Ok(Finish {
+        totals: (value(0) == "1").then(|| Totals {
+            rows_loaded: number(1),
+            rows_rejected: number(2),
+            bytes: number(3),
+        }),
+        undo_pending: value(4) != "f",
+    })
 }

@@ -7,7 +7,9 @@ use crate::error::{Error, Result};
 use crate::input::{InputSpec, InputsSeen};
 use crate::journal::Totals;
 use crate::reader::ReadEnd;
-use crate::sessions::{connect_retrying, keep_spare, pinned, reuse_or_connect};
+use std::sync::atomic::Ordering;
+
+use crate::sessions::{connect_retrying, keep_spare, on_spare, pinned, reuse_or_connect};
 
 /// How a pass that did not fail ended.
 pub(super) enum Finished {
@@ -94,25 +96,31 @@ pub(super) fn finish(
     // mark the load done in one synchronous commit, which makes every chunk
     // before it durable too. Chunks a crash lost are loaded by another pass.
     let expected = done_chunks + committed;
-    let mut client = reuse_or_connect(spare, connect, cancel)?;
     if plan.atomic == Some(super::decide::AtomicMode::TwoPhase) {
         // Decided: from here on, resume finishes the commit.
+        let mut client = reuse_or_connect(spare, connect, cancel)?;
         crate::journal::two_phase::commit(&mut client, &load_id, &prepared)?;
+        keep_spare(spare, client);
     }
-    let finished = crate::journal::finish_if_complete(&mut client, &load_id, expected)?;
-    if finished.is_some() {
+    let finish = on_spare(spare, connect, cancel, |client| {
+        crate::journal::finish_if_complete(client, &load_id, expected)
+    })?;
+    if !finish.undo_pending {
+        // Only this run adds undo steps to the load, and it has no more to add.
+        setup.undo_pending.store(false, Ordering::SeqCst);
+    }
+    let rejected = finish.totals.as_ref().is_some_and(|t| t.rows_rejected > 0);
+    if finish.totals.is_some() && (rejected || sink.written() > 0 || own_reject_file) {
         // Rejects of an atomic load are known for sure only now; workers
         // wrote them in the order their chunks committed; rows synced for a
         // chunk whose commit was lost must go: the journal gives back
         // exactly the committed ones, in file order.
-        let rows = crate::journal::rejected_rows(&mut client, &load_id)?;
-        if !rows.is_empty() || sink.written() > 0 || own_reject_file {
-            sink.rewrite(&rows)?;
-        }
+        let rows = on_spare(spare, connect, cancel, |client| {
+            crate::journal::rejected_rows(client, &load_id)
+        })?;
+        sink.rewrite(&rows)?;
     }
-    // For the undo steps that follow.
-    keep_spare(spare, client);
-    Ok(Finished::Complete(finished))
+    Ok(Finished::Complete(finish.totals))
 }
 
 /// `; certainly loaded: a.csv bytes 0..4096, 8192..9000` from the byte

@@ -84,7 +84,7 @@ pub fn load(
             return Err(Box::new(LoadFailure { error, summary }));
         }
     };
-    let journaled = AtomicBool::new(false);
+    let undo_pending = AtomicBool::new(false);
     let spare = Spare::default();
     let opened = std::sync::Mutex::new(opened);
     let context = Passes {
@@ -93,14 +93,15 @@ pub fn load(
         progress,
         cancel,
         started,
-        journaled: &journaled,
+        undo_pending: &undo_pending,
         run: run.as_ref(),
         spare: &spare,
     };
     let outcome = load_passes(&context, &options);
     // A load that failed before the journal had it (a missing file, a wrong
-    // host) changed nothing: it does not even try to connect again.
-    if !journaled.load(Ordering::SeqCst) {
+    // host) changed nothing: it does not even try to connect again. Nor
+    // does one whose end found nothing to undo.
+    if !undo_pending.load(Ordering::SeqCst) {
         return outcome;
     }
     // Indexes dropped for the load are rebuilt however it ended: a failed
@@ -177,7 +178,7 @@ fn undo(
     }
 }
 
-/// The run lock of a journaled load, taken once its options are known to
+/// The run lock of a undo_pending load, taken once its options are known to
 /// be sound; `None` without the journal (such a load has no id to resume).
 fn run_lock(connect: &ConnectOptions, options: &LoadOptions) -> Result<Option<RunLock>> {
     if !options.journal {
@@ -195,8 +196,9 @@ struct Passes<'a> {
     progress: &'a Progress,
     cancel: &'a AtomicBool,
     started: Instant,
-    /// Set once the journal has the load: its undo steps may then be pending.
-    journaled: &'a AtomicBool,
+    /// Set once the journal has the load: its undo steps may then be
+    /// pending; cleared when the end of the load found none.
+    undo_pending: &'a AtomicBool,
     run: Option<&'a RunLock>,
     spare: &'a Spare,
     /// The load's first session, opened beside the run lock's, for the
@@ -261,7 +263,7 @@ fn load_pass(context: &Passes, options: &LoadOptions) -> Result<Pass, Box<LoadFa
         progress,
         cancel,
         started,
-        journaled,
+        undo_pending,
         run,
         spare,
         opened,
@@ -309,8 +311,8 @@ fn load_pass(context: &Passes, options: &LoadOptions) -> Result<Pass, Box<LoadFa
     if let Some(run) = run {
         run.ensure_held(connect).map_err(fail)?;
     }
-    let prepared =
-        prepare::prepare_target(&mut client, &plan, &sink, run_token, journaled).map_err(fail)?;
+    let prepared = prepare::prepare_target(&mut client, &plan, &sink, run_token, undo_pending)
+        .map_err(fail)?;
     let (done_chunks, own_reject_file) = match prepared {
         Prepared::AlreadyDone => {
             let mut summary = summary(false);
@@ -333,6 +335,7 @@ fn load_pass(context: &Passes, options: &LoadOptions) -> Result<Pass, Box<LoadFa
     let truncate = plan.truncate && done_chunks.is_empty();
     let inputs_seen = crate::input::InputsSeen::now(&plan.inputs);
     let setup = Setup {
+        undo_pending,
         spare,
         connect,
         plan: &plan,

@@ -31,14 +31,14 @@ pub(super) enum Prepared {
 /// Prepares the target for the load's chunks: registers the load (or
 /// checks a resumed one) in the journal, makes sure the reject file may be
 /// written and rebuilds it on resume, drops indexes and raises sequence
-/// caches. `journaled` is set once the journal has the load: from then on
-/// its undo steps may be pending.
+/// caches. `undo_pending` is set once the journal has the load: from then
+/// on its undo steps may be pending.
 pub(super) fn prepare_target(
     client: &mut Client,
     plan: &Plan,
     sink: &RejectSink,
     run_token: &str,
-    journaled: &AtomicBool,
+    undo_pending: &AtomicBool,
 ) -> Result<Prepared> {
     let Plan {
         load_id, target, ..
@@ -48,7 +48,7 @@ pub(super) fn prepare_target(
     // below.
     if plan.journal && sink.check_paths(&plan.inputs, false).is_ok() {
         if let Some(prepared) = prepare_new_load(client, plan, run_token)? {
-            journaled.store(true, Ordering::SeqCst);
+            undo_pending.store(true, Ordering::SeqCst);
             return Ok(prepared);
         }
     }
@@ -85,7 +85,7 @@ pub(super) fn prepare_target(
     // From here the journal has the load, and may hold undo steps for it (a
     // run that crashed before putting the indexes back): the load's end
     // runs them, even when every chunk is already done.
-    journaled.store(true, Ordering::SeqCst);
+    undo_pending.store(true, Ordering::SeqCst);
     let done_chunks = match previous {
         Previous::Done => return Ok(Prepared::AlreadyDone),
         Previous::Unfinished(chunks) => chunks,

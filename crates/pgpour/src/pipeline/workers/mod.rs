@@ -36,6 +36,8 @@ pub(super) struct Setup<'a> {
     pub run: Option<&'a RunLock>,
     pub progress: &'a Progress,
     pub cancel: &'a AtomicBool,
+    /// Whether the load may have undo steps pending (see `load`).
+    pub undo_pending: &'a AtomicBool,
 }
 
 /// How the workers and the reader ended.
