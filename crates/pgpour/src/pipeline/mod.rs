@@ -271,6 +271,7 @@ fn load_pass(context: &Passes, options: &LoadOptions) -> Result<Pass, Box<LoadFa
     let run_token = run.map_or("", |r| r.token.as_str());
     let sink = RejectSink::new(options.reject_path()).replacing(options.replace_rejects);
     let opened = opened.lock().unwrap_or_else(|p| p.into_inner()).take();
+    let first_pass = opened.is_some();
     let (mut client, plan) = match decide::decide(connect, options, progress, opened) {
         Ok(decided) => decided,
         Err(error) => {
@@ -307,8 +308,9 @@ fn load_pass(context: &Passes, options: &LoadOptions) -> Result<Pass, Box<LoadFa
         Box::new(LoadFailure { error, summary })
     };
     // A server restart (which made another pass needed) ends the lock's
-    // session: take the lock again, or learn that another run has it.
-    if let Some(run) = run {
+    // session: take the lock again, or learn that another run has it. (The
+    // first pass took it a moment ago.)
+    if let (Some(run), false) = (run, first_pass) {
         run.ensure_held(connect).map_err(fail)?;
     }
     let prepared = prepare::prepare_target(&mut client, &plan, &sink, run_token, undo_pending)

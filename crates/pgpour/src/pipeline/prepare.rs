@@ -14,6 +14,7 @@ use crate::error::{Error, Result};
 use crate::indexes::IndexPlan;
 use crate::journal::Previous;
 use crate::reject::RejectSink;
+use crate::table_facts::TableFacts;
 
 /// What the load has left to do once the target is prepared.
 pub(super) enum Prepared {
@@ -43,12 +44,12 @@ pub(super) fn prepare_target(
     let Plan {
         load_id, target, ..
     } = plan;
-    // A new load, the usual case, in two round trips; what it cannot do
+    // A new load, the usual case, in one round trip (three when it drops
+    // indexes); what it cannot do
     // (a load id the journal knows, a refused reject path) goes the steps
     // below.
     if plan.journal && sink.check_paths(&plan.inputs, false).is_ok() {
-        if let Some(prepared) = prepare_new_load(client, plan, run_token)? {
-            undo_pending.store(true, Ordering::SeqCst);
+        if let Some(prepared) = prepare_new_load(client, plan, run_token, undo_pending)? {
             return Ok(prepared);
         }
     }
@@ -127,13 +128,19 @@ pub(super) fn prepare_target(
     })
 }
 
-/// Registers the load as a new one and prepares its target, in two round
-/// trips: the journal's checks, the registration, the table's lock and all
-/// the index and sequence plans read in one message; the drops, the raised
-/// caches and their undo steps, and the commit in the second. `None`, with
-/// nothing changed, when the journal knows the load id already, or when a
-/// change failed (the steps one at a time then say what they can do).
-fn prepare_new_load(client: &mut Client, plan: &Plan, run_token: &str) -> Result<Option<Prepared>> {
+/// Registers the load as a new one and prepares its target: the journal's
+/// checks, the registration and all the index and sequence plans read in
+/// one message, then, only when the plans change something, the table
+/// locked and read again, the indexes dropped, the caches raised and their
+/// undo steps recorded, in one transaction. `None`, with nothing written,
+/// when the journal knows the load id already (the steps one at a time
+/// then check it). `undo_pending` is set once the journal has the load.
+fn prepare_new_load(
+    client: &mut Client,
+    plan: &Plan,
+    run_token: &str,
+    undo_pending: &AtomicBool,
+) -> Result<Option<Prepared>> {
     let Plan {
         load_id, target, ..
     } = plan;
@@ -144,68 +151,78 @@ fn prepare_new_load(client: &mut Client, plan: &Plan, run_token: &str) -> Result
         &plan.inputs,
         run_token,
     )?;
-    let facts = crate::table_facts::facts_sql(target);
-    let context = "recording the load in the journal";
-    let read = |client: &mut Client, lock: &str| {
-        let sql = format!("BEGIN; {register}; {lock}{facts};");
-        crate::journal::checked(client, &sql, context)
-    };
-    let may_drop = plan.indexes_left_alone.is_none();
-    let lock = match may_drop {
-        true => crate::indexes::lock_sql(target),
-        false => String::new(),
-    };
-    let (results, not_locked) = match read(client, &lock) {
-        // Not granted in time: the load goes on with its indexes.
-        Err(Error::Db { source, .. })
-            if may_drop && source.code() == Some(&SqlState::LOCK_NOT_AVAILABLE) =>
-        {
-            (read(client, "")?, Some(IndexPlan::not_locked(&source)))
-        }
-        other => (other?, None),
-    };
+    let facts_sql = crate::table_facts::facts_sql(target);
+    let sql = format!("{register}; {facts_sql};");
+    let results = crate::journal::checked(client, &sql, "recording the load in the journal")?;
     let created = results
-        .get(1)
+        .first()
         .and_then(|rows| rows.first())
         .and_then(|row| row.first().cloned().flatten());
     if created.as_deref() != Some("1") {
-        let _ = client.batch_execute("ROLLBACK");
         return Ok(None);
     }
-    let facts = crate::table_facts::parse(results.last().map_or(&[], Vec::as_slice));
-    let facts = match facts {
-        Ok(facts) => facts,
-        Err(e) => {
-            let _ = client.batch_execute("ROLLBACK");
-            return Err(e);
-        }
-    };
-    let indexes = not_locked.unwrap_or_else(|| {
-        crate::indexes::plan_from(
-            &facts,
+    undo_pending.store(true, Ordering::SeqCst);
+    let facts = crate::table_facts::parse(results.last().map_or(&[], Vec::as_slice))?;
+    let plans = |facts: &TableFacts| {
+        let indexes = crate::indexes::plan_from(
+            facts,
             target,
             plan.indexes_left_alone.as_ref(),
             plan.truncate,
-        )
-    });
-    let sequences = crate::sequences::plan_from(
-        &facts.sequences,
-        plan.sequences_left_alone.as_ref(),
-        plan.workers,
-    );
+        );
+        let sequences = crate::sequences::plan_from(
+            &facts.sequences,
+            plan.sequences_left_alone.as_ref(),
+            plan.workers,
+        );
+        (indexes, sequences)
+    };
+    let (mut indexes, mut sequences) = plans(&facts);
+    let mut locked = false;
+    if !indexes.rebuild.is_empty() {
+        // Decided again with the table locked: nobody writes to it until
+        // the drops commit.
+        let sql = format!("BEGIN; {}{facts_sql};", crate::indexes::lock_sql(target));
+        match crate::sql::simple_statements(client, &sql) {
+            Ok(results) => {
+                locked = true;
+                let facts = crate::table_facts::parse(results.last().map_or(&[], Vec::as_slice));
+                match facts {
+                    Ok(facts) => (indexes, sequences) = plans(&facts),
+                    Err(e) => {
+                        let _ = client.batch_execute("ROLLBACK");
+                        return Err(e);
+                    }
+                }
+            }
+            Err(e) => {
+                let _ = client.batch_execute("ROLLBACK");
+                if e.code() != Some(&SqlState::LOCK_NOT_AVAILABLE) {
+                    return Err(Error::db("locking the table")(e));
+                }
+                // Not granted in time: the load goes on with its indexes.
+                indexes = IndexPlan::not_locked(&e);
+            }
+        }
+    }
     let changes = format!(
-        "{}{}COMMIT",
+        "{}{}",
         indexes.drop_sql(target, load_id),
         sequences.raise_sql(load_id)
     );
-    match client.batch_execute(&changes) {
-        Ok(()) => Ok(Some(Prepared::Ready {
-            done_chunks: Vec::new(),
-            own_reject_file: false,
-        })),
-        Err(_) => {
-            let _ = client.batch_execute("ROLLBACK");
-            Ok(None)
-        }
+    let sql = match (locked, changes.is_empty()) {
+        (false, true) => None,
+        (true, true) => Some("ROLLBACK".to_string()),
+        (false, false) => Some(format!("BEGIN; {changes}COMMIT")),
+        (true, false) => Some(format!("{changes}COMMIT")),
+    };
+    if let Some(Err(_)) = sql.map(|sql| client.batch_execute(&sql)) {
+        // Neither happened: the load goes on with the indexes and caches
+        // as they are (`--explain` says why when asked).
+        let _ = client.batch_execute("ROLLBACK");
     }
+    Ok(Some(Prepared::Ready {
+        done_chunks: Vec::new(),
+        own_reject_file: false,
+    }))
 }
