@@ -20,6 +20,7 @@ use crate::frame::{count_records, Syntax};
 use crate::quote::quote_literal;
 use crate::reader::Chunk;
 use crate::sqlstate::{blame, Blame};
+use crate::warm::{loading_settings, WarmSessions};
 use crate::wire::Wire;
 
 /// Chunks a session may have sent and not yet seen answered: one being
@@ -33,6 +34,8 @@ pub(crate) struct StreamSetup<'a> {
     pub syntax: Syntax,
     pub load_id: &'a str,
     pub run_token: &'a str,
+    /// Sessions opened ahead, taken before opening one.
+    pub warm: &'a WarmSessions,
 }
 
 /// How a chunk sent on the fast path ended.
@@ -87,13 +90,14 @@ impl<'a> ChunkStream<'a> {
     /// is an error (the chunk comes back with it).
     pub fn send(&mut self, chunk: Chunk) -> Result<(), Box<(Chunk, Error)>> {
         if self.wire.is_none() {
-            let settings = [
-                // The journal shares the chunks' fate, and the load ends
-                // with a synchronous commit: as the driver's sessions.
-                ("synchronous_commit", "off".to_string()),
-                ("pgpour.load", self.setup.load_id.to_string()),
-            ];
-            match self.setup.connect.open_wire(&settings) {
+            let opened = match self.setup.warm.take() {
+                Some(wire) => Ok(wire),
+                None => self
+                    .setup
+                    .connect
+                    .open_wire(&loading_settings(self.setup.load_id)),
+            };
+            match opened {
                 Ok(wire) => self.wire = Some(wire),
                 Err(e) => return Err(Box::new((chunk, e))),
             }

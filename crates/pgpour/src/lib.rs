@@ -56,6 +56,7 @@ mod sql;
 mod sqlstate;
 mod table_facts;
 mod validate;
+mod warm;
 mod wire;
 
 pub use conn::ConnectOptions;

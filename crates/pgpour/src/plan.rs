@@ -8,6 +8,7 @@ use crate::error::{Error, Result};
 use crate::format::FormatOptions;
 use crate::sql::{quote_ident, quote_literal, TableName};
 use crate::validate::{ColumnCheck, Validator};
+use crate::wire::Wire;
 
 /// A table resolved in the catalog and the file-to-column mapping.
 #[derive(Clone, Debug)]
@@ -42,12 +43,13 @@ struct Column {
 impl Target {
     /// Resolves `table` the way SQL would (search_path for unqualified names)
     /// and checks `columns` against it. One statement, with what the load
-    /// needs of the server: a round trip is a round trip. It runs after
-    /// `before` (statements of the caller's, none of them a query), in the
-    /// same message.
+    /// needs of the server: a round trip is a round trip. It runs between
+    /// `before` and `after` (statements of the caller's, none of them a
+    /// query), in the same message.
     pub fn resolve(
         client: &mut Client,
         before: &str,
+        after: &str,
         table: &TableName,
         columns: Option<&[String]>,
         format: &FormatOptions,
@@ -65,7 +67,7 @@ impl Target {
                pg_catalog.current_setting('max_prepared_transactions') \
              FROM (SELECT pg_catalog.to_regclass({}) AS oid) r \
              LEFT JOIN pg_catalog.pg_class c ON c.oid = r.oid \
-             LEFT JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace",
+             LEFT JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace{after}",
             quote_literal(&table.quoted())
         );
         let rows =
@@ -158,6 +160,28 @@ impl Target {
                     source: e,
                 },
             })
+    }
+
+    /// `try_copy` on a loading session, in one round trip: the COPY and
+    /// the end of its data and the rollback go in one write.
+    pub(crate) fn try_copy_on(&self, wire: &mut Wire) -> Result<()> {
+        let lost = |source| Error::Stream {
+            context: "checking the COPY options".into(),
+            source,
+        };
+        wire.query(&format!("BEGIN; {}", self.copy_sql))
+            .map_err(lost)?;
+        wire.copy_done();
+        wire.query("ROLLBACK").map_err(lost)?;
+        let tried = wire.answer().map_err(lost)?;
+        let ended = wire.answer().map_err(lost)?;
+        match tried.error.or(ended.error) {
+            Some(server) => Err(Error::Target(format!(
+                "{} refuses the load: {server}",
+                self.qualified
+            ))),
+            None => Ok(()),
+        }
     }
 
     /// The client-side checks for rows of this target in `format`.

@@ -17,6 +17,7 @@ use crate::left_alone::LeftAlone;
 use crate::options::{chunk_size_for, default_workers, LoadOptions};
 use crate::plan::Target;
 use crate::progress::Progress;
+use crate::warm::WarmSessions;
 
 /// How an `--atomic` load makes all its rows visible at once.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -71,14 +72,33 @@ pub(super) fn first_session(connect: &ConnectOptions, options: &LoadOptions) -> 
     }
 }
 
+/// How many loading sessions a load may use: one per worker that will have
+/// chunks to stream; none when its workers do not stream (no journal,
+/// `--atomic`).
+pub(super) fn streaming_sessions(options: &LoadOptions) -> usize {
+    if !options.journal || options.atomic {
+        return 0;
+    }
+    let workers = options.workers.unwrap_or_else(default_workers).max(1);
+    let total: Option<u64> = options.inputs.iter().map(InputSpec::size).sum();
+    let chunk = chunk_size_for(options, workers).max(1) as u64;
+    match total {
+        Some(total) => workers.min(total.div_ceil(chunk).max(1) as usize),
+        None => workers,
+    }
+}
+
 /// Checks the options, connects (or takes the session `opened` for it),
 /// resolves the target and checks the COPY before any data moves, then
 /// makes the plan. The session comes back with the search path pinned.
+/// The COPY is tried on a loading session opened ahead, when `warm` has
+/// one: one round trip.
 pub(super) fn decide(
     connect: &ConnectOptions,
     options: &LoadOptions,
     progress: &Progress,
     opened: Option<Result<Client>>,
+    warm: Option<&WarmSessions>,
 ) -> Result<(Client, Plan)> {
     let total = options.check()?;
     if !options.inputs.contains(&InputSpec::Stdin) {
@@ -88,27 +108,37 @@ pub(super) fn decide(
         Some(opened) => opened?,
         None => first_session(connect, options)?,
     };
-    // The COPY is tried on no data in a transaction rolled back after it:
-    // the server checks privileges and every format option before any
-    // data moves. The transaction begins with the look-up, and its end
-    // pins the search path: the target is resolved with the user's path,
-    // what follows on this session (journal, indexes, sequences) is
-    // pgpour's own SQL.
-    let target = Target::resolve(
-        &mut client,
-        "BEGIN; ",
-        &options.table,
-        options.columns.as_deref(),
-        &options.format,
-    )?;
-    // (A refused COPY fails the load, and its session with it: the
-    // driver's session is not used again after a failed COPY.)
-    target.try_copy(&mut client)?;
-    client
-        .batch_execute("ROLLBACK; SET search_path = pg_catalog, pg_temp")
-        .map_err(Error::db("setting up the session"))?;
-    let plan = Plan::make(options, target);
-    Ok((client, plan))
+    // The COPY is tried on no data, in a transaction rolled back: the
+    // server checks privileges and every format option before any data
+    // moves. On a loading session opened ahead when there is one (one
+    // round trip); else on this one, in a transaction begun with the
+    // look-up. The target is resolved with the user's search path; what
+    // follows on this session (journal, indexes, sequences) is pgpour's
+    // own SQL, so the path is pinned in the same message, or with the
+    // trial's end.
+    let pin = "SET search_path = pg_catalog, pg_temp";
+    let resolve = |client: &mut Client, before: &str, after: &str| {
+        let (table, columns) = (&options.table, options.columns.as_deref());
+        Target::resolve(client, before, after, table, columns, &options.format)
+    };
+    match warm.and_then(WarmSessions::take) {
+        Some(mut wire) => {
+            let target = resolve(&mut client, "", &format!("; {pin}"))?;
+            target.try_copy_on(&mut wire)?;
+            warm.inspect(|w| w.give_back(wire));
+            Ok((client, Plan::make(options, target)))
+        }
+        None => {
+            let target = resolve(&mut client, "BEGIN; ", "")?;
+            // (A refused COPY fails the load, and its session with it: the
+            // driver's session is not used again after a failed COPY.)
+            target.try_copy(&mut client)?;
+            client
+                .batch_execute(&format!("ROLLBACK; {pin}"))
+                .map_err(Error::db("setting up the session"))?;
+            Ok((client, Plan::make(options, target)))
+        }
+    }
 }
 
 impl Plan {

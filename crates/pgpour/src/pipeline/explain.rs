@@ -24,7 +24,7 @@ pub struct Explain {
 /// Connects, resolves and checks the target as a load would, and says what
 /// it would do with it.
 pub fn explain(connect: &ConnectOptions, options: &LoadOptions) -> Result<Explain> {
-    let (mut client, plan) = decide(connect, options, &Progress::default(), None)?;
+    let (mut client, plan) = decide(connect, options, &Progress::default(), None, None)?;
     let indexes = crate::indexes::plan(
         &mut client,
         &plan.target,

@@ -30,6 +30,7 @@ use crate::reject::RejectSink;
 use crate::report::LoadSummary;
 use crate::run_lock::RunLock;
 use crate::sessions::{connect_retrying, pinned, reuse_or_connect, Spare, RETRY_FOR};
+use crate::warm::WarmSessions;
 pub use explain::{explain, Explain};
 use finish::Finished;
 use prepare::Prepared;
@@ -59,6 +60,14 @@ pub fn load(
     options.ensure_load_id();
     // The run lock's session and the load's first one open side by side:
     // each handshake is several round trips away from a distant server.
+    let warm = match options.check() {
+        Ok(_) => WarmSessions::open(
+            connect,
+            options.load_id.as_deref().unwrap_or_default(),
+            decide::streaming_sessions(&options),
+        ),
+        Err(_) => WarmSessions::default(),
+    };
     let (run, opened) = match options.check() {
         Ok(_) => std::thread::scope(|s| {
             let opened = s.spawn(|| decide::first_session(connect, &options));
@@ -89,6 +98,7 @@ pub fn load(
     let opened = std::sync::Mutex::new(opened);
     let context = Passes {
         opened: &opened,
+        warm: &warm,
         connect,
         progress,
         cancel,
@@ -201,6 +211,8 @@ struct Passes<'a> {
     undo_pending: &'a AtomicBool,
     run: Option<&'a RunLock>,
     spare: &'a Spare,
+    /// Loading sessions opened ahead, for the first pass.
+    warm: &'a WarmSessions,
     /// The load's first session, opened beside the run lock's, for the
     /// first pass.
     opened: &'a std::sync::Mutex<Option<Result<postgres::Client>>>,
@@ -267,12 +279,13 @@ fn load_pass(context: &Passes, options: &LoadOptions) -> Result<Pass, Box<LoadFa
         run,
         spare,
         opened,
+        warm,
     } = *context;
     let run_token = run.map_or("", |r| r.token.as_str());
     let sink = RejectSink::new(options.reject_path()).replacing(options.replace_rejects);
     let opened = opened.lock().unwrap_or_else(|p| p.into_inner()).take();
     let first_pass = opened.is_some();
-    let (mut client, plan) = match decide::decide(connect, options, progress, opened) {
+    let (mut client, plan) = match decide::decide(connect, options, progress, opened, Some(warm)) {
         Ok(decided) => decided,
         Err(error) => {
             let workers = options.workers.unwrap_or_else(default_workers).max(1);
@@ -337,6 +350,7 @@ fn load_pass(context: &Passes, options: &LoadOptions) -> Result<Pass, Box<LoadFa
     let truncate = plan.truncate && done_chunks.is_empty();
     let inputs_seen = crate::input::InputsSeen::now(&plan.inputs);
     let setup = Setup {
+        warm,
         undo_pending,
         spare,
         connect,

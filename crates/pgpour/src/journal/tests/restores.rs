@@ -274,6 +274,7 @@ fn begin_and_drop_indexes(
     let target = Target::resolve(
         client,
         "",
+        "",
         &options.table,
         options.columns.as_deref(),
         &options.format,

@@ -25,6 +25,7 @@ use crate::reader::{Chunk, ReadEnd, Reader, Segment};
 use crate::reject::{RejectBudget, RejectSink};
 use crate::run_lock::RunLock;
 use crate::sessions::{connect_retrying, journaled_session, RETRY_FOR};
+use crate::warm::WarmSessions;
 
 /// What the load runs on, set up by the phases before.
 pub(super) struct Setup<'a> {
@@ -38,6 +39,8 @@ pub(super) struct Setup<'a> {
     pub cancel: &'a AtomicBool,
     /// Whether the load may have undo steps pending (see `load`).
     pub undo_pending: &'a AtomicBool,
+    /// Loading sessions opened ahead for the streaming workers.
+    pub warm: &'a WarmSessions,
 }
 
 /// How the workers and the reader ended.
@@ -107,6 +110,7 @@ pub(super) fn run(
             };
             let worker = Worker {
                 connect: setup.connect,
+                warm: setup.warm,
                 spare: setup.spare,
                 plan,
                 index,
@@ -174,6 +178,7 @@ enum FirstTry {
 
 struct Worker<'a> {
     connect: &'a ConnectOptions,
+    warm: &'a WarmSessions,
     spare: &'a crate::sessions::Spare,
     plan: &'a Plan,
     index: usize,

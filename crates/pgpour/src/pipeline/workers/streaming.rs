@@ -42,6 +42,7 @@ impl Worker<'_> {
             syntax: self.plan.format.syntax(),
             load_id,
             run_token: self.loader.run_token,
+            warm: self.warm,
         }));
         let mut result = self.stream_chunks(&mut stream, &mut careful, rx);
         match (&result, stream.as_mut()) {

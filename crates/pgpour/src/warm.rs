@@ -1,0 +1,91 @@
+//! Loading sessions opened ahead: a journaled load opens its workers'
+//! sessions in the background as it starts, while its first session
+//! decides and prepares. Each handshake is several round trips (TCP, TLS,
+//! authentication) to a distant server; opened side by side, they cost the
+//! load the time of one, and of none when the start takes longer.
+
+use std::sync::Mutex;
+use std::thread::JoinHandle;
+
+use crate::conn::ConnectOptions;
+use crate::error::Result;
+use crate::wire::Wire;
+
+/// What a journaled load's loading sessions are set to from their start
+/// (no round trip spent on it). The journal shares the chunks' fate and the
+/// load ends with a synchronous commit, so chunks commit asynchronously;
+/// `pgpour.load` names the load, which lets the session write to a table
+/// whose unique keys the load dropped.
+pub(crate) fn loading_settings(load_id: &str) -> [(&'static str, String); 2] {
+    [
+        ("synchronous_commit", "off".to_string()),
+        ("pgpour.load", load_id.to_string()),
+    ]
+}
+
+/// Sessions being opened, or open, for the load's workers to take.
+#[derive(Default)]
+pub(crate) struct WarmSessions {
+    opening: Mutex<Vec<JoinHandle<Result<Wire>>>>,
+    ready: Mutex<Vec<Wire>>,
+}
+
+impl WarmSessions {
+    /// Starts opening `count` loading sessions for the load `load_id`.
+    pub fn open(connect: &ConnectOptions, load_id: &str, count: usize) -> WarmSessions {
+        let opening = (0..count)
+            .map(|_| {
+                let connect = connect.clone();
+                let settings = loading_settings(load_id);
+                std::thread::spawn(move || {
+                    let settings: Vec<(&str, String)> = settings.to_vec();
+                    connect.open_wire(&settings)
+                })
+            })
+            .collect();
+        WarmSessions {
+            opening: Mutex::new(opening),
+            ready: Mutex::default(),
+        }
+    }
+
+    /// A session opened ahead, once its handshake is done; `None` when none
+    /// is left, or the one left could not be opened (the caller opens its
+    /// own, and meets the error, if it lasts, there).
+    pub fn take(&self) -> Option<Wire> {
+        if let Some(wire) = self.ready.lock().unwrap_or_else(|p| p.into_inner()).pop() {
+            return Some(wire);
+        }
+        let handle = self
+            .opening
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .pop()?;
+        handle.join().ok()?.ok()
+    }
+
+    /// Gives back a session taken for a moment (the COPY's trial), for a
+    /// worker to take.
+    pub fn give_back(&self, wire: Wire) {
+        self.ready
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push(wire);
+    }
+}
+
+impl Drop for WarmSessions {
+    /// Sessions nobody took are closed, and none is left opening.
+    fn drop(&mut self) {
+        let opening = std::mem::take(self.opening.get_mut().unwrap_or_else(|p| p.into_inner()));
+        for handle in opening {
+            if let Ok(Ok(wire)) = handle.join() {
+                wire.close();
+            }
+        }
+        let ready = std::mem::take(self.ready.get_mut().unwrap_or_else(|p| p.into_inner()));
+        for wire in ready {
+            wire.close();
+        }
+    }
+}
