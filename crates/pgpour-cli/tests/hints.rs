@@ -98,6 +98,9 @@ fn a_refused_rebuild_says_pgpour_resume_finishes_it() {
             "name",
             "--load-id",
             "refused",
+            // Two chunks: a smaller input keeps its indexes.
+            "--chunk-size",
+            "2B",
             "--db",
             &db.conninfo(),
         ],

@@ -180,23 +180,43 @@ impl Plan {
 }
 
 /// Why the load keeps the table's indexes whatever the table holds, if
-/// the options say so.
+/// the options (or the input's size) say so.
 fn indexes_left_alone(options: &LoadOptions) -> Option<LeftAlone> {
     match () {
         _ if options.keep_indexes => Some(LeftAlone::Asked),
         _ if !options.journal => Some(LeftAlone::NoJournal),
         _ if options.atomic => Some(LeftAlone::Atomic),
-        _ => None,
+        _ => small_input(options, "rebuilding them would cost more than it saves"),
     }
 }
 
-/// Why the load keeps the sequences' CACHE, if the options say so.
+/// Why the load keeps the sequences' CACHE, if the options (or the
+/// input's size) say so.
 fn sequences_left_alone(options: &LoadOptions) -> Option<LeftAlone> {
     match () {
         _ if options.keep_sequences => Some(LeftAlone::Asked),
         _ if !options.journal => Some(LeftAlone::NoJournal),
-        _ => None,
+        _ => small_input(options, "one worker loads it, and does not contend"),
     }
+}
+
+/// Why an input of under two chunks (at the configured size) is too small
+/// to change the table for: dropping indexes and putting them back, or a
+/// sequence's CACHE, takes statements (round trips across a network) and
+/// fixed work that such a load does not win back. An input of unknown
+/// size (stdin) is not small.
+fn small_input(options: &LoadOptions, then: &str) -> Option<LeftAlone> {
+    let total: u64 = options
+        .inputs
+        .iter()
+        .map(InputSpec::size)
+        .sum::<Option<u64>>()?;
+    let chunk = options.chunk_size as u64;
+    (total < chunk.saturating_mul(2)).then(|| {
+        LeftAlone::Because(format!(
+            "the input ({total} bytes) is under two chunks of {chunk} bytes: {then}"
+        ))
+    })
 }
 
 /// How an `--atomic` load of `workers` workers commits, if it is one, on a

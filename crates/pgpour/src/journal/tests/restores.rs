@@ -459,6 +459,8 @@ fn a_rebuild_cut_off_by_a_terminated_backend_is_tried_again() {
     let rows: String = (0..30).map(|i| format!("{i},row {i}\n")).collect();
     let mut options = options(&dir, rows.as_bytes());
     options.columns = None;
+    // Over two chunks: a smaller input keeps its indexes.
+    options.chunk_size = 64;
     let watcher = {
         let mut watcher = db.client();
         std::thread::spawn(move || {
