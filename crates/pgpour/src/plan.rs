@@ -162,28 +162,6 @@ impl Target {
             })
     }
 
-    /// `try_copy` on a loading session, in one round trip: the COPY and
-    /// the end of its data and the rollback go in one write.
-    pub(crate) fn try_copy_on(&self, wire: &mut Wire) -> Result<()> {
-        let lost = |source| Error::Stream {
-            context: "checking the COPY options".into(),
-            source,
-        };
-        wire.query(&format!("BEGIN; {}", self.copy_sql))
-            .map_err(lost)?;
-        wire.copy_done();
-        wire.query("ROLLBACK").map_err(lost)?;
-        let tried = wire.answer().map_err(lost)?;
-        let ended = wire.answer().map_err(lost)?;
-        match tried.error.or(ended.error) {
-            Some(server) => Err(Error::Target(format!(
-                "{} refuses the load: {server}",
-                self.qualified
-            ))),
-            None => Ok(()),
-        }
-    }
-
     /// The client-side checks for rows of this target in `format`.
     pub fn validator(&self, format: &FormatOptions) -> Validator {
         let input_utf8 = format.encoding.as_deref().is_none_or(|e| {
@@ -264,4 +242,39 @@ fn similar_table(client: &mut Client, table: &TableName) -> Option<String> {
         .ok()
         .flatten()
         .map(|r| r.get(0))
+}
+
+/// The COPY of a load as the user named its table and columns, before the
+/// catalog is read: it resolves as the load's own will (the same search
+/// path; without columns, every column that is not generated), so that
+/// the server can try it while the catalog is read.
+pub(crate) fn copy_sql_as_given(
+    table: &TableName,
+    columns: Option<&[String]>,
+    format: &FormatOptions,
+) -> String {
+    let columns = columns.map_or(String::new(), |columns| {
+        let quoted: Vec<String> = columns.iter().map(|c| quote_ident(c)).collect();
+        format!(" ({})", quoted.join(", "))
+    });
+    format!(
+        "COPY {}{columns} FROM STDIN WITH ({})",
+        table.quoted(),
+        format.copy_options_sql()
+    )
+}
+
+/// Runs `copy_sql` on no data, in a transaction rolled back, on a loading
+/// session, in one round trip (the COPY, the end of its data and the
+/// rollback go in one write): the server's refusal, if it refuses.
+pub(crate) fn try_copy_on(
+    wire: &mut Wire,
+    copy_sql: &str,
+) -> std::io::Result<Option<crate::error::ServerError>> {
+    wire.query(&format!("BEGIN; {copy_sql}"))?;
+    wire.copy_done();
+    wire.query("ROLLBACK")?;
+    let tried = wire.answer()?;
+    let ended = wire.answer()?;
+    Ok(tried.error.or(ended.error))
 }

@@ -49,6 +49,20 @@ impl WarmSessions {
         }
     }
 
+    /// Whether a session is left to take (opened or being opened).
+    pub fn any(&self) -> bool {
+        !self
+            .opening
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .is_empty()
+            || !self
+                .ready
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .is_empty()
+    }
+
     /// A session opened ahead, once its handshake is done; `None` when none
     /// is left, or the one left could not be opened (the caller opens its
     /// own, and meets the error, if it lasts, there).

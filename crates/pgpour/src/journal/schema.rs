@@ -181,6 +181,18 @@ pub(crate) fn checked(
     );
     match simple_statements(client, &sql) {
         Ok(results) => return Ok(after_checks(results)),
+        // Most likely no journal yet: made in one message if so.
+        Err(e) if e.code() == Some(&SqlState::UNDEFINED_TABLE) => {
+            let _ = client.batch_execute("ROLLBACK");
+            if create_fresh(client).is_ok() {
+                return simple_statements(client, &sql)
+                    .map(after_checks)
+                    .map_err(|e| {
+                        let _ = client.batch_execute("ROLLBACK");
+                        Error::db(context)(e)
+                    });
+            }
+        }
         Err(e) if stopped_by_checks(&e) => {
             let _ = client.batch_execute("ROLLBACK");
         }
@@ -208,6 +220,26 @@ fn stopped_by_checks(e: &postgres::Error) -> bool {
 /// The results of the statements that followed the two checks.
 fn after_checks(mut results: Vec<Vec<TextRow>>) -> Vec<Vec<TextRow>> {
     results.split_off(2.min(results.len()))
+}
+
+/// Makes the journal, at the latest version, where there is none: every
+/// migration in one message (one round trip), under the migration lock.
+/// Fails, having made nothing, when a schema `pgpour` exists (made by
+/// another session or role meanwhile): `CREATE SCHEMA` without `IF NOT
+/// EXISTS` stops the message, and the caller goes step by step.
+fn create_fresh(client: &mut impl GenericClient) -> Result<(), postgres::Error> {
+    let lock = format!("pg_catalog.pg_advisory_lock({MIGRATION_LOCK})");
+    let unlock = format!("pg_catalog.pg_advisory_unlock({MIGRATION_LOCK})");
+    let sql = format!(
+        "SELECT {lock}; BEGIN; CREATE SCHEMA pgpour; {migrations}; \
+         CREATE TABLE pgpour.schema_version (version int NOT NULL); \
+         INSERT INTO pgpour.schema_version (version) VALUES ({LATEST}); {PRIVATE}; \
+         COMMIT; SELECT {unlock}",
+        migrations = MIGRATIONS.join(";\n"),
+    );
+    client.batch_execute(&sql).inspect_err(|_| {
+        let _ = client.batch_execute(&format!("ROLLBACK; SELECT {unlock}"));
+    })
 }
 
 /// `ensure_schema` one step at a time, each with its own message.

@@ -15,7 +15,7 @@ use crate::input::InputSpec;
 use crate::journal::OptionsRecord;
 use crate::left_alone::LeftAlone;
 use crate::options::{chunk_size_for, default_workers, LoadOptions};
-use crate::plan::Target;
+use crate::plan::{copy_sql_as_given, try_copy_on, Target};
 use crate::progress::Progress;
 use crate::warm::WarmSessions;
 
@@ -110,35 +110,57 @@ pub(super) fn decide(
     };
     // The COPY is tried on no data, in a transaction rolled back: the
     // server checks privileges and every format option before any data
-    // moves. On a loading session opened ahead when there is one (one
-    // round trip); else on this one, in a transaction begun with the
-    // look-up. The target is resolved with the user's search path; what
-    // follows on this session (journal, indexes, sequences) is pgpour's
-    // own SQL, so the path is pinned in the same message, or with the
-    // trial's end.
+    // moves. On a loading session opened ahead when there is one, while
+    // this one reads the catalog; else on this one, in a transaction begun
+    // with the look-up. The target is resolved with the user's search path;
+    // what follows on this session (journal, indexes, sequences) is
+    // pgpour's own SQL, so the path is pinned in the same message, or with
+    // the trial's end.
     let pin = "SET search_path = pg_catalog, pg_temp";
+    let (table, columns) = (&options.table, options.columns.as_deref());
     let resolve = |client: &mut Client, before: &str, after: &str| {
-        let (table, columns) = (&options.table, options.columns.as_deref());
         Target::resolve(client, before, after, table, columns, &options.format)
     };
-    match warm.and_then(WarmSessions::take) {
-        Some(mut wire) => {
-            let target = resolve(&mut client, "", &format!("; {pin}"))?;
-            target.try_copy_on(&mut wire)?;
-            warm.inspect(|w| w.give_back(wire));
-            Ok((client, Plan::make(options, target)))
-        }
+    let as_given = copy_sql_as_given(table, columns, &options.format);
+    let (resolved, tried) = std::thread::scope(|s| {
+        let trial = warm.map(|warm| {
+            let as_given = as_given.as_str();
+            s.spawn(move || {
+                let mut wire = warm.take()?;
+                let tried = try_copy_on(&mut wire, as_given).ok()?;
+                warm.give_back(wire);
+                Some(tried)
+            })
+        });
+        let resolved = match trial {
+            Some(_) => resolve(&mut client, "", &format!("; {pin}")),
+            None => resolve(&mut client, "BEGIN; ", ""),
+        };
+        let tried = trial.and_then(|t| t.join().ok().flatten());
+        (resolved, tried)
+    });
+    let target = resolved?;
+    let refused =
+        |server| Error::Target(format!("{} refuses the load: {server}", target.qualified));
+    match tried {
+        Some(Some(server)) => return Err(refused(server)),
+        Some(None) => {}
+        // No loading session (none opened ahead, or it broke): on this one.
         None => {
-            let target = resolve(&mut client, "BEGIN; ", "")?;
+            if warm.is_some() {
+                client
+                    .batch_execute("BEGIN")
+                    .map_err(Error::db("setting up the session"))?;
+            }
             // (A refused COPY fails the load, and its session with it: the
             // driver's session is not used again after a failed COPY.)
             target.try_copy(&mut client)?;
             client
                 .batch_execute(&format!("ROLLBACK; {pin}"))
                 .map_err(Error::db("setting up the session"))?;
-            Ok((client, Plan::make(options, target)))
         }
     }
+    Ok((client, Plan::make(options, target)))
 }
 
 impl Plan {

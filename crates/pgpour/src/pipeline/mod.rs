@@ -285,7 +285,13 @@ fn load_pass(context: &Passes, options: &LoadOptions) -> Result<Pass, Box<LoadFa
     let sink = RejectSink::new(options.reject_path()).replacing(options.replace_rejects);
     let opened = opened.lock().unwrap_or_else(|p| p.into_inner()).take();
     let first_pass = opened.is_some();
-    let (mut client, plan) = match decide::decide(connect, options, progress, opened, Some(warm)) {
+    let (mut client, plan) = match decide::decide(
+        connect,
+        options,
+        progress,
+        opened,
+        warm.any().then_some(warm),
+    ) {
         Ok(decided) => decided,
         Err(error) => {
             let workers = options.workers.unwrap_or_else(default_workers).max(1);
