@@ -9,15 +9,18 @@
 
 use std::sync::Mutex;
 
-use postgres::types::Type;
 use postgres::Client;
 
 use crate::conn::ConnectOptions;
 use crate::error::{Error, Result};
+use crate::sql::{simple_rows, TextRow};
+use crate::wire::Wire;
 
 /// The lock of one run on its load id; released when dropped.
 pub(crate) struct RunLock {
-    session: Mutex<Client>,
+    /// On the protocol's message level: the unlock at the end goes without
+    /// waiting for its answer (see `Drop`). `None` once closed.
+    session: Mutex<Option<Wire>>,
     load_id: String,
     /// This run's token: it names the run in the journal and in the ids of
     /// the transactions it prepares.
@@ -37,7 +40,7 @@ impl RunLock {
     /// Takes the lock on `load_id`, or says which run holds it.
     pub fn acquire(connect: &ConnectOptions, load_id: &str) -> Result<RunLock> {
         Ok(RunLock {
-            session: Mutex::new(lock_session(connect, load_id)?),
+            session: Mutex::new(Some(lock_session(connect, load_id)?)),
             load_id: load_id.to_string(),
             token: new_token(load_id),
         })
@@ -49,10 +52,12 @@ impl RunLock {
     /// which this says.
     pub fn ensure_held(&self, connect: &ConnectOptions) -> Result<()> {
         let mut session = self.session.lock().unwrap_or_else(|p| p.into_inner());
-        if session.simple_query("SELECT 1").is_ok() {
-            return Ok(());
+        if let Some(held) = session.as_mut() {
+            if ask(held, "SELECT 1").is_ok() {
+                return Ok(());
+            }
         }
-        *session = lock_session(connect, &self.load_id)?;
+        *session = Some(lock_session(connect, &self.load_id)?);
         Ok(())
     }
 }
@@ -60,19 +65,27 @@ impl RunLock {
 impl Drop for RunLock {
     /// Unlocks before the session closes: a closed session's lock goes only
     /// when its backend has exited, a moment later, and a run started right
-    /// after this one ended would find the load still "running".
+    /// after this one ended would find the load still "running". The unlock
+    /// and the end of the session go in one write, unanswered: the server
+    /// reads the unlock first, well before another run, which must open a
+    /// session of its own, can ask for the lock.
     fn drop(&mut self) {
         let session = self.session.get_mut().unwrap_or_else(|p| p.into_inner());
-        let (high, low) = lock_key(&self.load_id);
-        let _ = session.simple_query(&format!(
-            "SELECT pg_catalog.pg_advisory_unlock({}, {})",
-            high as i32, low as i32
-        ));
+        if let Some(mut session) = session.take() {
+            let (high, low) = lock_key(&self.load_id);
+            let unlock = format!(
+                "SELECT pg_catalog.pg_advisory_unlock({}, {})",
+                high as i32, low as i32
+            );
+            if session.query(&unlock).is_ok() {
+                session.close();
+            }
+        }
     }
 }
 
-/// A session of its own holding the lock on `load_id`.
-fn lock_session(connect: &ConnectOptions, load_id: &str) -> Result<Client> {
+/// A session for the run's lock, with the lock taken.
+fn lock_session(connect: &ConnectOptions, load_id: &str) -> Result<Wire> {
     // Other sessions see this name in pg_stat_activity; a second run
     // quotes it to say who holds the load.
     let name = format!("pgpour on {} pid {}", host_name(), std::process::id());
@@ -80,34 +93,63 @@ fn lock_session(connect: &ConnectOptions, load_id: &str) -> Result<Client> {
     // must not end it (and the lock with it). Its own statements name
     // pg_catalog's objects, which no other role's may shadow. All set at
     // start-up, with no round trip of their own.
-    let mut session = connect
-        .with_application_name(&name)
-        .with_settings(&[
-            ("idle_session_timeout", "0"),
-            ("search_path", "pg_catalog, pg_temp"),
-        ])
-        .connect()?;
-    try_lock(&mut session, load_id)?;
-    Ok(session)
+    let mut session = connect.with_application_name(&name).open_wire(&[
+        ("idle_session_timeout", "0".to_string()),
+        ("search_path", "pg_catalog, pg_temp".to_string()),
+    ])?;
+    let (high, low) = lock_key(load_id);
+    if taken(&ask(&mut session, &try_lock_sql(high, low))?) {
+        return Ok(session);
+    }
+    let holder = ask(&mut session, &holder_sql(high, low)).ok();
+    Err(Error::LoadRunning {
+        load_id: load_id.to_string(),
+        holder: holder.as_deref().and_then(describe_holder),
+    })
+}
+
+/// One simple query on `session`, and the rows it returned.
+fn ask(session: &mut Wire, sql: &str) -> Result<Vec<TextRow>> {
+    let lost = |source| Error::Stream {
+        context: "asking the run's lock session".into(),
+        source,
+    };
+    session.query(sql).map_err(lost)?;
+    let answer = session.answer().map_err(lost)?;
+    match answer.error {
+        Some(server) => Err(Error::Server {
+            context: "locking the load id".into(),
+            server: Box::new(server),
+        }),
+        None => Ok(answer.rows),
+    }
 }
 
 /// Takes the session-level lock on `load_id`, or says who holds it.
 fn try_lock(session: &mut Client, load_id: &str) -> Result<()> {
     let (high, low) = lock_key(load_id);
-    let taken: bool = session
-        .query_typed_one(
-            "SELECT pg_catalog.pg_try_advisory_lock($1, $2)",
-            &[(&(high as i32), Type::INT4), (&(low as i32), Type::INT4)],
-        )
-        .map_err(Error::db("locking the load id"))?
-        .get(0);
-    if taken {
+    let rows =
+        simple_rows(session, &try_lock_sql(high, low)).map_err(Error::db("locking the load id"))?;
+    if taken(&rows) {
         return Ok(());
     }
+    let holder = simple_rows(session, &holder_sql(high, low)).ok();
     Err(Error::LoadRunning {
         load_id: load_id.to_string(),
-        holder: holder(session, high, low),
+        holder: holder.as_deref().and_then(describe_holder),
     })
+}
+
+fn try_lock_sql(high: u32, low: u32) -> String {
+    format!(
+        "SELECT pg_catalog.pg_try_advisory_lock({}, {})",
+        high as i32, low as i32
+    )
+}
+
+/// Whether the rows of `try_lock_sql` say the lock was taken.
+fn taken(rows: &[TextRow]) -> bool {
+    rows.first().and_then(|r| r.first()) == Some(&Some("t".to_string()))
 }
 
 /// Runs `f` holding the run lock of `load_id` on `client`'s own session
@@ -144,28 +186,31 @@ fn lock_key(load_id: &str) -> (u32, u32) {
     ((hash >> 32) as u32, hash as u32)
 }
 
-/// `pgpour on host pid 12, server pid 345, since ...`, as far as this role
-/// may see the holder's session.
-fn holder(session: &mut Client, high: u32, low: u32) -> Option<String> {
-    let row = session
-        .query_typed_opt(
-            "SELECT l.pid, a.application_name, a.backend_start::text \
-             FROM pg_catalog.pg_locks l LEFT JOIN pg_catalog.pg_stat_activity a ON a.pid = l.pid \
-             WHERE l.locktype = 'advisory' AND l.granted AND l.objsubid = 2 \
-               AND l.classid = $1::int8::oid AND l.objid = $2::int8::oid \
-               AND l.database = (SELECT oid FROM pg_catalog.pg_database WHERE datname = pg_catalog.current_database())",
-            &[(&i64::from(high), Type::INT8), (&i64::from(low), Type::INT8)],
-        )
-        .ok()??;
-    let pid: i32 = row.get(0);
-    let name: Option<String> = row.get(1);
-    let since: Option<String> = row.get(2);
+/// Which session holds the lock, with its name and since when.
+fn holder_sql(high: u32, low: u32) -> String {
+    format!(
+        "SELECT l.pid, a.application_name, a.backend_start::text \
+         FROM pg_catalog.pg_locks l LEFT JOIN pg_catalog.pg_stat_activity a ON a.pid = l.pid \
+         WHERE l.locktype = 'advisory' AND l.granted AND l.objsubid = 2 \
+           AND l.classid = {}::int8::oid AND l.objid = {}::int8::oid \
+           AND l.database = (SELECT oid FROM pg_catalog.pg_database \
+                             WHERE datname = pg_catalog.current_database())",
+        i64::from(high),
+        i64::from(low)
+    )
+}
+
+/// `application name, server pid N, since T` from the rows of `holder_sql`.
+fn describe_holder(rows: &[TextRow]) -> Option<String> {
+    let row = rows.first()?;
+    let value = |i: usize| row.get(i).cloned().flatten();
+    let pid = value(0)?;
     let mut out = String::new();
-    if let Some(name) = name.filter(|n| !n.is_empty()) {
+    if let Some(name) = value(1).filter(|n| !n.is_empty()) {
         out.push_str(&format!("{name}, "));
     }
     out.push_str(&format!("server pid {pid}"));
-    if let Some(since) = since {
+    if let Some(since) = value(2) {
         out.push_str(&format!(", since {since}"));
     }
     Some(out)

@@ -53,6 +53,9 @@ pub(crate) struct Answer {
     pub tags: Vec<String>,
     /// The error that ended the query, if one did.
     pub error: Option<ServerError>,
+    /// The rows its statements returned, all in one list, each value as
+    /// the server's text (a simple query's rows are text), or NULL.
+    pub rows: Vec<Vec<Option<String>>>,
 }
 
 impl Wire {
@@ -123,6 +126,7 @@ impl Wire {
         let mut answer = Answer {
             tags: Vec::new(),
             error: None,
+            rows: Vec::new(),
         };
         loop {
             let message = match self.next_message() {
@@ -153,8 +157,19 @@ impl Wire {
                     answer.error.get_or_insert(error);
                 }
                 Message::ReadyForQuery(_) => return Ok(answer),
-                // A COPY accepted (its data went ahead), rows of a SELECT,
-                // an empty query: nothing to keep.
+                Message::DataRow(body) => {
+                    let mut row = Vec::new();
+                    let mut ranges = body.ranges();
+                    while let Some(range) = ranges.next()? {
+                        let text = |r: std::ops::Range<usize>| {
+                            String::from_utf8_lossy(&body.buffer()[r]).into_owned()
+                        };
+                        row.push(range.map(text));
+                    }
+                    answer.rows.push(row);
+                }
+                // A COPY accepted (its data went ahead), the description
+                // of rows, an empty query: nothing to keep.
                 _ => {}
             }
         }
