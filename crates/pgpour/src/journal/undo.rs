@@ -14,6 +14,7 @@ use postgres::{Client, GenericClient};
 
 use crate::error::{Error, Result};
 use crate::quote::quote_literal;
+use crate::sql::TextRow;
 
 /// The trigger that keeps other writers out while unique keys are away.
 pub(crate) const GUARD_TRIGGER: &str = "pgpour_keep_out";
@@ -140,57 +141,108 @@ pub(crate) fn record_sql(load_id: &str, step: &UndoStep) -> String {
     )
 }
 
-/// The load's steps still to undo, in order, each with its position.
-fn steps(client: &mut impl GenericClient, load_id: &str) -> Result<Vec<(i32, UndoStep)>> {
-    let rows = client
-        .query_typed(
-            "SELECT position, kind, relation, relation_name, name, definition, cache \
-             FROM pgpour.undo WHERE load_id = $1 ORDER BY position",
-            &[(&load_id, Type::TEXT)],
-        )
+/// A pending step, and what deciding its statement needs of the catalog.
+struct Pending {
+    position: i32,
+    step: UndoStep,
+    /// The step's object as it is named now (`None`: it is gone).
+    current: Option<String>,
+    /// Its relkind now.
+    kind: Option<String>,
+    /// The load's table now (its oid), if it is still there.
+    target: Option<Oid>,
+    /// A sequence step's sequence is owned by, or drawn from by, the table.
+    sequence_of_table: bool,
+    /// The step's name as the server quotes it (`pg_get_indexdef` quotes
+    /// keywords too).
+    quoted_name: String,
+}
+
+/// The load's pending steps, in order, with their facts: one statement,
+/// every value a literal. `position` narrows it to one step.
+fn pending_sql(load_id: &str, position: Option<i32>) -> String {
+    let id = quote_literal(load_id);
+    let only = position.map_or(String::new(), |p| format!(" AND u.position = {p}"));
+    format!(
+        "SELECT u.position, u.kind, u.relation, u.relation_name, u.name, u.definition, u.cache, \
+                CASE WHEN c.oid IS NOT NULL THEN pg_catalog.format('%I.%I', n.nspname, c.relname) END, \
+                c.relkind::text, t.target, \
+                EXISTS (SELECT 1 FROM pg_catalog.pg_depend d \
+                        WHERE d.classid = 'pg_catalog.pg_class'::pg_catalog.regclass \
+                          AND d.objid = u.relation AND d.refobjid = t.target) \
+                 OR EXISTS (SELECT 1 FROM pg_catalog.pg_attrdef a \
+                            JOIN pg_catalog.pg_depend d \
+                              ON d.classid = 'pg_catalog.pg_attrdef'::pg_catalog.regclass \
+                             AND d.objid = a.oid \
+                            WHERE a.adrelid = t.target AND d.refobjid = u.relation), \
+                pg_catalog.quote_ident(u.name) \
+         FROM pgpour.undo u \
+         LEFT JOIN pg_catalog.pg_class c ON c.oid = u.relation \
+         LEFT JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace \
+         CROSS JOIN LATERAL (SELECT coalesce(l.target_oid, pg_catalog.to_regclass(l.target)::oid) \
+                             AS target FROM pgpour.loads l WHERE l.load_id = u.load_id) t \
+         WHERE u.load_id = {id}{only} ORDER BY u.position"
+    )
+}
+
+/// A step and its facts from a row of `pending_sql`.
+fn pending_from(row: &TextRow) -> Pending {
+    let text = |i: usize| row.get(i).cloned().flatten();
+    let oid = |i: usize| text(i).and_then(|v| v.parse::<Oid>().ok());
+    let relation = oid(2);
+    let relation_name = text(3).unwrap_or_default();
+    let name = text(4).unwrap_or_default();
+    let definition = text(5);
+    let step = match (text(1).as_deref(), relation, definition) {
+        (Some("index"), Some(table), Some(definition)) => UndoStep::Index {
+            table,
+            table_name: relation_name,
+            name,
+            definition,
+        },
+        (Some("constraint"), Some(table), Some(definition)) => UndoStep::Constraint {
+            table,
+            table_name: relation_name,
+            name,
+            definition,
+        },
+        (Some("guard_trigger"), Some(table), _) => UndoStep::GuardTrigger {
+            table,
+            table_name: relation_name,
+        },
+        (Some("sequence_cache"), Some(sequence), _) => UndoStep::SequenceCache {
+            sequence,
+            sequence_name: relation_name,
+            cache: text(6).and_then(|v| v.parse().ok()).unwrap_or(1),
+        },
+        (_, _, definition) => UndoStep::Statement {
+            what: name,
+            sql: definition.unwrap_or_default(),
+        },
+    };
+    Pending {
+        position: text(0).and_then(|v| v.parse().ok()).unwrap_or_default(),
+        step,
+        current: text(7),
+        kind: text(8),
+        target: oid(9),
+        sequence_of_table: text(10).as_deref() == Some("t"),
+        quoted_name: text(11).unwrap_or_default(),
+    }
+}
+
+/// The load's steps still to undo, in order, with their facts.
+fn steps(client: &mut impl GenericClient, load_id: &str) -> Result<Vec<Pending>> {
+    let rows = crate::sql::simple_rows(client, &pending_sql(load_id, None))
         .map_err(Error::db("reading the journal's undo log"))?;
-    rows.iter()
-        .map(|r| {
-            let relation: Option<Oid> = r.get(2);
-            let (relation_name, name): (String, String) = (r.get(3), r.get(4));
-            let definition: Option<String> = r.get(5);
-            let step = match (r.get::<_, &str>(1), relation, definition) {
-                ("index", Some(table), Some(definition)) => UndoStep::Index {
-                    table,
-                    table_name: relation_name,
-                    name,
-                    definition,
-                },
-                ("constraint", Some(table), Some(definition)) => UndoStep::Constraint {
-                    table,
-                    table_name: relation_name,
-                    name,
-                    definition,
-                },
-                ("guard_trigger", Some(table), _) => UndoStep::GuardTrigger {
-                    table,
-                    table_name: relation_name,
-                },
-                ("sequence_cache", Some(sequence), _) => UndoStep::SequenceCache {
-                    sequence,
-                    sequence_name: relation_name,
-                    cache: r.get::<_, Option<i64>>(6).unwrap_or(1),
-                },
-                (_, _, definition) => UndoStep::Statement {
-                    what: name,
-                    sql: definition.unwrap_or_default(),
-                },
-            };
-            Ok((r.get(0), step))
-        })
-        .collect()
+    Ok(rows.iter().map(pending_from).collect())
 }
 
 /// What a load still has to put back (`index votes_pkey`...).
 pub fn pending(client: &mut impl GenericClient, load_id: &str) -> Result<Vec<String>> {
     Ok(steps(client, load_id)?
         .iter()
-        .map(|(_, step)| step.describe())
+        .map(|p| p.step.describe())
         .collect())
 }
 
@@ -210,14 +262,120 @@ pub(crate) enum Refused {
 /// that removes it from the journal; adds what it put back to `done`.
 /// Stops at the first failure, which stays pending: run again, it goes on
 /// from there.
+///
+/// The steps and their facts come in one message with the journal's
+/// checks; each step then runs in one message, or three when it rebuilds
+/// an index or a key (its statement, made from text the journal recorded,
+/// goes alone by the extended protocol, which runs one statement, never a
+/// list). A step that does not go this way (one refused, or whose object
+/// is gone or was renamed meanwhile) and those after it go one statement
+/// at a time, which says precisely what happened.
 pub(crate) fn run_pending(
     client: &mut Client,
     load_id: &str,
     refused: Refused,
     done: &mut Vec<String>,
 ) -> Result<()> {
-    super::ensure_schema(client)?;
-    for (position, step) in steps(client, load_id)? {
+    let read = super::checked(
+        client,
+        &format!("{};", pending_sql(load_id, None)),
+        "reading the journal's undo log",
+    )?;
+    let pending: Vec<Pending> = read
+        .last()
+        .map_or(Vec::new(), |rows| rows.iter().map(pending_from).collect());
+    let mut ran = 0;
+    for step in &pending {
+        let Ok(Some(statement)) = statement_from(load_id, step) else {
+            break;
+        };
+        if !run_in_few_messages(client, load_id, step, &statement)? {
+            break;
+        }
+        done.push(step.step.describe());
+        ran += 1;
+    }
+    if ran < pending.len() {
+        run_one_at_a_time(client, load_id, refused, done)?;
+    }
+    Ok(())
+}
+
+/// Runs one step's statement in few messages (see `run_pending`): `false`,
+/// with nothing changed, when its table was renamed or the step taken out
+/// meanwhile (the careful way then says so); an error when the statement
+/// itself failed.
+fn run_in_few_messages(
+    client: &mut Client,
+    load_id: &str,
+    step: &Pending,
+    statement: &str,
+) -> Result<bool> {
+    let Some(current) = step.current.as_deref() else {
+        return Ok(false);
+    };
+    let relation = step_relation(&step.step);
+    let lock = lock_mode(&step.step).map_or(String::new(), |mode| {
+        // The lock the statement takes anyway, taken by the name the facts
+        // gave, then the name checked again: division by zero if a table
+        // was renamed in between (and another given its name).
+        format!(
+            "LOCK TABLE {current} IN {mode} MODE; \
+             SELECT 1 / (coalesce(pg_catalog.to_regclass({})::oid = {relation}, false))::int; ",
+            quote_literal(current)
+        )
+    });
+    // Exactly that one row, or division by zero: the transaction does not
+    // commit.
+    let remove = format!(
+        "WITH d AS (DELETE FROM pgpour.undo WHERE load_id = {} AND position = {} RETURNING 1) \
+         SELECT 1 / ((SELECT count(*) FROM d) = 1)::int; COMMIT",
+        quote_literal(load_id),
+        step.position
+    );
+    let by_extended_protocol = matches!(
+        step.step,
+        UndoStep::Index { .. } | UndoStep::Constraint { .. }
+    );
+    let rollback = |client: &mut Client| drop(client.batch_execute("ROLLBACK"));
+    if !by_extended_protocol {
+        if client
+            .batch_execute(&format!("BEGIN; {lock}{statement}; {remove}"))
+            .is_err()
+        {
+            rollback(client);
+            return Ok(false);
+        }
+        return Ok(true);
+    }
+    if client.batch_execute(&format!("BEGIN; {lock}")).is_err() {
+        rollback(client);
+        return Ok(false);
+    }
+    if let Err(source) = client.execute_typed(statement, &[]) {
+        rollback(client);
+        return Err(Error::Restore {
+            what: step.step.describe(),
+            load_id: load_id.to_string(),
+            source,
+        });
+    }
+    if client.batch_execute(&remove).is_err() {
+        rollback(client);
+        return Ok(false);
+    }
+    Ok(true)
+}
+
+/// `run_pending` one statement at a time, each step checked again.
+fn run_one_at_a_time(
+    client: &mut Client,
+    load_id: &str,
+    refused: Refused,
+    done: &mut Vec<String>,
+) -> Result<()> {
+    for pending in steps(client, load_id)? {
+        let (position, step) = (pending.position, &pending.step);
         let what = step.describe();
         let failed = |source| Error::Restore {
             what: what.clone(),
@@ -225,7 +383,7 @@ pub(crate) fn run_pending(
             source,
         };
         let mut tx = client.transaction().map_err(&failed)?;
-        let statement = match statement_for(&mut tx, load_id, &step)? {
+        let statement = match statement_for(&mut tx, load_id, position)? {
             Ok(statement) => statement,
             Err(reason) if refused == Refused::Stop => {
                 return Err(Error::UndoRefused {
@@ -270,97 +428,114 @@ fn remove_step(tx: &mut impl GenericClient, load_id: &str, position: i32) -> Res
     }
 }
 
-/// The statement that undoes `step`: `Ok(None)` when its object is gone
-/// (nothing left to undo), `Err` with the reason when pgpour will not run it.
-fn statement_for(
-    client: &mut impl GenericClient,
-    load_id: &str,
-    step: &UndoStep,
-) -> Result<Result<Option<String>, String>> {
-    let (relation, expected_kind) = match step {
-        UndoStep::Statement { sql, .. } => {
-            return Ok(Err(format!(
-                "an older pgpour recorded it as SQL text, which this one does not run; \
-                 if you trust it, run it yourself: {sql}"
-            )))
-        }
-        UndoStep::SequenceCache { sequence, .. } => (*sequence, "S"),
+/// The object a step is about: a table, or a sequence.
+fn step_relation(step: &UndoStep) -> Oid {
+    match step {
+        UndoStep::SequenceCache { sequence, .. } => *sequence,
         UndoStep::Index { table, .. }
         | UndoStep::Constraint { table, .. }
-        | UndoStep::GuardTrigger { table, .. } => (*table, "r"),
-    };
-    // The object as it is named now, and whether it belongs to the load's
-    // table: the table itself, or a sequence that one of its columns owns
-    // or draws from.
-    let row = client
-        .query_typed_opt(
-            "SELECT pg_catalog.format('%I.%I', n.nspname, c.relname), c.relkind::text, \
-                    (SELECT coalesce(l.target_oid, pg_catalog.to_regclass(l.target)::oid) \
-                       FROM pgpour.loads l WHERE l.load_id = $2) AS target \
-             FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace \
-             WHERE c.oid = $1",
-            &[(&relation, Type::OID), (&load_id, Type::TEXT)],
-        )
-        .map_err(Error::db("reading the journal's undo log"))?;
-    let Some(row) = row else { return Ok(Ok(None)) };
-    let (current, kind, target): (String, String, Option<Oid>) =
-        (row.get(0), row.get(1), row.get(2));
-    if kind != expected_kind {
-        return Ok(Err(format!(
-            "object {relation} is now {current}, not what the load changed"
-        )));
+        | UndoStep::GuardTrigger { table, .. } => *table,
+        UndoStep::Statement { .. } => 0,
     }
-    let own_table = match step {
-        UndoStep::SequenceCache { .. } => {
-            target.is_some() && sequence_of_table(client, relation, target)?
-        }
-        _ => target == Some(relation),
-    };
-    if !own_table {
-        return Ok(Err(format!(
-            "{current} is not the table of load {load_id}: pgpour only restores its own load's table"
-        )));
-    }
-    // The lock the statement takes anyway, taken by the name resolved
-    // above, then the name checked again: a table renamed in between (and
-    // another given its name) cannot receive the statement.
-    let lock = match step {
+}
+
+/// The lock a step's statement takes anyway, taken first by name.
+fn lock_mode(step: &UndoStep) -> Option<&'static str> {
+    match step {
         UndoStep::Index { .. } => Some("SHARE"),
         UndoStep::Constraint { .. } => Some("ACCESS EXCLUSIVE"),
         UndoStep::GuardTrigger { .. } => Some("SHARE ROW EXCLUSIVE"),
         _ => None,
-    };
-    if let Some(mode) = lock {
-        let still: bool = client
-            .batch_execute(&format!("LOCK TABLE {current} IN {mode} MODE"))
-            .and_then(|()| {
-                client.query_typed_one(
-                    "SELECT pg_catalog.to_regclass($1)::oid = $2",
-                    &[(&current, Type::TEXT), (&relation, Type::OID)],
-                )
-            })
-            .map_err(Error::db("locking the table to restore"))?
-            .get(0);
-        if !still {
-            return Ok(Err(format!(
-                "{current} was renamed while it was being restored"
-            )));
-        }
     }
-    Ok(match step {
+}
+
+/// The statement that undoes the step at `position`, with its table locked
+/// and its name checked again: `Ok(None)` when its object is gone
+/// (nothing left to undo), `Err` with the reason when pgpour will not run
+/// it.
+fn statement_for(
+    client: &mut impl GenericClient,
+    load_id: &str,
+    position: i32,
+) -> Result<Result<Option<String>, String>> {
+    let rows = crate::sql::simple_rows(client, &pending_sql(load_id, Some(position)))
+        .map_err(Error::db("reading the journal's undo log"))?;
+    let Some(pending) = rows.first().map(pending_from) else {
+        return Ok(Ok(None));
+    };
+    let statement = statement_from(load_id, &pending);
+    let (Ok(Some(_)), Some(current), Some(mode)) = (
+        &statement,
+        pending.current.as_deref(),
+        lock_mode(&pending.step),
+    ) else {
+        return Ok(statement);
+    };
+    let relation = step_relation(&pending.step);
+    let still: bool = client
+        .batch_execute(&format!("LOCK TABLE {current} IN {mode} MODE"))
+        .and_then(|()| {
+            client.query_typed_one(
+                "SELECT pg_catalog.to_regclass($1)::oid = $2",
+                &[(&current, Type::TEXT), (&relation, Type::OID)],
+            )
+        })
+        .map_err(Error::db("locking the table to restore"))?
+        .get(0);
+    if !still {
+        return Ok(Err(format!(
+            "{current} was renamed while it was being restored"
+        )));
+    }
+    Ok(statement)
+}
+
+/// The statement that undoes `pending`'s step, decided from its facts:
+/// `Ok(None)` when its object is gone, `Err` with the reason when pgpour
+/// will not run it.
+fn statement_from(load_id: &str, pending: &Pending) -> Result<Option<String>, String> {
+    let step = &pending.step;
+    let expected_kind = match step {
+        UndoStep::Statement { sql, .. } => {
+            return Err(format!(
+                "an older pgpour recorded it as SQL text, which this one does not run; \
+                 if you trust it, run it yourself: {sql}"
+            ))
+        }
+        UndoStep::SequenceCache { .. } => "S",
+        _ => "r",
+    };
+    let relation = step_relation(step);
+    let (Some(current), Some(kind)) = (pending.current.as_deref(), pending.kind.as_deref()) else {
+        return Ok(None);
+    };
+    if kind != expected_kind {
+        return Err(format!(
+            "object {relation} is now {current}, not what the load changed"
+        ));
+    }
+    // The object belongs to the load's table: the table itself, or a
+    // sequence that one of its columns owns or draws from.
+    let own_table = match step {
+        UndoStep::SequenceCache { .. } => pending.target.is_some() && pending.sequence_of_table,
+        _ => pending.target == Some(relation),
+    };
+    if !own_table {
+        return Err(format!(
+            "{current} is not the table of load {load_id}: pgpour only restores its own load's table"
+        ));
+    }
+    let name = &pending.quoted_name;
+    match step {
         UndoStep::Index {
             table_name,
-            name,
             definition,
             ..
-        } => rebuilt_index(client, table_name, name, definition, &current)?,
-        UndoStep::Constraint {
-            name, definition, ..
-        } => {
+        } => rebuilt_index(table_name, name, definition, current),
+        UndoStep::Constraint { definition, .. } => {
             if definition.starts_with("PRIMARY KEY ") || definition.starts_with("UNIQUE ") {
                 Ok(Some(format!(
-                    "ALTER TABLE {current} ADD CONSTRAINT {} {definition}",
-                    server_quote_ident(client, name)?
+                    "ALTER TABLE {current} ADD CONSTRAINT {name} {definition}"
                 )))
             } else {
                 Err(format!("not a key's definition: {definition}"))
@@ -374,60 +549,26 @@ fn statement_for(
         }
         UndoStep::SequenceCache { cache, .. } => Err(format!("not a CACHE: {cache}")),
         UndoStep::Statement { .. } => unreachable!("refused above"),
-    })
+    }
 }
 
 /// `CREATE [UNIQUE] INDEX name ON <table as recorded> USING ...` made to
 /// name the table as it is now; refused when the definition is not an
-/// index of that name on that table.
+/// index of that name (`name`, quoted as the server quotes it) on that
+/// table.
 fn rebuilt_index(
-    client: &mut impl GenericClient,
     table_name: &str,
     name: &str,
     definition: &str,
     current: &str,
-) -> Result<Result<Option<String>, String>> {
-    let name = server_quote_ident(client, name)?;
+) -> Result<Option<String>, String> {
     for unique in ["", "UNIQUE "] {
         let head = format!("CREATE {unique}INDEX {name} ON {table_name} USING ");
         if let Some(rest) = definition.strip_prefix(&head) {
-            return Ok(Ok(Some(format!(
+            return Ok(Some(format!(
                 "CREATE {unique}INDEX {name} ON {current} USING {rest}"
-            ))));
+            )));
         }
     }
-    Ok(Err(format!(
-        "not an index {name} on {table_name}: {definition}"
-    )))
-}
-
-/// The server's quoting of an identifier, as `pg_get_indexdef` prints it
-/// (keywords quoted too).
-fn server_quote_ident(client: &mut impl GenericClient, name: &str) -> Result<String> {
-    Ok(client
-        .query_typed_one("SELECT pg_catalog.quote_ident($1)", &[(&name, Type::TEXT)])
-        .map_err(Error::db("reading the journal's undo log"))?
-        .get(0))
-}
-
-/// Whether `sequence` is owned by, or drawn from by a default of, `table`.
-fn sequence_of_table(
-    client: &mut impl GenericClient,
-    sequence: Oid,
-    table: Option<Oid>,
-) -> Result<bool> {
-    Ok(client
-        .query_typed_one(
-            "SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_depend d \
-                            WHERE d.classid = 'pg_catalog.pg_class'::pg_catalog.regclass \
-                              AND d.objid = $1 AND d.refobjid = $2) \
-                 OR EXISTS (SELECT 1 FROM pg_catalog.pg_attrdef a \
-                            JOIN pg_catalog.pg_depend d \
-                              ON d.classid = 'pg_catalog.pg_attrdef'::pg_catalog.regclass \
-                             AND d.objid = a.oid \
-                            WHERE a.adrelid = $2 AND d.refobjid = $1)",
-            &[(&sequence, Type::OID), (&table, Type::OID)],
-        )
-        .map_err(Error::db("reading the journal's undo log"))?
-        .get(0))
+    Err(format!("not an index {name} on {table_name}: {definition}"))
 }
