@@ -8,9 +8,7 @@ use postgres::Client;
 
 use super::decide::Plan;
 use crate::chunk_range::CommittedChunk;
-use postgres::error::SqlState;
-
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::indexes::IndexPlan;
 use crate::journal::Previous;
 use crate::reject::RejectSink;
@@ -45,9 +43,8 @@ pub(super) fn prepare_target(
         load_id, target, ..
     } = plan;
     // A new load, the usual case, in one round trip (three when it drops
-    // indexes); what it cannot do
-    // (a load id the journal knows, a refused reject path) goes the steps
-    // below.
+    // indexes); what that cannot do (a load id the journal knows, a refused
+    // reject path) goes the steps below.
     if plan.journal && sink.check_paths(&plan.inputs, false).is_ok() {
         if let Some(prepared) = prepare_new_load(client, plan, run_token, undo_pending)? {
             return Ok(prepared);
@@ -196,11 +193,9 @@ fn prepare_new_load(
                 }
             }
             Err(e) => {
+                // Not granted in time (or the table went): the load goes
+                // on with its indexes.
                 let _ = client.batch_execute("ROLLBACK");
-                if e.code() != Some(&SqlState::LOCK_NOT_AVAILABLE) {
-                    return Err(Error::db("locking the table")(e));
-                }
-                // Not granted in time: the load goes on with its indexes.
                 indexes = IndexPlan::not_locked(&e);
             }
         }
