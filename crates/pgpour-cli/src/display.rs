@@ -124,6 +124,15 @@ pub fn explain_text(plan: &pgpour::Explain) -> String {
             plan.commit,
             HumanBytes(plan.chunk_size as u64)
         ),
+        format!(
+            "  network  {:.1} ms to read the catalog (a round trip and a little more): \
+             each worker sends {} chunk{} ahead of the answers it waits for, and a small \
+             input is cut no finer than {}",
+            plan.round_trip_ms,
+            plan.chunks_ahead,
+            if plan.chunks_ahead == 1 { "" } else { "s" },
+            HumanBytes(plan.min_split_chunk as u64)
+        ),
     ];
     lines.extend(
         plan.indexes

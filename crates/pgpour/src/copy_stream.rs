@@ -23,10 +23,6 @@ use crate::sqlstate::{blame, Blame};
 use crate::warm::{loading_settings, WarmSessions};
 use crate::wire::Wire;
 
-/// Chunks a session may have sent and not yet seen answered: one being
-/// answered while the next streams is enough to keep the link busy.
-pub(crate) const AHEAD: usize = 1;
-
 /// What a journaled load's fast path needs to know.
 pub(crate) struct StreamSetup<'a> {
     pub connect: &'a ConnectOptions,

@@ -2,6 +2,7 @@
 //! chooses for what they leave open (workers, chunk size).
 
 use std::path::PathBuf;
+use std::time::Duration;
 
 use crate::error::{Error, OptionsProblem, Result};
 use crate::format::FormatOptions;
@@ -171,20 +172,44 @@ pub const DEFAULT_CHUNK_SIZE: usize = 4 << 20;
 /// The smallest chunk a small input is cut into (see `chunk_size_for`).
 const MIN_SPLIT_CHUNK: usize = 256 << 10;
 
+/// About how fast one session loads a chunk, in bytes per second (votes:
+/// 71 MB in 2 s over two sessions on the 2-core machine of the benches):
+/// what `chunk_size_for` and `chunks_ahead` weigh a round trip against.
+pub(crate) const SESSION_BYTES_PER_SECOND: f64 = 16.0 * (1 << 20) as f64;
+
 /// The chunk size a load uses. An input too small to give each worker a few
 /// chunks at the configured size is cut finer, into about four chunks per
-/// worker but none under `MIN_SPLIT_CHUNK`: a 3 MB file is otherwise one
-/// 4 MiB chunk, which one worker loads while the others wait. Stdin, of
-/// unknown size, keeps the configured size, and so does a smaller one.
-pub(crate) fn chunk_size_for(options: &LoadOptions, workers: usize) -> usize {
+/// worker but none under `MIN_SPLIT_CHUNK`, nor under what a session loads
+/// in one `round_trip` (a chunk answered faster than a round trip leaves
+/// its session waiting): a 3 MB file is otherwise one 4 MiB chunk, which
+/// one worker loads while the others wait. Stdin, of unknown size, keeps
+/// the configured size, and so does a smaller one.
+pub(crate) fn chunk_size_for(options: &LoadOptions, workers: usize, round_trip: Duration) -> usize {
     let total: Option<u64> = options.inputs.iter().map(InputSpec::size).sum();
     match total {
         Some(total) if workers > 1 => {
             let per_chunk = usize::try_from(total / (workers as u64 * 4)).unwrap_or(usize::MAX);
-            options.chunk_size.min(per_chunk.max(MIN_SPLIT_CHUNK))
+            options
+                .chunk_size
+                .min(per_chunk.max(min_split_chunk(round_trip)))
         }
         _ => options.chunk_size,
     }
+}
+
+/// The smallest chunk a small input is cut into, `round_trip` away from
+/// the server.
+pub(crate) fn min_split_chunk(round_trip: Duration) -> usize {
+    let in_one_round_trip = (round_trip.as_secs_f64() * SESSION_BYTES_PER_SECOND) as usize;
+    MIN_SPLIT_CHUNK.max(in_one_round_trip)
+}
+
+/// How many chunks a streaming worker sends ahead of the answers it waits
+/// for: enough that sending them takes longer than a round trip, so that
+/// the link never idles; at least one, at most four (memory).
+pub(crate) fn chunks_ahead(chunk_size: usize, round_trip: Duration) -> usize {
+    let chunk_seconds = chunk_size.max(1) as f64 / SESSION_BYTES_PER_SECOND;
+    ((round_trip.as_secs_f64() / chunk_seconds).ceil() as usize).clamp(1, 4)
 }
 
 #[cfg(test)]
@@ -214,26 +239,55 @@ mod tests {
         let one_kb = file("b.csv", 1 << 10);
         let big = |inputs| options_for(inputs, DEFAULT_CHUNK_SIZE);
         // 3 MiB over 2 workers: 8 chunks of 384 KiB instead of one.
-        assert_eq!(chunk_size_for(&big(vec![three_mb.clone()]), 2), 384 << 10);
+        assert_eq!(
+            chunk_size_for(&big(vec![three_mb.clone()]), 2, Duration::ZERO),
+            384 << 10
+        );
         // Sizes add up over the inputs.
         assert_eq!(
-            chunk_size_for(&big(vec![three_mb.clone(), three_mb.clone()]), 2),
+            chunk_size_for(
+                &big(vec![three_mb.clone(), three_mb.clone()]),
+                2,
+                Duration::ZERO
+            ),
             768 << 10
         );
         // Never finer than MIN_SPLIT_CHUNK, never coarser than configured.
-        assert_eq!(chunk_size_for(&big(vec![one_kb]), 2), MIN_SPLIT_CHUNK);
         assert_eq!(
-            chunk_size_for(&options_for(vec![three_mb.clone()], 1000), 2),
+            chunk_size_for(&big(vec![one_kb]), 2, Duration::ZERO),
+            MIN_SPLIT_CHUNK
+        );
+        assert_eq!(
+            chunk_size_for(
+                &options_for(vec![three_mb.clone()], 1000),
+                2,
+                Duration::ZERO
+            ),
             1000
         );
         // One worker, or stdin of unknown size: as configured.
         assert_eq!(
-            chunk_size_for(&big(vec![three_mb.clone()]), 1),
+            chunk_size_for(&big(vec![three_mb.clone()]), 1, Duration::ZERO),
             DEFAULT_CHUNK_SIZE
         );
         assert_eq!(
-            chunk_size_for(&big(vec![three_mb, InputSpec::Stdin]), 2),
+            chunk_size_for(&big(vec![three_mb, InputSpec::Stdin]), 2, Duration::ZERO),
             DEFAULT_CHUNK_SIZE
         );
+    }
+
+    #[test]
+    fn far_servers_get_larger_chunks_and_more_of_them_ahead() {
+        let ms = Duration::from_millis;
+        // Near: as before.
+        assert_eq!(min_split_chunk(ms(0)), MIN_SPLIT_CHUNK);
+        assert_eq!(chunks_ahead(DEFAULT_CHUNK_SIZE, ms(0)), 1);
+        // 50 ms: a small input is cut no finer than 0.8 MiB; a 4 MiB chunk
+        // still takes longer than the round trip.
+        assert_eq!(min_split_chunk(ms(50)), 838_860);
+        assert_eq!(chunks_ahead(DEFAULT_CHUNK_SIZE, ms(50)), 1);
+        // 300 ms: two 4 MiB chunks in flight; never more than four.
+        assert_eq!(chunks_ahead(DEFAULT_CHUNK_SIZE, ms(300)), 2);
+        assert_eq!(chunks_ahead(256 << 10, ms(300)), 4);
     }
 }

@@ -213,7 +213,7 @@ fn record_too_long(
 }
 
 /// A size as it would be written by hand: 1 GiB, 64 MiB, 1000 bytes.
-fn size_name(bytes: usize) -> String {
+pub(crate) fn size_name(bytes: usize) -> String {
     match bytes {
         b if b >= 1 << 30 && b % (1 << 30) == 0 => format!("{} GiB", b >> 30),
         b if b >= 1 << 20 && b % (1 << 20) == 0 => format!("{} MiB", b >> 20),

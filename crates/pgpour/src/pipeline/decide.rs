@@ -4,6 +4,7 @@
 //! `--explain` shows; nothing after this phase reads the options.
 
 use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
 
 use postgres::Client;
 
@@ -14,7 +15,7 @@ use crate::format::FormatOptions;
 use crate::input::InputSpec;
 use crate::journal::OptionsRecord;
 use crate::left_alone::LeftAlone;
-use crate::options::{chunk_size_for, default_workers, LoadOptions};
+use crate::options::{chunk_size_for, chunks_ahead, default_workers, LoadOptions};
 use crate::plan::{copy_sql_as_given, try_copy_on, Target};
 use crate::progress::Progress;
 use crate::warm::WarmSessions;
@@ -44,6 +45,11 @@ pub(crate) struct Plan {
     pub workers: usize,
     pub atomic: Option<AtomicMode>,
     pub chunk_size: usize,
+    /// How long the catalog query took, a round trip and a little more:
+    /// how far the server is.
+    pub round_trip: Duration,
+    /// Chunks a streaming worker sends ahead of the answers it waits for.
+    pub chunks_ahead: usize,
     /// The longest record, in bytes, terminator included.
     pub max_record_size: usize,
     /// Rejected rows tolerated before the load stops; `None` for no limit.
@@ -81,7 +87,7 @@ pub(super) fn streaming_sessions(options: &LoadOptions) -> usize {
     }
     let workers = options.workers.unwrap_or_else(default_workers).max(1);
     let total: Option<u64> = options.inputs.iter().map(InputSpec::size).sum();
-    let chunk = chunk_size_for(options, workers).max(1) as u64;
+    let chunk = chunk_size_for(options, workers, Duration::ZERO).max(1) as u64;
     match total {
         Some(total) => workers.min(total.div_ceil(chunk).max(1) as usize),
         None => workers,
@@ -132,14 +138,17 @@ pub(super) fn decide(
                 Some(tried)
             })
         });
+        let started = Instant::now();
         let resolved = match trial {
             Some(_) => resolve(&mut client, "", &format!("; {pin}")),
             None => resolve(&mut client, "BEGIN; ", ""),
         };
+        // One round trip and a catalog query: what the server is away.
+        let round_trip = started.elapsed();
         let tried = trial.and_then(|t| t.join().ok().flatten());
-        (resolved, tried)
+        (resolved.map(|target| (target, round_trip)), tried)
     });
-    let target = resolved?;
+    let (target, round_trip) = resolved?;
     let refused =
         |server| Error::Target(format!("{} refuses the load: {server}", target.qualified));
     match tried {
@@ -160,16 +169,17 @@ pub(super) fn decide(
                 .map_err(Error::db("setting up the session"))?;
         }
     }
-    Ok((client, Plan::make(options, target)))
+    Ok((client, Plan::make(options, target, round_trip)))
 }
 
 impl Plan {
-    fn make(options: &LoadOptions, target: Target) -> Plan {
+    fn make(options: &LoadOptions, target: Target, round_trip: Duration) -> Plan {
         let mut workers = options.workers.unwrap_or_else(default_workers).max(1);
         let atomic = atomic_mode(options, workers, target.max_prepared_transactions);
         if atomic == Some(AtomicMode::OneTransaction) {
             workers = 1;
         }
+        let chunk_size = chunk_size_for(options, workers, round_trip);
         Plan {
             load_id: options.load_id.clone().unwrap_or_default(),
             journal: options.journal,
@@ -179,7 +189,9 @@ impl Plan {
             target,
             workers,
             atomic,
-            chunk_size: chunk_size_for(options, workers),
+            chunk_size,
+            round_trip,
+            chunks_ahead: chunks_ahead(chunk_size, round_trip),
             max_record_size: options.max_record_size,
             max_errors: options.max_errors,
             truncate: options.truncate,
@@ -236,7 +248,9 @@ fn small_input(options: &LoadOptions, then: &str) -> Option<LeftAlone> {
     let chunk = options.chunk_size as u64;
     (total < chunk.saturating_mul(2)).then(|| {
         LeftAlone::Because(format!(
-            "the input ({total} bytes) is under two chunks of {chunk} bytes: {then}"
+            "the input ({:.1} MiB) is under two chunks of {}: {then}",
+            total as f64 / (1 << 20) as f64,
+            crate::reader::size_name(options.chunk_size)
         ))
     })
 }

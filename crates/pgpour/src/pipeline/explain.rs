@@ -17,6 +17,13 @@ pub struct Explain {
     /// How chunks become visible.
     pub commit: CommitMode,
     pub chunk_size: usize,
+    /// How long the catalog query took, in milliseconds: a round trip and
+    /// a little more.
+    pub round_trip_ms: f64,
+    /// Chunks a streaming worker sends ahead of the answers it waits for.
+    pub chunks_ahead: usize,
+    /// The smallest chunk a small input is cut into, at that round trip.
+    pub min_split_chunk: usize,
     pub indexes: crate::indexes::IndexPlan,
     pub sequences: crate::sequences::SequencePlan,
 }
@@ -43,6 +50,9 @@ pub fn explain(connect: &ConnectOptions, options: &LoadOptions) -> Result<Explai
         workers: plan.workers,
         commit: plan.commit_mode(),
         chunk_size: plan.chunk_size,
+        round_trip_ms: plan.round_trip.as_secs_f64() * 1000.0,
+        chunks_ahead: plan.chunks_ahead,
+        min_split_chunk: crate::options::min_split_chunk(plan.round_trip),
         indexes,
         sequences,
     })

@@ -11,7 +11,7 @@ use postgres::Client;
 
 use super::{FirstTry, Worker};
 use crate::copy::Loaded;
-use crate::copy_stream::{ChunkStream, Settled, StreamSetup, AHEAD};
+use crate::copy_stream::{ChunkStream, Settled, StreamSetup};
 use crate::error::{Error, Result};
 use crate::reader::Chunk;
 use crate::sessions::RETRY_FOR;
@@ -108,7 +108,7 @@ impl Worker<'_> {
                 continue;
             }
             // The first chunk is answered before any other goes out.
-            let keep = if first { 0 } else { AHEAD };
+            let keep = if first { 0 } else { self.plan.chunks_ahead };
             while live.in_flight() > keep {
                 let Some(settled) = live.settle() else { break };
                 let mut batch = vec![settled];
