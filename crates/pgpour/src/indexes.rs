@@ -76,8 +76,19 @@ pub fn plan(
     if let Some(reason) = left_alone {
         return Ok(IndexPlan::not_used(reason.clone()));
     }
-    let facts = crate::table_facts::read(client, target)?;
+    let facts = crate::table_facts::read(client, target, false)?;
+    let plan = plan_from(&facts, target, None, truncate);
+    if !needs_emptiness(&plan, &facts, truncate) {
+        return Ok(plan);
+    }
+    let facts = crate::table_facts::read(client, target, true)?;
     Ok(plan_from(&facts, target, None, truncate))
+}
+
+/// Whether `plan`, made from `facts` that did not say whether the table is
+/// empty, would drop indexes if it were: then the table must be read.
+pub(crate) fn needs_emptiness(plan: &IndexPlan, facts: &TableFacts, truncate: bool) -> bool {
+    !plan.rebuild.is_empty() && !truncate && facts.empty.is_none()
 }
 
 /// The plan for a table with these `facts`.
@@ -92,7 +103,9 @@ pub(crate) fn plan_from(
         _ if left_alone.is_some() => return IndexPlan::not_used(left_alone.cloned().unwrap()),
         _ if facts.partitioned => return because("partitioned tables and partitions keep them"),
         _ if !facts.owned => return because("only the table's owner may drop and rebuild them"),
-        _ if !truncate && !facts.empty => return because("the table is not empty"),
+        // Unknown (not asked yet): the plan as if it were empty, which the
+        // caller then checks (see `needs_emptiness`).
+        _ if !truncate && facts.empty == Some(false) => return because("the table is not empty"),
         _ if facts.indexes.is_empty() => return because("the table has no index"),
         _ => {}
     }
@@ -180,7 +193,14 @@ pub fn drop_for_load(
         rollback(client);
         return Ok(IndexPlan::not_locked(&e));
     }
-    let facts = crate::table_facts::read(client, target);
+    // The catalog first; the table itself only if it may lose indexes.
+    let facts = crate::table_facts::read(client, target, false).and_then(|facts| {
+        let plan = plan_from(&facts, target, None, truncate);
+        match needs_emptiness(&plan, &facts, truncate) {
+            true => crate::table_facts::read(client, target, true),
+            false => Ok(facts),
+        }
+    });
     let plan = match facts {
         Ok(facts) => plan_from(&facts, target, None, truncate),
         Err(e) => {

@@ -264,17 +264,30 @@ pub(crate) fn copy_sql_as_given(
     )
 }
 
-/// Runs `copy_sql` on no data, in a transaction rolled back, on a loading
-/// session, in one round trip (the COPY, the end of its data and the
-/// rollback go in one write): the server's refusal, if it refuses.
+/// Runs `copy_sql` (see `copy_sql_as_given`) on no data, in a transaction
+/// rolled back, on a loading session, in one round trip (the COPY, the end
+/// of its data and the rollback go in one write): the server's refusal, if
+/// it refuses, and the oid `table` named there, for the caller to check
+/// that the trial was about the table the load resolved.
 pub(crate) fn try_copy_on(
     wire: &mut Wire,
+    table: &TableName,
     copy_sql: &str,
-) -> std::io::Result<Option<crate::error::ServerError>> {
-    wire.query(&format!("BEGIN; {copy_sql}"))?;
+) -> std::io::Result<(Option<crate::error::ServerError>, Option<u32>)> {
+    wire.query(&format!(
+        "BEGIN; SELECT pg_catalog.to_regclass({})::pg_catalog.oid::text; {copy_sql}",
+        quote_literal(&table.quoted())
+    ))?;
     wire.copy_done();
     wire.query("ROLLBACK")?;
     let tried = wire.answer()?;
     let ended = wire.answer()?;
-    Ok(tried.error.or(ended.error))
+    let oid = tried
+        .rows
+        .first()
+        .and_then(|r| r.first().cloned().flatten());
+    Ok((
+        tried.error.or(ended.error),
+        oid.and_then(|o| o.parse().ok()),
+    ))
 }

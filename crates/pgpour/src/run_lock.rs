@@ -18,9 +18,8 @@ use crate::wire::Wire;
 
 /// The lock of one run on its load id; released when dropped.
 pub(crate) struct RunLock {
-    /// On the protocol's message level: the unlock at the end goes without
-    /// waiting for its answer (see `Drop`). `None` once closed.
-    session: Mutex<Option<Wire>>,
+    /// `None` once closed.
+    session: Mutex<Option<LockSession>>,
     load_id: String,
     /// This run's token: it names the run in the journal and in the ids of
     /// the transactions it prepares.
@@ -53,7 +52,7 @@ impl RunLock {
     pub fn ensure_held(&self, connect: &ConnectOptions) -> Result<()> {
         let mut session = self.session.lock().unwrap_or_else(|p| p.into_inner());
         if let Some(held) = session.as_mut() {
-            if ask(held, "SELECT 1").is_ok() {
+            if held.ask("SELECT 1").is_ok() {
                 return Ok(());
             }
         }
@@ -71,21 +70,64 @@ impl Drop for RunLock {
     /// session of its own, can ask for the lock.
     fn drop(&mut self) {
         let session = self.session.get_mut().unwrap_or_else(|p| p.into_inner());
-        if let Some(mut session) = session.take() {
-            let (high, low) = lock_key(&self.load_id);
-            let unlock = format!(
-                "SELECT pg_catalog.pg_advisory_unlock({}, {})",
-                high as i32, low as i32
-            );
-            if session.query(&unlock).is_ok() {
-                session.close();
+        let (high, low) = lock_key(&self.load_id);
+        let unlock = format!(
+            "SELECT pg_catalog.pg_advisory_unlock({}, {})",
+            high as i32, low as i32
+        );
+        match session.take() {
+            Some(LockSession::Wire(wire)) => unlock_and_close(wire, &unlock),
+            Some(LockSession::Driver(mut client)) => {
+                let _ = client.simple_query(&unlock);
             }
+            None => {}
+        }
+    }
+}
+
+/// Sends `unlock` and ends the session, without waiting for an answer.
+fn unlock_and_close(mut wire: Wire, unlock: &str) {
+    if wire.query(unlock).is_ok() {
+        wire.close();
+    }
+}
+
+/// The run lock's session: on the protocol's message level, where the
+/// unlock at the end goes without waiting for its answer (see `Drop`); on
+/// the driver where that level cannot open one (an authentication it does
+/// not speak).
+enum LockSession {
+    Wire(Wire),
+    Driver(Client),
+}
+
+impl LockSession {
+    /// One simple query, and the rows it returned.
+    fn ask(&mut self, sql: &str) -> Result<Vec<TextRow>> {
+        let wire = match self {
+            LockSession::Driver(client) => {
+                return simple_rows(client, sql).map_err(Error::db("locking the load id"))
+            }
+            LockSession::Wire(wire) => wire,
+        };
+        let lost = |source| Error::Stream {
+            context: "asking the run's lock session".into(),
+            source,
+        };
+        wire.query(sql).map_err(lost)?;
+        let answer = wire.answer().map_err(lost)?;
+        match answer.error {
+            Some(server) => Err(Error::Server {
+                context: "locking the load id".into(),
+                server: Box::new(server),
+            }),
+            None => Ok(answer.rows),
         }
     }
 }
 
 /// A session for the run's lock, with the lock taken.
-fn lock_session(connect: &ConnectOptions, load_id: &str) -> Result<Wire> {
+fn lock_session(connect: &ConnectOptions, load_id: &str) -> Result<LockSession> {
     // Other sessions see this name in pg_stat_activity; a second run
     // quotes it to say who holds the load.
     let name = format!("pgpour on {} pid {}", host_name(), std::process::id());
@@ -93,36 +135,27 @@ fn lock_session(connect: &ConnectOptions, load_id: &str) -> Result<Wire> {
     // must not end it (and the lock with it). Its own statements name
     // pg_catalog's objects, which no other role's may shadow. All set at
     // start-up, with no round trip of their own.
-    let mut session = connect.with_application_name(&name).open_wire(&[
-        ("idle_session_timeout", "0".to_string()),
-        ("search_path", "pg_catalog, pg_temp".to_string()),
-    ])?;
+    let settings = [
+        ("idle_session_timeout", "0"),
+        ("search_path", "pg_catalog, pg_temp"),
+    ];
+    let connect = connect.with_application_name(&name);
+    let wire_settings: Vec<(&str, String)> =
+        settings.iter().map(|(k, v)| (*k, v.to_string())).collect();
+    let mut session = match connect.open_wire(&wire_settings) {
+        Ok(wire) => LockSession::Wire(wire),
+        Err(e) if e.is_transient() => return Err(e),
+        Err(_) => LockSession::Driver(connect.with_settings(&settings).connect()?),
+    };
     let (high, low) = lock_key(load_id);
-    if taken(&ask(&mut session, &try_lock_sql(high, low))?) {
+    if taken(&session.ask(&try_lock_sql(high, low))?) {
         return Ok(session);
     }
-    let holder = ask(&mut session, &holder_sql(high, low)).ok();
+    let holder = session.ask(&holder_sql(high, low)).ok();
     Err(Error::LoadRunning {
         load_id: load_id.to_string(),
         holder: holder.as_deref().and_then(describe_holder),
     })
-}
-
-/// One simple query on `session`, and the rows it returned.
-fn ask(session: &mut Wire, sql: &str) -> Result<Vec<TextRow>> {
-    let lost = |source| Error::Stream {
-        context: "asking the run's lock session".into(),
-        source,
-    };
-    session.query(sql).map_err(lost)?;
-    let answer = session.answer().map_err(lost)?;
-    match answer.error {
-        Some(server) => Err(Error::Server {
-            context: "locking the load id".into(),
-            server: Box::new(server),
-        }),
-        None => Ok(answer.rows),
-    }
 }
 
 /// Takes the session-level lock on `load_id`, or says who holds it.

@@ -44,7 +44,7 @@ pub fn plan(
     left_alone: Option<&LeftAlone>,
     workers: usize,
 ) -> Result<SequencePlan> {
-    let facts = crate::table_facts::read(client, target)?;
+    let facts = crate::table_facts::read(client, target, false)?;
     Ok(plan_from(&facts.sequences, left_alone, workers))
 }
 

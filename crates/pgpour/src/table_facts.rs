@@ -21,7 +21,9 @@ pub(crate) struct TableFacts {
     pub partitioned: bool,
     /// The current role may act as the table's owner.
     pub owned: bool,
-    pub empty: bool,
+    /// Whether the table has no row, when it was asked (see `facts_sql`).
+    #[serde(default)]
+    pub empty: Option<bool>,
     /// Columns the load does not fill that a sequence does.
     #[serde(default, deserialize_with = "null_as_empty")]
     pub sequences: Vec<SequenceColumn>,
@@ -74,8 +76,17 @@ where
 }
 
 /// The statement that reads the facts of `target`, for a session whose
-/// search path is pinned to pg_catalog.
-pub(crate) fn facts_sql(target: &Target) -> String {
+/// search path is pinned to pg_catalog. Only with `emptiness` does it read
+/// the table itself (a scan of one row): the catalog alone says whether
+/// the load may drop anything, and the table may be another role's, which
+/// the load may write to and not read (its row security would run with the
+/// load's rights); so the plans ask only once it is known to be the
+/// current role's, and would lose indexes if empty.
+pub(crate) fn facts_sql(target: &Target, emptiness: bool) -> String {
+    let empty = match emptiness {
+        true => format!("NOT EXISTS (SELECT 1 FROM {})", target.qualified),
+        false => "NULL::bool".to_string(),
+    };
     let table = quote_literal(&target.qualified);
     let loaded: Vec<String> = target.columns.iter().map(|c| quote_literal(c)).collect();
     let loaded = format!("ARRAY[{}]::text[]", loaded.join(", "));
@@ -129,12 +140,11 @@ pub(crate) fn facts_sql(target: &Target) -> String {
          SELECT json_build_object(
            'partitioned', c.relkind = 'p' OR c.relispartition,
            'owned', pg_has_role(c.relowner, 'USAGE'),
-           'empty', NOT EXISTS (SELECT 1 FROM {qualified}),
+           'empty', {empty},
            'sequences', (SELECT json_agg(s) FROM sequences s),
            'indexes', (SELECT json_agg(x) FROM indexes x))::text
          FROM pg_class c WHERE c.oid = {oid}",
         oid = target.oid,
-        qualified = target.qualified,
     )
 }
 
@@ -147,9 +157,14 @@ pub(crate) fn parse(rows: &[TextRow]) -> Result<TableFacts> {
     serde_json::from_str(&text).map_err(|e| unreadable(e.to_string()))
 }
 
-/// Reads the facts of `target` (one round trip).
-pub(crate) fn read(client: &mut impl GenericClient, target: &Target) -> Result<TableFacts> {
-    let rows = crate::sql::simple_rows(client, &facts_sql(target))
+/// Reads the facts of `target` (one round trip), the table's emptiness
+/// with `emptiness`.
+pub(crate) fn read(
+    client: &mut impl GenericClient,
+    target: &Target,
+    emptiness: bool,
+) -> Result<TableFacts> {
+    let rows = crate::sql::simple_rows(client, &facts_sql(target, emptiness))
         .map_err(Error::db("looking up the table's indexes"))?;
     parse(&rows)
 }

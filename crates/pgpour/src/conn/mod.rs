@@ -57,7 +57,9 @@ impl FromStr for SslMode {
 fn escape_option(value: &str) -> String {
     let mut out = String::with_capacity(value.len());
     for c in value.chars() {
-        if c == '\\' || c.is_ascii_whitespace() {
+        // The server splits at what C's isspace() takes for space, which
+        // includes the vertical tab.
+        if c == '\\' || c.is_ascii_whitespace() || c == '\x0B' {
             out.push('\\');
         }
         out.push(c);
@@ -464,6 +466,11 @@ fn split_pgpass_line(line: &str) -> Vec<String> {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn start_up_settings_are_escaped_as_the_server_splits_them() {
+        assert_eq!(escape_option("a b\x0Bc\\d\te"), "a\\ b\\\x0Bc\\\\d\\\te");
+    }
+
     use super::*;
     use std::collections::HashMap;
 

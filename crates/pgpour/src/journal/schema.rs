@@ -167,7 +167,8 @@ pub fn ensure_schema(client: &mut impl GenericClient) -> Result<()> {
 /// message before the statements run; the journal is then made, upgraded,
 /// or found untrusted, one step at a time, and the statements run again.
 /// The rows of each statement, in order. On an error the session's
-/// transaction, if the statements began one, is rolled back.
+/// transaction, if the statements began one, is rolled back: the session
+/// must have none open before (none of pgpour's callers has).
 pub(crate) fn checked(
     client: &mut impl GenericClient,
     statements: &str,
@@ -185,12 +186,7 @@ pub(crate) fn checked(
         Err(e) if e.code() == Some(&SqlState::UNDEFINED_TABLE) => {
             let _ = client.batch_execute("ROLLBACK");
             if create_fresh(client).is_ok() {
-                return simple_statements(client, &sql)
-                    .map(after_checks)
-                    .map_err(|e| {
-                        let _ = client.batch_execute("ROLLBACK");
-                        Error::db(context)(e)
-                    });
+                return run_again(client, &sql, context);
             }
         }
         Err(e) if stopped_by_checks(&e) => {
@@ -202,11 +198,25 @@ pub(crate) fn checked(
         }
     }
     ensure_schema_by_steps(client)?;
-    simple_statements(client, &sql)
+    run_again(client, &sql, context)
+}
+
+/// `checked`'s message once the journal was made or upgraded: should its
+/// checks stop it still (a journal made with rights granted to another
+/// role by default privileges, say), the steps say why.
+fn run_again(
+    client: &mut impl GenericClient,
+    sql: &str,
+    context: &str,
+) -> Result<Vec<Vec<TextRow>>> {
+    simple_statements(client, sql)
         .map(after_checks)
-        .map_err(|e| {
+        .or_else(|e| {
             let _ = client.batch_execute("ROLLBACK");
-            Error::db(context)(e)
+            if stopped_by_checks(&e) {
+                ensure_schema_by_steps(client)?;
+            }
+            Err(Error::db(context)(e))
         })
 }
 

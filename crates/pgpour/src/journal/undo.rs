@@ -315,16 +315,16 @@ fn run_in_few_messages(
         return Ok(false);
     };
     let relation = step_relation(&step.step);
+    // The lock the statement takes anyway, taken by the name the facts
+    // gave, then the name checked again (division by zero if it no longer
+    // names the object: renamed meanwhile, and another given its name).
     let lock = lock_mode(&step.step).map_or(String::new(), |mode| {
-        // The lock the statement takes anyway, taken by the name the facts
-        // gave, then the name checked again: division by zero if a table
-        // was renamed in between (and another given its name).
-        format!(
-            "LOCK TABLE {current} IN {mode} MODE; \
-             SELECT 1 / (coalesce(pg_catalog.to_regclass({})::oid = {relation}, false))::int; ",
-            quote_literal(current)
-        )
+        format!("LOCK TABLE {current} IN {mode} MODE; ")
     });
+    let lock = format!(
+        "{lock}SELECT 1 / (coalesce(pg_catalog.to_regclass({})::oid = {relation}, false))::int; ",
+        quote_literal(current)
+    );
     // Exactly that one row, or division by zero: the transaction does not
     // commit.
     let remove = format!(

@@ -133,7 +133,7 @@ pub(super) fn decide(
             let as_given = as_given.as_str();
             s.spawn(move || {
                 let mut wire = warm.take()?;
-                let tried = try_copy_on(&mut wire, as_given).ok()?;
+                let tried = try_copy_on(&mut wire, table, as_given).ok()?;
                 warm.give_back(wire);
                 Some(tried)
             })
@@ -151,10 +151,15 @@ pub(super) fn decide(
     let (target, round_trip) = resolved?;
     let refused =
         |server| Error::Target(format!("{} refuses the load: {server}", target.qualified));
+    // The trial counts only if it was about the table resolved here (the
+    // two sessions named it at about the same moment; another role may
+    // have made one of the name earlier in the search path in between).
+    let tried = tried.filter(|(_, oid)| *oid == Some(target.oid));
     match tried {
-        Some(Some(server)) => return Err(refused(server)),
-        Some(None) => {}
-        // No loading session (none opened ahead, or it broke): on this one.
+        Some((Some(server), _)) => return Err(refused(server)),
+        Some((None, _)) => {}
+        // No loading session (none opened ahead, or it broke), or a trial
+        // about another table: on this session, on the table resolved.
         None => {
             if warm.is_some() {
                 client

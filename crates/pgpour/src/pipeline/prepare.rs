@@ -148,7 +148,7 @@ fn prepare_new_load(
         &plan.inputs,
         run_token,
     )?;
-    let facts_sql = crate::table_facts::facts_sql(target);
+    let facts_sql = crate::table_facts::facts_sql(target, false);
     let sql = format!("{register}; {facts_sql};");
     let results = crate::journal::checked(client, &sql, "recording the load in the journal")?;
     let created = results
@@ -177,9 +177,13 @@ fn prepare_new_load(
     let (mut indexes, mut sequences) = plans(&facts);
     let mut locked = false;
     if !indexes.rebuild.is_empty() {
-        // Decided again with the table locked: nobody writes to it until
-        // the drops commit.
-        let sql = format!("BEGIN; {}{facts_sql};", crate::indexes::lock_sql(target));
+        // Decided again with the table locked, and read (is it empty?):
+        // nobody writes to it until the drops commit.
+        let sql = format!(
+            "BEGIN; {}{};",
+            crate::indexes::lock_sql(target),
+            crate::table_facts::facts_sql(target, !plan.truncate)
+        );
         match crate::sql::simple_statements(client, &sql) {
             Ok(results) => {
                 locked = true;
@@ -212,9 +216,29 @@ fn prepare_new_load(
         (true, false) => Some(format!("{changes}COMMIT")),
     };
     if let Some(Err(_)) = sql.map(|sql| client.batch_execute(&sql)) {
-        // Neither happened: the load goes on with the indexes and caches
-        // as they are (`--explain` says why when asked).
+        // Neither happened. Each is tried again on its own, one step at a
+        // time, so that one failing (a sequence's owner changed) does not
+        // keep the other from happening; each that fails leaves things as
+        // they are.
         let _ = client.batch_execute("ROLLBACK");
+        if !indexes.rebuild.is_empty() {
+            crate::indexes::drop_for_load(
+                client,
+                target,
+                plan.indexes_left_alone.as_ref(),
+                plan.truncate,
+                load_id,
+            )?;
+        }
+        if !sequences.raise.is_empty() {
+            crate::sequences::raise_for_load(
+                client,
+                target,
+                plan.sequences_left_alone.as_ref(),
+                plan.workers,
+                load_id,
+            )?;
+        }
     }
     Ok(Some(Prepared::Ready {
         done_chunks: Vec::new(),

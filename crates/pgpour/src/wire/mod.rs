@@ -238,6 +238,10 @@ impl Wire {
 
     /// Ends the session politely.
     pub fn close(mut self) {
+        // What the server sent unasked (a notice, a setting's new value)
+        // is read first: a socket closed with unread input is reset, which
+        // may drop what was queued to send with it (the run lock's unlock).
+        let _ = self.read_available();
         frontend::terminate(&mut self.out);
         let _ = self.flush();
     }

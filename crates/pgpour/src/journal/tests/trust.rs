@@ -229,3 +229,52 @@ fn a_view_planted_where_the_journal_version_is_read_never_runs() {
     );
     assert!(!is_superuser(&db, "trust_evil_view"));
 }
+
+/// A role that may write to another role's table but not read it (COPY
+/// needs INSERT only) loads it: the load's plans read the catalog, and read
+/// the table itself (is it empty?) only once it is the role's own.
+#[test]
+fn a_role_that_may_only_insert_loads_another_roles_table() {
+    let db = shared_cluster().create_database("trust_insert_only");
+    low_role(&db, "trust_inserter");
+    db.client()
+        .batch_execute(
+            "CREATE TABLE t (id serial PRIMARY KEY, n int); \
+             GRANT INSERT ON t TO trust_inserter; \
+             GRANT USAGE ON SEQUENCE t_id_seq TO trust_inserter",
+        )
+        .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("in.csv");
+    // Over two chunks: the plans consider the indexes.
+    std::fs::write(
+        &path,
+        (0..200).map(|i| format!("{i}\n")).collect::<String>(),
+    )
+    .unwrap();
+    let mut options = LoadOptions::new(
+        vec![InputSpec::File(path)],
+        TableName::parse("t").unwrap(),
+        FormatOptions::new(Format::Csv),
+    );
+    options.columns = Some(vec!["n".into()]);
+    options.chunk_size = 256;
+    let conninfo = db
+        .conninfo()
+        .replace("user=postgres", "user=trust_inserter");
+    let as_inserter = ConnectOptions::resolve(Some(&conninfo), &|_| None).unwrap();
+    let summary = crate::load(
+        &as_inserter,
+        &options,
+        &Progress::default(),
+        &AtomicBool::new(false),
+    )
+    .unwrap_or_else(|f| panic!("{}", f.error));
+    assert_eq!(summary.rows_loaded, 200);
+    let count: i64 = db
+        .client()
+        .query_one("SELECT count(*) FROM t", &[])
+        .unwrap()
+        .get(0);
+    assert_eq!(count, 200);
+}
