@@ -147,7 +147,13 @@ fn forget_pinned(client: &mut postgres::Client, load_id: &str) -> Result<Option<
             }
         }
         let mut restored = Vec::new();
-        super::undo::run_pending(client, load_id, Refused::Skip, &mut restored)?;
+        super::undo::run_pending(
+            client,
+            load_id,
+            Refused::Skip,
+            &mut restored,
+            &mut || Ok(()),
+        )?;
         let n = client
             .execute_typed(
                 "DELETE FROM pgpour.loads WHERE load_id = $1",

@@ -261,13 +261,14 @@ pub(crate) enum Refused {
 /// Undoes a load's pending steps, each checked and run in the transaction
 /// that removes it from the journal; adds what it put back to `done`.
 /// Stops at the first failure, which stays pending: run again, it goes on
-/// from there.
+/// from there. `ready` says whether the caller may change anything, once
+/// the steps are read and before the first runs.
 ///
 /// The steps and their facts come in one message with the journal's
-/// checks; each step then runs in one message, or three when it rebuilds
-/// an index or a key (its statement, made from text the journal recorded,
-/// goes alone by the extended protocol, which runs one statement, never a
-/// list). A step that does not go this way (one refused, or whose object
+/// checks; then the steps' statements go in as few messages as can be:
+/// one for all of them, and two more for each that rebuilds an index or a
+/// key (its statement, made from text the journal recorded, goes alone by
+/// the extended protocol, which runs one statement, never a list). A step that does not go this way (one refused, or whose object
 /// is gone or was renamed meanwhile) and those after it go one statement
 /// at a time, which says precisely what happened.
 pub(crate) fn run_pending(
@@ -275,6 +276,7 @@ pub(crate) fn run_pending(
     load_id: &str,
     refused: Refused,
     done: &mut Vec<String>,
+    ready: &mut dyn FnMut() -> Result<()>,
 ) -> Result<()> {
     let read = super::checked(
         client,
@@ -284,87 +286,122 @@ pub(crate) fn run_pending(
     let pending: Vec<Pending> = read
         .last()
         .map_or(Vec::new(), |rows| rows.iter().map(pending_from).collect());
-    let mut ran = 0;
+    if pending.is_empty() {
+        return Ok(());
+    }
+    ready()?;
+    let mut batch = Batch::default();
+    // Every step queued, and every message sent went through.
+    let mut whole = true;
     for step in &pending {
-        let Ok(Some(statement)) = statement_from(load_id, step) else {
+        let (Ok(Some(statement)), Some(current)) =
+            (statement_from(load_id, step), step.current.as_deref())
+        else {
+            whole = false;
             break;
         };
-        if !run_in_few_messages(client, load_id, step, &statement)? {
+        let begin = begin_sql(step, current);
+        let remove = remove_sql(load_id, step);
+        if !matches!(
+            step.step,
+            UndoStep::Index { .. } | UndoStep::Constraint { .. }
+        ) {
+            batch.add(step, &format!("{begin}{statement}; {remove}"));
+            continue;
+        }
+        batch.text.push_str(&begin);
+        if !batch.send(client, load_id, done)? {
+            whole = false;
             break;
         }
-        done.push(step.step.describe());
-        ran += 1;
+        // The text recorded in the journal, alone by the extended protocol.
+        if let Err(source) = client.execute_typed(statement.as_str(), &[]) {
+            let _ = client.batch_execute("ROLLBACK");
+            return Err(Error::Restore {
+                what: step.step.describe(),
+                load_id: load_id.to_string(),
+                source,
+            });
+        }
+        batch.add(step, &remove);
     }
-    if ran < pending.len() {
+    if !batch.send(client, load_id, done)? || !whole {
         run_one_at_a_time(client, load_id, refused, done)?;
     }
     Ok(())
 }
 
-/// Runs one step's statement in few messages (see `run_pending`): `false`,
-/// with nothing changed, when its table was renamed or the step taken out
-/// meanwhile (the careful way then says so); an error when the statement
-/// itself failed.
-fn run_in_few_messages(
-    client: &mut Client,
-    load_id: &str,
-    step: &Pending,
-    statement: &str,
-) -> Result<bool> {
-    let Some(current) = step.current.as_deref() else {
-        return Ok(false);
-    };
-    let relation = step_relation(&step.step);
-    // The lock the statement takes anyway, taken by the name the facts
-    // gave, then the name checked again (division by zero if it no longer
-    // names the object: renamed meanwhile, and another given its name).
+/// Statements of undo steps not sent yet, each step's ending with its
+/// commit; sent in one message before a statement that must go alone, and
+/// at the end.
+#[derive(Default)]
+struct Batch<'a> {
+    text: String,
+    /// The steps whose commit is in `text`.
+    steps: Vec<&'a Pending>,
+}
+
+impl<'a> Batch<'a> {
+    fn add(&mut self, step: &'a Pending, sql: &str) {
+        self.text.push_str(sql);
+        self.steps.push(step);
+    }
+
+    /// Sends what is queued; `false` when the server stopped it (a name no
+    /// longer the object's, a step taken out meanwhile, a statement that
+    /// failed): rolled back, the steps that committed before the failure
+    /// added to `done`, and the rest left for the careful way.
+    fn send(&mut self, client: &mut Client, load_id: &str, done: &mut Vec<String>) -> Result<bool> {
+        if self.text.is_empty() {
+            return Ok(true);
+        }
+        let sent = client.batch_execute(&std::mem::take(&mut self.text));
+        let steps = std::mem::take(&mut self.steps);
+        if sent.is_ok() {
+            done.extend(steps.iter().map(|p| p.step.describe()));
+            return Ok(true);
+        }
+        let _ = client.batch_execute("ROLLBACK");
+        let left: Vec<i32> = steps_left(client, load_id)?;
+        done.extend(
+            steps
+                .iter()
+                .filter(|p| !left.contains(&p.position))
+                .map(|p| p.step.describe()),
+        );
+        Ok(false)
+    }
+}
+
+/// The positions of the load's steps still to undo.
+fn steps_left(client: &mut Client, load_id: &str) -> Result<Vec<i32>> {
+    Ok(steps(client, load_id)?.iter().map(|p| p.position).collect())
+}
+
+/// A step's transaction begun: the lock its statement takes anyway, taken
+/// by the name the facts gave, then the name checked again (division by
+/// zero if it no longer names the object: renamed meanwhile, and another
+/// given its name).
+fn begin_sql(step: &Pending, current: &str) -> String {
     let lock = lock_mode(&step.step).map_or(String::new(), |mode| {
         format!("LOCK TABLE {current} IN {mode} MODE; ")
     });
-    let lock = format!(
-        "{lock}SELECT 1 / (coalesce(pg_catalog.to_regclass({})::oid = {relation}, false))::int; ",
-        quote_literal(current)
-    );
-    // Exactly that one row, or division by zero: the transaction does not
-    // commit.
-    let remove = format!(
+    format!(
+        "BEGIN; {lock}SELECT 1 / (coalesce(pg_catalog.to_regclass({})::oid = {}, false))::int; ",
+        quote_literal(current),
+        step_relation(&step.step)
+    )
+}
+
+/// A step taken out of the log and its transaction committed: exactly
+/// that one row, or division by zero and no commit.
+fn remove_sql(load_id: &str, step: &Pending) -> String {
+    format!(
         "WITH d AS (DELETE FROM pgpour.undo WHERE load_id = {} AND position = {} RETURNING 1) \
-         SELECT 1 / ((SELECT count(*) FROM d) = 1)::int; COMMIT",
+         SELECT 1 / ((SELECT count(*) FROM d) = 1)::int; COMMIT; ",
         quote_literal(load_id),
         step.position
-    );
-    let by_extended_protocol = matches!(
-        step.step,
-        UndoStep::Index { .. } | UndoStep::Constraint { .. }
-    );
-    let rollback = |client: &mut Client| drop(client.batch_execute("ROLLBACK"));
-    if !by_extended_protocol {
-        if client
-            .batch_execute(&format!("BEGIN; {lock}{statement}; {remove}"))
-            .is_err()
-        {
-            rollback(client);
-            return Ok(false);
-        }
-        return Ok(true);
-    }
-    if client.batch_execute(&format!("BEGIN; {lock}")).is_err() {
-        rollback(client);
-        return Ok(false);
-    }
-    if let Err(source) = client.execute_typed(statement, &[]) {
-        rollback(client);
-        return Err(Error::Restore {
-            what: step.step.describe(),
-            load_id: load_id.to_string(),
-            source,
-        });
-    }
-    if client.batch_execute(&remove).is_err() {
-        rollback(client);
-        return Ok(false);
-    }
-    Ok(true)
+    )
 }
 
 /// `run_pending` one statement at a time, each step checked again.

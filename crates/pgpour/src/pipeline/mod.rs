@@ -22,6 +22,7 @@ use std::time::Instant;
 pub use crate::commit_mode::CommitMode;
 use crate::conn::ConnectOptions;
 use crate::error::{Error, Result};
+use crate::journal::undo::run_pending;
 use crate::journal::undo::Refused;
 use crate::journal::Totals;
 use crate::options::{default_workers, LoadOptions};
@@ -29,7 +30,7 @@ use crate::progress::Progress;
 use crate::reject::RejectSink;
 use crate::report::LoadSummary;
 use crate::run_lock::RunLock;
-use crate::sessions::{connect_retrying, pinned, reuse_or_connect, Spare, RETRY_FOR};
+use crate::sessions::{connect_retrying, pinned, Spare, RETRY_FOR};
 use crate::warm::WarmSessions;
 pub use explain::{explain, Explain};
 use finish::Finished;
@@ -121,16 +122,17 @@ pub fn load(
     // the journal for resume or forget.
     let load_id = options.load_id.as_deref().unwrap_or_default();
     let retry = outcome.is_ok();
-    let client = match retry {
-        true => reuse_or_connect(&spare, connect, cancel),
-        false => connect.connect().and_then(pinned),
+    // The session kept from the start, not asked first whether it still
+    // answers: if not, the undo's first message fails as a transient error,
+    // and the undo goes on on a new session.
+    let kept = spare.lock().unwrap_or_else(|p| p.into_inner()).take();
+    let client = match (retry, kept) {
+        (true, Some(client)) => Ok(client),
+        (true, None) => connect_retrying(connect, cancel).and_then(pinned),
+        (false, _) => connect.connect().and_then(pinned),
     };
-    // Only while this run holds the load: a run that took it over (after
-    // this one lost its lock with its session) restores at its own end.
-    let held = run.as_ref().map_or(Ok(()), |run| run.ensure_held(connect));
     let mut done = Vec::new();
-    let restored = held
-        .and(client)
+    let restored = client
         .and_then(|client| {
             undo(
                 connect,
@@ -174,21 +176,38 @@ fn undo(
     done: &mut Vec<String>,
 ) -> Result<()> {
     let deadline = Instant::now() + if retry { RETRY_FOR } else { Default::default() };
+    // Only while this run holds the load: a run that took it over (after
+    // this one lost its lock with its session) restores at its own end.
+    // Asked beside the undo's first message, answered before any change.
+    let first = std::thread::scope(|s| {
+        let mut held = run.map(|run| s.spawn(move || run.ensure_held(connect)));
+        let mut still_held = || match held.take() {
+            Some(asked) => asked
+                .join()
+                .unwrap_or_else(|p| std::panic::resume_unwind(p)),
+            None => Ok(()),
+        };
+        let first = run_pending(&mut client, load_id, Refused::Stop, done, &mut still_held);
+        // Answered even when the undo had nothing to change.
+        still_held().and(first)
+    });
+    let mut outcome = first;
     loop {
-        match crate::journal::undo::run_pending(&mut client, load_id, Refused::Stop, done) {
+        match outcome {
             Err(e) if e.is_transient() && Instant::now() < deadline => {
                 std::thread::sleep(std::time::Duration::from_millis(500));
                 client = connect_retrying(connect, cancel).and_then(pinned)?;
                 if let Some(run) = run {
                     run.ensure_held(connect)?;
                 }
+                outcome = run_pending(&mut client, load_id, Refused::Stop, done, &mut || Ok(()));
             }
             ended => return ended,
         }
     }
 }
 
-/// The run lock of a undo_pending load, taken once its options are known to
+/// The run lock of a journaled load, taken once its options are known to
 /// be sound; `None` without the journal (such a load has no id to resume).
 fn run_lock(connect: &ConnectOptions, options: &LoadOptions) -> Result<Option<RunLock>> {
     if !options.journal {
