@@ -90,13 +90,7 @@ pub(super) fn prepare_target(
         Previous::None => {
             // Which indexes went, and why others stayed, is for --explain;
             // the summary names those rebuilt.
-            crate::indexes::drop_for_load(
-                client,
-                target,
-                plan.indexes_left_alone.as_ref(),
-                plan.truncate,
-                load_id,
-            )?;
+            drop_indexes(client, plan)?;
             Vec::new()
         }
     };
@@ -112,13 +106,7 @@ pub(super) fn prepare_target(
         sink.rewrite(&rows)?;
     }
     // Every run, resumed ones too: the end of the last one set it back.
-    crate::sequences::raise_for_load(
-        client,
-        target,
-        plan.sequences_left_alone.as_ref(),
-        plan.workers,
-        load_id,
-    )?;
+    raise_caches(client, plan)?;
     Ok(Prepared::Ready {
         done_chunks,
         own_reject_file,
@@ -222,26 +210,41 @@ fn prepare_new_load(
         // they are.
         let _ = client.batch_execute("ROLLBACK");
         if !indexes.rebuild.is_empty() {
-            crate::indexes::drop_for_load(
-                client,
-                target,
-                plan.indexes_left_alone.as_ref(),
-                plan.truncate,
-                load_id,
-            )?;
+            drop_indexes(client, plan)?;
         }
         if !sequences.raise.is_empty() {
-            crate::sequences::raise_for_load(
-                client,
-                target,
-                plan.sequences_left_alone.as_ref(),
-                plan.workers,
-                load_id,
-            )?;
+            raise_caches(client, plan)?;
         }
     }
     Ok(Some(Prepared::Ready {
         done_chunks: Vec::new(),
         own_reject_file: false,
     }))
+}
+
+/// Drops the indexes the plan lets go, one step at a time (see `indexes`).
+fn drop_indexes(client: &mut Client, plan: &Plan) -> Result<()> {
+    let left_alone = plan.indexes_left_alone.as_ref();
+    crate::indexes::drop_for_load(
+        client,
+        &plan.target,
+        left_alone,
+        plan.truncate,
+        &plan.load_id,
+    )
+    .map(drop)
+}
+
+/// Raises the sequences' CACHE as the plan lets it, one step at a time
+/// (see `sequences`).
+fn raise_caches(client: &mut Client, plan: &Plan) -> Result<()> {
+    let left_alone = plan.sequences_left_alone.as_ref();
+    crate::sequences::raise_for_load(
+        client,
+        &plan.target,
+        left_alone,
+        plan.workers,
+        &plan.load_id,
+    )
+    .map(drop)
 }
