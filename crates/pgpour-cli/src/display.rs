@@ -125,12 +125,16 @@ pub fn explain_text(plan: &pgpour::Explain) -> String {
             HumanBytes(plan.chunk_size as u64)
         ),
         format!(
-            "  network  {:.1} ms to read the catalog (a round trip and a little more): \
-             each worker sends {} chunk{} ahead of the answers it waits for, and a small \
-             input is cut no finer than {}",
+            "  network  {:.1} ms to read the catalog (a round trip and a little more): {}, \
+             and a small input is cut no finer than {}",
             plan.round_trip_ms,
-            plan.chunks_ahead,
-            if plan.chunks_ahead == 1 { "" } else { "s" },
+            match plan.chunks_ahead {
+                Some(1) => "each worker sends 1 chunk ahead of the answer it waits for".into(),
+                Some(n) =>
+                    format!("each worker sends {n} chunks ahead of the answers it waits for"),
+                None =>
+                    "each chunk waits for its answers (this commit mode does not stream)".into(),
+            },
             HumanBytes(plan.min_split_chunk as u64)
         ),
     ];

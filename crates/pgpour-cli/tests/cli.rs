@@ -486,3 +486,57 @@ fn max_record_size_stops_an_unterminated_quote_at_the_limit() {
         text(&too_big.stderr)
     );
 }
+
+/// `--explain` says how far the server is and what follows from it: how
+/// many chunks a streaming worker sends ahead, how finely a small input is
+/// cut; a load whose workers do not stream says so.
+#[test]
+fn explain_shows_the_round_trip_and_what_it_decides() {
+    let db = shared_cluster().create_database("cli_explain_network");
+    db.client().batch_execute("CREATE TABLE t (n int)").unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("n.csv");
+    std::fs::write(&file, "1\n2\n").unwrap();
+    let conninfo = db.conninfo();
+    let explain = |extra: &[&str]| {
+        let args = [
+            &[
+                "load",
+                file.to_str().unwrap(),
+                "-t",
+                "t",
+                "-d",
+                &conninfo,
+                "--explain",
+            ][..],
+            extra,
+        ]
+        .concat();
+        let out = pgpour(&args, None);
+        assert!(out.status.success(), "{}", text(&out.stderr));
+        text(&out.stdout)
+    };
+    let streaming = explain(&[]);
+    let network = streaming
+        .lines()
+        .find(|l| l.trim_start().starts_with("network"))
+        .unwrap_or_else(|| panic!("{streaming}"));
+    assert!(
+        network.contains("ms to read the catalog")
+            && network.contains("1 chunk ahead")
+            && network.contains("cut no finer than 256.00 KiB"),
+        "{network}"
+    );
+    assert!(
+        explain(&["--no-journal"]).contains("this commit mode does not stream"),
+        "--no-journal"
+    );
+    let json: serde_json::Value =
+        serde_json::from_str(&explain(&["--json"])).expect("one JSON object");
+    assert!(
+        json["round_trip_ms"].as_f64().is_some_and(|ms| ms >= 0.0),
+        "{json}"
+    );
+    assert_eq!(json["chunks_ahead"], 1, "{json}");
+    assert_eq!(json["min_split_chunk"], 256 << 10, "{json}");
+}

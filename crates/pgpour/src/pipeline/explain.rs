@@ -20,8 +20,10 @@ pub struct Explain {
     /// How long the catalog query took, in milliseconds: a round trip and
     /// a little more.
     pub round_trip_ms: f64,
-    /// Chunks a streaming worker sends ahead of the answers it waits for.
-    pub chunks_ahead: usize,
+    /// Chunks a streaming worker sends ahead of the answers it waits for;
+    /// `None` when the load's workers do not stream (`--no-journal`,
+    /// `--atomic`: a chunk at a time, each waiting for its answers).
+    pub chunks_ahead: Option<usize>,
     /// The smallest chunk a small input is cut into, at that round trip.
     pub min_split_chunk: usize,
     pub indexes: crate::indexes::IndexPlan,
@@ -51,7 +53,7 @@ pub fn explain(connect: &ConnectOptions, options: &LoadOptions) -> Result<Explai
         commit: plan.commit_mode(),
         chunk_size: plan.chunk_size,
         round_trip_ms: plan.round_trip.as_secs_f64() * 1000.0,
-        chunks_ahead: plan.chunks_ahead,
+        chunks_ahead: (plan.commit_mode() == CommitMode::PerChunk).then_some(plan.chunks_ahead),
         min_split_chunk: crate::options::min_split_chunk(plan.round_trip),
         indexes,
         sequences,
