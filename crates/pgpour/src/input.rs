@@ -41,6 +41,11 @@ impl InputSpec {
         }
     }
 
+    /// The inputs' size in all, when every one has a size (stdin has none).
+    pub fn total_size(inputs: &[InputSpec]) -> Option<u64> {
+        inputs.iter().map(InputSpec::size).sum()
+    }
+
     fn error(&self, source: io::Error) -> Error {
         Error::Input {
             path: PathBuf::from(self.name()),

@@ -183,9 +183,14 @@ pub(crate) const SESSION_BYTES_PER_SECOND: f64 = 16.0 * (1 << 20) as f64;
 /// in one `round_trip` (a chunk answered faster than a round trip leaves
 /// its session waiting): a 3 MB file is otherwise one 4 MiB chunk, which
 /// one worker loads while the others wait. Stdin, of unknown size, keeps
-/// the configured size, and so does a smaller one.
-pub(crate) fn chunk_size_for(options: &LoadOptions, workers: usize, round_trip: Duration) -> usize {
-    let total: Option<u64> = options.inputs.iter().map(InputSpec::size).sum();
+/// the configured size, and so does a smaller one. `total`: the inputs' size
+/// (`InputSpec::total_size`).
+pub(crate) fn chunk_size_for(
+    options: &LoadOptions,
+    total: Option<u64>,
+    workers: usize,
+    round_trip: Duration,
+) -> usize {
     match total {
         Some(total) if workers > 1 => {
             let per_chunk = usize::try_from(total / (workers as u64 * 4)).unwrap_or(usize::MAX);
@@ -216,6 +221,12 @@ pub(crate) fn chunks_ahead(chunk_size: usize, round_trip: Duration) -> usize {
 mod tests {
     use super::*;
 
+    /// `chunk_size_for` near the server, with the inputs' own size.
+    fn near(options: &LoadOptions, workers: usize) -> usize {
+        let total = InputSpec::total_size(&options.inputs);
+        chunk_size_for(options, total, workers, Duration::ZERO)
+    }
+
     fn options_for(inputs: Vec<InputSpec>, chunk_size: usize) -> LoadOptions {
         LoadOptions {
             chunk_size,
@@ -239,39 +250,19 @@ mod tests {
         let one_kb = file("b.csv", 1 << 10);
         let big = |inputs| options_for(inputs, DEFAULT_CHUNK_SIZE);
         // 3 MiB over 2 workers: 8 chunks of 384 KiB instead of one.
-        assert_eq!(
-            chunk_size_for(&big(vec![three_mb.clone()]), 2, Duration::ZERO),
-            384 << 10
-        );
+        assert_eq!(near(&big(vec![three_mb.clone()]), 2), 384 << 10);
         // Sizes add up over the inputs.
         assert_eq!(
-            chunk_size_for(
-                &big(vec![three_mb.clone(), three_mb.clone()]),
-                2,
-                Duration::ZERO
-            ),
+            near(&big(vec![three_mb.clone(), three_mb.clone()]), 2),
             768 << 10
         );
         // Never finer than MIN_SPLIT_CHUNK, never coarser than configured.
-        assert_eq!(
-            chunk_size_for(&big(vec![one_kb]), 2, Duration::ZERO),
-            MIN_SPLIT_CHUNK
-        );
-        assert_eq!(
-            chunk_size_for(
-                &options_for(vec![three_mb.clone()], 1000),
-                2,
-                Duration::ZERO
-            ),
-            1000
-        );
+        assert_eq!(near(&big(vec![one_kb]), 2), MIN_SPLIT_CHUNK);
+        assert_eq!(near(&options_for(vec![three_mb.clone()], 1000), 2), 1000);
         // One worker, or stdin of unknown size: as configured.
+        assert_eq!(near(&big(vec![three_mb.clone()]), 1), DEFAULT_CHUNK_SIZE);
         assert_eq!(
-            chunk_size_for(&big(vec![three_mb.clone()]), 1, Duration::ZERO),
-            DEFAULT_CHUNK_SIZE
-        );
-        assert_eq!(
-            chunk_size_for(&big(vec![three_mb, InputSpec::Stdin]), 2, Duration::ZERO),
+            near(&big(vec![three_mb, InputSpec::Stdin]), 2),
             DEFAULT_CHUNK_SIZE
         );
     }

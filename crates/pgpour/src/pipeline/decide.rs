@@ -86,8 +86,8 @@ pub(super) fn streaming_sessions(options: &LoadOptions) -> usize {
         return 0;
     }
     let workers = options.workers.unwrap_or_else(default_workers).max(1);
-    let total: Option<u64> = options.inputs.iter().map(InputSpec::size).sum();
-    let chunk = chunk_size_for(options, workers, Duration::ZERO).max(1) as u64;
+    let total = InputSpec::total_size(&options.inputs);
+    let chunk = chunk_size_for(options, total, workers, Duration::ZERO).max(1) as u64;
     match total {
         Some(total) => workers.min(total.div_ceil(chunk).max(1) as usize),
         None => workers,
@@ -184,7 +184,9 @@ impl Plan {
         if atomic == Some(AtomicMode::OneTransaction) {
             workers = 1;
         }
-        let chunk_size = chunk_size_for(options, workers, round_trip);
+        // One look at the inputs' sizes for every decision that needs it.
+        let total = InputSpec::total_size(&options.inputs);
+        let chunk_size = chunk_size_for(options, total, workers, round_trip);
         Plan {
             load_id: options.load_id.clone().unwrap_or_default(),
             journal: options.journal,
@@ -200,8 +202,8 @@ impl Plan {
             max_record_size: options.max_record_size,
             max_errors: options.max_errors,
             truncate: options.truncate,
-            indexes_left_alone: indexes_left_alone(options),
-            sequences_left_alone: sequences_left_alone(options),
+            indexes_left_alone: indexes_left_alone(options, total),
+            sequences_left_alone: sequences_left_alone(options, total),
         }
     }
 
@@ -220,36 +222,36 @@ impl Plan {
 
 /// Why the load keeps the table's indexes whatever the table holds, if
 /// the options (or the input's size) say so.
-fn indexes_left_alone(options: &LoadOptions) -> Option<LeftAlone> {
+fn indexes_left_alone(options: &LoadOptions, total: Option<u64>) -> Option<LeftAlone> {
     match () {
         _ if options.keep_indexes => Some(LeftAlone::Asked),
         _ if !options.journal => Some(LeftAlone::NoJournal),
         _ if options.atomic => Some(LeftAlone::Atomic),
-        _ => small_input(options, "rebuilding them would cost more than it saves"),
+        _ => small_input(
+            options,
+            total,
+            "rebuilding them would cost more than it saves",
+        ),
     }
 }
 
 /// Why the load keeps the sequences' CACHE, if the options (or the
 /// input's size) say so.
-fn sequences_left_alone(options: &LoadOptions) -> Option<LeftAlone> {
+fn sequences_left_alone(options: &LoadOptions, total: Option<u64>) -> Option<LeftAlone> {
     match () {
         _ if options.keep_sequences => Some(LeftAlone::Asked),
         _ if !options.journal => Some(LeftAlone::NoJournal),
-        _ => small_input(options, "one worker loads it, and does not contend"),
+        _ => small_input(options, total, "one worker loads it, and does not contend"),
     }
 }
 
-/// Why an input of under two chunks (at the configured size) is too small
+/// Why an input of `total` bytes, under two chunks (at the configured size), is too small
 /// to change the table for: dropping indexes and putting them back, or a
 /// sequence's CACHE, takes statements (round trips across a network) and
 /// fixed work that such a load does not win back. An input of unknown
 /// size (stdin) is not small.
-fn small_input(options: &LoadOptions, then: &str) -> Option<LeftAlone> {
-    let total: u64 = options
-        .inputs
-        .iter()
-        .map(InputSpec::size)
-        .sum::<Option<u64>>()?;
+fn small_input(options: &LoadOptions, total: Option<u64>, then: &str) -> Option<LeftAlone> {
+    let total = total?;
     let chunk = options.chunk_size as u64;
     (total < chunk.saturating_mul(2)).then(|| {
         LeftAlone::Because(format!(

@@ -59,9 +59,11 @@ pub fn load(
     let started = Instant::now();
     let mut options = options.clone();
     options.ensure_load_id();
-    // The run lock's session and the load's first one open side by side:
-    // each handshake is several round trips away from a distant server.
-    let warm = match options.check() {
+    // The run lock's session, the load's first one and its loading
+    // sessions open side by side: each handshake is several round trips
+    // away from a distant server. Only for options known to be sound.
+    let checked = options.check();
+    let warm = match checked {
         Ok(_) => WarmSessions::open(
             connect,
             options.load_id.as_deref().unwrap_or_default(),
@@ -69,7 +71,7 @@ pub fn load(
         ),
         Err(_) => WarmSessions::default(),
     };
-    let (run, opened) = match options.check() {
+    let (run, opened) = match checked {
         Ok(_) => std::thread::scope(|s| {
             let opened = s.spawn(|| decide::first_session(connect, &options));
             let run = run_lock(connect, &options);
@@ -207,13 +209,12 @@ fn undo(
     }
 }
 
-/// The run lock of a journaled load, taken once its options are known to
-/// be sound; `None` without the journal (such a load has no id to resume).
+/// The run lock of a journaled load (whose options the caller checked);
+/// `None` without the journal (such a load has no id to resume).
 fn run_lock(connect: &ConnectOptions, options: &LoadOptions) -> Result<Option<RunLock>> {
     if !options.journal {
         return Ok(None);
     }
-    options.check()?;
     let load_id = options.load_id.as_deref().unwrap_or_default();
     RunLock::acquire(connect, load_id).map(Some)
 }
