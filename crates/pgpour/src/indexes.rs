@@ -15,7 +15,7 @@
 //!   moment leaves it for the end of the load, `pgpour resume` or `pgpour
 //!   forget`.
 
-use postgres::{Client, GenericClient};
+use postgres::Client;
 
 use crate::error::Result;
 use crate::journal::undo::{UndoStep, GUARD_TRIGGER};
@@ -64,34 +64,16 @@ impl IndexPlan {
     }
 }
 
-/// Decides, without changing anything, which indexes the load would drop.
-/// `left_alone`: why the load's plan keeps them all whatever the table
-/// holds, if it does; `truncate`: the load empties the table first.
-pub fn plan(
-    client: &mut impl GenericClient,
-    target: &Target,
-    left_alone: Option<&LeftAlone>,
-    truncate: bool,
-) -> Result<IndexPlan> {
-    if let Some(reason) = left_alone {
-        return Ok(IndexPlan::not_used(reason.clone()));
-    }
-    let facts = crate::table_facts::read(client, target, false)?;
-    let plan = plan_from(&facts, target, None, truncate);
-    if !needs_emptiness(&plan, &facts, truncate) {
-        return Ok(plan);
-    }
-    let facts = crate::table_facts::read(client, target, true)?;
-    Ok(plan_from(&facts, target, None, truncate))
-}
-
 /// Whether `plan`, made from `facts` that did not say whether the table is
 /// empty, would drop indexes if it were: then the table must be read.
 pub(crate) fn needs_emptiness(plan: &IndexPlan, facts: &TableFacts, truncate: bool) -> bool {
     !plan.rebuild.is_empty() && !truncate && facts.empty.is_none()
 }
 
-/// The plan for a table with these `facts`.
+/// Decides, without changing anything, which indexes the load would drop
+/// from a table with these `facts`. `left_alone`: why the load's plan keeps
+/// them all whatever the table holds, if it does; `truncate`: the load
+/// empties the table first.
 pub(crate) fn plan_from(
     facts: &TableFacts,
     target: &Target,

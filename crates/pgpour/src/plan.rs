@@ -112,12 +112,7 @@ impl Target {
                 .collect(),
             Some(wanted) => check_columns(&qualified, &table_columns, wanted)?,
         };
-        let column_list: Vec<String> = columns.iter().map(|c| quote_ident(c)).collect();
-        let copy_sql = format!(
-            "COPY {qualified} ({}) FROM STDIN WITH ({})",
-            column_list.join(", "),
-            format.copy_options_sql()
-        );
+        let copy_sql = copy_sql(&qualified, Some(&columns), format);
         let checks = columns
             .iter()
             .map(|name| {
@@ -253,13 +248,18 @@ pub(crate) fn copy_sql_as_given(
     columns: Option<&[String]>,
     format: &FormatOptions,
 ) -> String {
+    copy_sql(&table.quoted(), columns, format)
+}
+
+/// `COPY table (columns) FROM STDIN WITH (...)`, `table` already quoted;
+/// without `columns`, every column that is not generated.
+fn copy_sql(table: &str, columns: Option<&[String]>, format: &FormatOptions) -> String {
     let columns = columns.map_or(String::new(), |columns| {
         let quoted: Vec<String> = columns.iter().map(|c| quote_ident(c)).collect();
         format!(" ({})", quoted.join(", "))
     });
     format!(
-        "COPY {}{columns} FROM STDIN WITH ({})",
-        table.quoted(),
+        "COPY {table}{columns} FROM STDIN WITH ({})",
         format.copy_options_sql()
     )
 }

@@ -12,12 +12,15 @@ use crate::commit_mode::CommitMode;
 use crate::conn::ConnectOptions;
 use crate::error::{Error, Result};
 use crate::format::FormatOptions;
+use crate::indexes::IndexPlan;
 use crate::input::InputSpec;
 use crate::journal::OptionsRecord;
 use crate::left_alone::LeftAlone;
 use crate::options::{chunk_size_for, chunks_ahead, default_workers, LoadOptions};
 use crate::plan::{copy_sql_as_given, try_copy_on, Target};
 use crate::progress::Progress;
+use crate::sequences::SequencePlan;
+use crate::table_facts::TableFacts;
 use crate::warm::WarmSessions;
 
 /// How an `--atomic` load makes all its rows visible at once.
@@ -205,6 +208,23 @@ impl Plan {
             indexes_left_alone: indexes_left_alone(options, total),
             sequences_left_alone: sequences_left_alone(options, total),
         }
+    }
+
+    /// What the load does with the target's indexes and sequences, given
+    /// what `facts` say of it.
+    pub(super) fn changes(&self, facts: &TableFacts) -> (IndexPlan, SequencePlan) {
+        let indexes = crate::indexes::plan_from(
+            facts,
+            &self.target,
+            self.indexes_left_alone.as_ref(),
+            self.truncate,
+        );
+        let sequences = crate::sequences::plan_from(
+            &facts.sequences,
+            self.sequences_left_alone.as_ref(),
+            self.workers,
+        );
+        (indexes, sequences)
     }
 
     /// How the load's rows become visible.

@@ -34,18 +34,13 @@ pub struct Explain {
 /// it would do with it.
 pub fn explain(connect: &ConnectOptions, options: &LoadOptions) -> Result<Explain> {
     let (mut client, plan) = decide(connect, options, &Progress::default(), None, None)?;
-    let indexes = crate::indexes::plan(
-        &mut client,
-        &plan.target,
-        plan.indexes_left_alone.as_ref(),
-        plan.truncate,
-    )?;
-    let sequences = crate::sequences::plan(
-        &mut client,
-        &plan.target,
-        plan.sequences_left_alone.as_ref(),
-        plan.workers,
-    )?;
+    // The catalog first; the table itself only if it may lose indexes.
+    let facts = crate::table_facts::read(&mut client, &plan.target, false)?;
+    let (mut indexes, mut sequences) = plan.changes(&facts);
+    if crate::indexes::needs_emptiness(&indexes, &facts, plan.truncate) {
+        let facts = crate::table_facts::read(&mut client, &plan.target, true)?;
+        (indexes, sequences) = plan.changes(&facts);
+    }
     Ok(Explain {
         table: plan.target.qualified.clone(),
         copy_sql: plan.target.copy_sql.clone(),

@@ -12,7 +12,6 @@ use crate::error::Result;
 use crate::indexes::IndexPlan;
 use crate::journal::Previous;
 use crate::reject::RejectSink;
-use crate::table_facts::TableFacts;
 
 /// What the load has left to do once the target is prepared.
 pub(super) enum Prepared {
@@ -148,21 +147,7 @@ fn prepare_new_load(
     }
     undo_pending.store(true, Ordering::SeqCst);
     let facts = crate::table_facts::parse(results.last().map_or(&[], Vec::as_slice))?;
-    let plans = |facts: &TableFacts| {
-        let indexes = crate::indexes::plan_from(
-            facts,
-            target,
-            plan.indexes_left_alone.as_ref(),
-            plan.truncate,
-        );
-        let sequences = crate::sequences::plan_from(
-            &facts.sequences,
-            plan.sequences_left_alone.as_ref(),
-            plan.workers,
-        );
-        (indexes, sequences)
-    };
-    let (mut indexes, mut sequences) = plans(&facts);
+    let (mut indexes, mut sequences) = plan.changes(&facts);
     let mut locked = false;
     if !indexes.rebuild.is_empty() {
         // Decided again with the table locked, and read (is it empty?):
@@ -177,7 +162,7 @@ fn prepare_new_load(
                 locked = true;
                 let facts = crate::table_facts::parse(results.last().map_or(&[], Vec::as_slice));
                 match facts {
-                    Ok(facts) => (indexes, sequences) = plans(&facts),
+                    Ok(facts) => (indexes, sequences) = plan.changes(&facts),
                     Err(e) => {
                         let _ = client.batch_execute("ROLLBACK");
                         return Err(e);
