@@ -147,26 +147,24 @@ fn lock_session(connect: &ConnectOptions, load_id: &str) -> Result<LockSession> 
         Err(e) if e.is_transient() => return Err(e),
         Err(_) => LockSession::Driver(connect.with_settings(&settings).connect()?),
     };
-    let (high, low) = lock_key(load_id);
-    if taken(&session.ask(&try_lock_sql(high, low))?) {
-        return Ok(session);
-    }
-    let holder = session.ask(&holder_sql(high, low)).ok();
-    Err(Error::LoadRunning {
-        load_id: load_id.to_string(),
-        holder: holder.as_deref().and_then(describe_holder),
-    })
+    take_lock(&mut |sql| session.ask(sql), load_id)?;
+    Ok(session)
 }
 
 /// Takes the session-level lock on `load_id`, or says who holds it.
 fn try_lock(session: &mut Client, load_id: &str) -> Result<()> {
+    let mut ask = |sql: &str| simple_rows(session, sql).map_err(Error::db("locking the load id"));
+    take_lock(&mut ask, load_id)
+}
+
+/// Takes the session-level lock on `load_id` through `ask` (a simple query
+/// on the lock's session), or says who holds it.
+fn take_lock(ask: &mut dyn FnMut(&str) -> Result<Vec<TextRow>>, load_id: &str) -> Result<()> {
     let (high, low) = lock_key(load_id);
-    let rows =
-        simple_rows(session, &try_lock_sql(high, low)).map_err(Error::db("locking the load id"))?;
-    if taken(&rows) {
+    if taken(&ask(&try_lock_sql(high, low))?) {
         return Ok(());
     }
-    let holder = simple_rows(session, &holder_sql(high, low)).ok();
+    let holder = ask(&holder_sql(high, low)).ok();
     Err(Error::LoadRunning {
         load_id: load_id.to_string(),
         holder: holder.as_deref().and_then(describe_holder),

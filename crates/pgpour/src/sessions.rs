@@ -46,7 +46,7 @@ pub(crate) fn reuse_or_connect(
     connect: &ConnectOptions,
     cancel: &AtomicBool,
 ) -> Result<Client> {
-    let kept = spare.lock().unwrap_or_else(|p| p.into_inner()).take();
+    let kept = take_spare(spare);
     if let Some(client) = kept.and_then(|c| pinned(c).ok()) {
         return Ok(client);
     }
@@ -64,7 +64,7 @@ pub(crate) fn on_spare<T>(
     cancel: &AtomicBool,
     mut f: impl FnMut(&mut Client) -> Result<T>,
 ) -> Result<T> {
-    let kept = spare.lock().unwrap_or_else(|p| p.into_inner()).take();
+    let kept = take_spare(spare);
     if let Some(mut client) = kept {
         match f(&mut client) {
             Err(e) if client.is_closed() || e.is_transient() => {}
@@ -78,6 +78,12 @@ pub(crate) fn on_spare<T>(
     let outcome = f(&mut client);
     keep_spare(spare, client);
     outcome
+}
+
+/// The session kept for the next phase, if there is one, not asked
+/// whether it still answers.
+pub(crate) fn take_spare(spare: &Spare) -> Option<Client> {
+    spare.lock().unwrap_or_else(|p| p.into_inner()).take()
 }
 
 /// Gives a session back for the next phase to reuse.

@@ -30,7 +30,7 @@ use crate::progress::Progress;
 use crate::reject::RejectSink;
 use crate::report::LoadSummary;
 use crate::run_lock::RunLock;
-use crate::sessions::{connect_retrying, pinned, Spare, RETRY_FOR};
+use crate::sessions::{connect_retrying, pinned, take_spare, Spare, RETRY_FOR};
 use crate::warm::WarmSessions;
 pub use explain::{explain, Explain};
 use finish::Finished;
@@ -127,7 +127,7 @@ pub fn load(
     // The session kept from the start, not asked first whether it still
     // answers: if not, the undo's first message fails as a transient error,
     // and the undo goes on on a new session.
-    let kept = spare.lock().unwrap_or_else(|p| p.into_inner()).take();
+    let kept = take_spare(&spare);
     let client = match (retry, kept) {
         (true, Some(client)) => Ok(client),
         (true, None) => connect_retrying(connect, cancel).and_then(pinned),

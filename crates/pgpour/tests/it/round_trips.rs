@@ -144,9 +144,18 @@ fn a_key_dropped_for_the_load_costs_few_round_trips() {
         .unwrap()
         .get(0);
     assert!(key, "the key is back");
+    // The sessions that send no data: the loading session's turns depend on
+    // whether an answer comes back before the next chunk goes (timing), the
+    // others' do not.
+    let without_data = |stats: Vec<ConnectionStats>| -> Vec<ConnectionStats> {
+        stats
+            .into_iter()
+            .filter(|c| c.copy_data_messages == 0)
+            .collect()
+    };
     let (plain, with_key) = (
-        turns_after_handshakes(&plain),
-        turns_after_handshakes(&with_key),
+        turns_after_handshakes(&without_data(plain)),
+        turns_after_handshakes(&without_data(with_key)),
     );
     eprintln!("{plain} turns without the key, {with_key} with it");
     // 7 more when this was written (8 before the undo's messages were
