@@ -1,6 +1,7 @@
 //! A journaled worker's loop: chunks stream on the fast path
-//! (`crate::copy_stream`), at most one round trip each, the next one sent
-//! before the last is answered. What the fast path hands back (a refused
+//! (`crate::copy_stream`), at most one round trip each, the next ones
+//! (`Plan::chunks_ahead`, more the farther the server) sent before the
+//! last is answered. What the fast path hands back (a refused
 //! row, a transient failure, a lost session) goes to the careful path on
 //! the driver's session, opened only then.
 
