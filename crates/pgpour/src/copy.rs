@@ -16,12 +16,10 @@ use std::ops::Range;
 
 use postgres::{GenericClient, Transaction};
 
+use crate::chunk::Chunk;
 use crate::copy_context::CopyContext;
 use crate::error::{BadRow, Error, ServerError};
-use crate::frame::{
-    copy_lines, count_byte, first_terminator, stray_line_break, Eol, Framer, Syntax,
-};
-use crate::reader::Chunk;
+use crate::frame::{copy_lines, count_byte, stray_line_break, Eol, Framer, Syntax};
 use crate::reject::{RejectBudget, RejectSink};
 use crate::sqlstate::{blame, Blame};
 use crate::validate::{Problem, Validator};
@@ -124,7 +122,7 @@ impl<'a> ChunkLoader<'a> {
     /// that starts with a stray line ending, which sent first would be
     /// taken for the input's, the good records after it refused.
     pub fn needs_care(&self, chunk: &Chunk) -> bool {
-        starts_with_stray_line_ending(self.syntax, chunk)
+        chunk.starts_with_stray_line_ending(self.syntax)
     }
 
     /// Loads a chunk whose COPY the server refused (`server` says why) on
@@ -518,15 +516,6 @@ impl Records {
             value: None,
         })
     }
-}
-
-/// Whether the chunk's first record ends otherwise than the input's records:
-/// sent first, it would make the server expect that line ending.
-fn starts_with_stray_line_ending(syntax: Syntax, chunk: &Chunk) -> bool {
-    let Some(eol) = chunk.eol else {
-        return false;
-    };
-    first_terminator(syntax, &chunk.data, true).is_some_and(|(_, first)| first != eol)
 }
 
 impl ChunkLoader<'_> {

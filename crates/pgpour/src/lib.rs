@@ -24,6 +24,7 @@
 //! they take and give. `frame` is public too: the record
 //! framer, a pure push parser, usable on its own.
 
+mod chunk;
 mod chunk_range;
 mod commit_mode;
 mod conn;

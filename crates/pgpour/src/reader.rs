@@ -6,6 +6,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use crossbeam_channel::Sender;
 
+use crate::chunk::{Batch, Chunk, Joiner};
 use crate::error::{Error, Position, Result};
 use crate::format::{FormatOptions, Header};
 use crate::frame::{
@@ -14,37 +15,6 @@ use crate::frame::{
 };
 use crate::input::InputSpec;
 use crate::progress::Progress;
-
-/// A run of whole records from one input file.
-#[derive(Debug)]
-pub struct Chunk {
-    /// Position in the load, 0-based; chunk 0 carries `--truncate`.
-    pub seq: u64,
-    /// Index of the input this chunk came from.
-    pub input: usize,
-    /// Offset of `data[0]` in the decompressed input.
-    pub offset: u64,
-    /// 1-based physical line number of `data[0]`.
-    pub first_line: u64,
-    /// The input's line ending (known once its first record was read).
-    pub eol: Option<Eol>,
-    /// Physical lines in `data`.
-    pub lines: u64,
-    pub data: Vec<u8>,
-}
-
-impl Chunk {
-    /// Where the chunk lies, for the journal.
-    pub fn range(&self) -> crate::chunk_range::ChunkRange {
-        crate::chunk_range::ChunkRange {
-            input: self.input,
-            byte_start: self.offset,
-            byte_end: self.offset + self.data.len() as u64,
-            first_line: self.first_line,
-            lines: self.lines,
-        }
-    }
-}
 
 /// A stretch of one input to read: all of it, or on resume a gap between
 /// chunks an earlier run committed.
@@ -247,6 +217,33 @@ pub(crate) struct Reader<'a> {
     pub cancel: &'a AtomicBool,
 }
 
+/// Where the reader's chunks go: numbered, joined into batches, sent.
+struct Outbox<'a> {
+    tx: &'a Sender<Batch>,
+    joiner: Joiner,
+    /// Chunks made so far.
+    seq: u64,
+}
+
+impl Outbox<'_> {
+    /// False when every worker has gone: the load stopped.
+    fn send(&mut self, chunk: Chunk) -> bool {
+        self.seq += 1;
+        match self.joiner.push(chunk) {
+            Some(batch) => self.tx.send(batch).is_ok(),
+            None => true,
+        }
+    }
+
+    /// Sends the batch still held, at the end of the inputs.
+    fn flush(&mut self) -> bool {
+        match self.joiner.take() {
+            Some(batch) => self.tx.send(batch).is_ok(),
+            None => true,
+        }
+    }
+}
+
 /// How reading a segment ended.
 enum SegmentEnd {
     /// All of it was read.
@@ -265,12 +262,16 @@ pub(crate) enum ReadEnd {
 }
 
 impl Reader<'_> {
-    pub fn run(&self, tx: &Sender<Chunk>) -> Result<ReadEnd> {
-        let mut seq = 0;
+    pub fn run(&self, tx: &Sender<Batch>) -> Result<ReadEnd> {
+        let mut out = Outbox {
+            tx,
+            joiner: Joiner::new(self.format.syntax(), self.chunk_size),
+            seq: 0,
+        };
         for (index, input) in self.inputs.iter().enumerate() {
             for segment in &self.segments[index] {
                 let framer = Framer::new(self.format.syntax()).with_max_record(self.max_record);
-                match self.read_segment(index, input, segment, framer, tx, &mut seq)? {
+                match self.read_segment(index, input, segment, framer, &mut out)? {
                     SegmentEnd::Read => {}
                     // COPY reads nothing of an input after its marker.
                     SegmentEnd::EndMarker => break,
@@ -278,7 +279,10 @@ impl Reader<'_> {
                 }
             }
         }
-        Ok(ReadEnd::Done { chunks: seq })
+        if !out.flush() {
+            return Ok(ReadEnd::Stopped);
+        }
+        Ok(ReadEnd::Done { chunks: out.seq })
     }
 
     /// Reads one segment of an input, up to its end or an end-of-data marker.
@@ -292,8 +296,7 @@ impl Reader<'_> {
         input: &InputSpec,
         segment: &Segment,
         mut framer: Framer,
-        tx: &Sender<Chunk>,
-        seq: &mut u64,
+        out: &mut Outbox<'_>,
     ) -> Result<SegmentEnd> {
         let stream = input.open_at(segment.from, &self.progress.input_bytes_read)?;
         let stream: Box<dyn Read + Send> = match segment.to {
@@ -346,7 +349,7 @@ impl Reader<'_> {
             }
             let lines = self.count_lines(&framer, &data);
             let chunk = Chunk {
-                seq: *seq,
+                seq: out.seq,
                 input: index,
                 offset,
                 first_line: line,
@@ -356,8 +359,7 @@ impl Reader<'_> {
             };
             offset += chunk.data.len() as u64;
             line += lines;
-            *seq += 1;
-            if tx.send(chunk).is_err() {
+            if !out.send(chunk) {
                 // Every worker has gone: the load stopped.
                 return Ok(SegmentEnd::Stopped);
             }
@@ -450,7 +452,7 @@ mod tests {
         let end = reader.run(&tx);
         drop(tx);
         let read = progress.input_bytes_read.load(Ordering::Relaxed);
-        (end, rx.into_iter().collect(), read)
+        (end, rx.into_iter().flatten().collect(), read)
     }
 
     fn write_file(dir: &tempfile::TempDir, name: &str, bytes: &[u8]) -> std::path::PathBuf {

@@ -495,6 +495,19 @@ pub fn count_records(syntax: Syntax, eol: Option<Eol>, data: &[u8]) -> u64 {
     records + u64::from(last_end < data.len())
 }
 
+/// Whether `data`, whole records as a chunk holds them, ends with a
+/// record's terminator rather than inside a record (an unterminated last
+/// line, or a quote still open at the end of the input): only then may
+/// another input's records follow it in one COPY and be read as they
+/// would be alone.
+pub fn ends_terminated(syntax: Syntax, eol: Option<Eol>, data: &[u8]) -> bool {
+    let Some(eol) = eol else {
+        // No line end seen in the input: one record, unterminated.
+        return false;
+    };
+    Framer::with_eol(syntax, Some(eol)).find_cut(data, data.len(), false) == Some(data.len())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -591,5 +604,23 @@ mod tests {
         assert_eq!(framer.find_cut(b"a\r", 1, false), None);
         assert_eq!(framer.find_cut(b"a\r\nb", 1, false), Some(3));
         assert_eq!(framer.eol(), Some(Eol::CrLf));
+    }
+
+    #[test]
+    fn knows_whether_the_last_record_is_terminated() {
+        let lf = Some(Eol::Lf);
+        assert!(ends_terminated(CSV, lf, b"1,a\n2,b\n"));
+        assert!(ends_terminated(CSV, lf, b"1,\"a\nb\"\n"));
+        assert!(!ends_terminated(CSV, lf, b"1,a\n2,b"));
+        // The line end is inside a quote that never closes.
+        assert!(!ends_terminated(CSV, lf, b"1,a\n2,\"b\n"));
+        assert!(!ends_terminated(CSV, None, b"1,a"));
+        assert!(ends_terminated(Syntax::Text, lf, b"1\ta\n"));
+        // An escaped line end is data: the record goes on.
+        assert!(!ends_terminated(Syntax::Text, lf, b"1\ta\\\n"));
+        assert!(ends_terminated(Syntax::Text, lf, b"1\ta\\\\\n"));
+        let crlf = Some(Eol::CrLf);
+        assert!(ends_terminated(CSV, crlf, b"1,a\r\n"));
+        assert!(!ends_terminated(CSV, crlf, b"1,a\r\n2,b\n"));
     }
 }

@@ -16,16 +16,39 @@ use pgpour_testkit::{shared_cluster, TestDb, SUPERUSER_PASSWORD};
 use crate::harness::connect;
 
 /// A TCP proxy to the cluster that forwards everything, except that after
-/// the `cut_at`-th COMMIT a client sends it lets the server work a moment,
-/// then closes both sides without passing on the reply.
+/// the `cut_at`-th message `cut_on` (a COMMIT, by default) a client sends,
+/// it lets the server work a moment, then closes both sides without
+/// passing on the reply. Or, not `pass_on`, it closes them without passing
+/// on the message.
 struct CommitCutter {
     port: u16,
 }
 
 const COMMIT: &[u8] = b"Q\0\0\0\x0bCOMMIT\0";
+/// The end of a COPY's data: a streamed chunk commits on it.
+const COPY_DONE: &[u8] = b"c\0\0\0\x04";
+
+/// Which message to cut the connection on, and whether it goes through.
+#[derive(Clone, Copy)]
+struct Cut {
+    on: &'static [u8],
+    at: usize,
+    pass_on: bool,
+}
 
 impl CommitCutter {
     fn start(server_port: u16, cut_at: usize) -> Self {
+        Self::start_cutting(
+            server_port,
+            Cut {
+                on: COMMIT,
+                at: cut_at,
+                pass_on: true,
+            },
+        )
+    }
+
+    fn start_cutting(server_port: u16, cut: Cut) -> Self {
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let port = listener.local_addr().unwrap().port();
         let commits = Arc::new(AtomicUsize::new(0));
@@ -34,15 +57,18 @@ impl CommitCutter {
                 let Ok(server) = TcpStream::connect(("127.0.0.1", server_port)) else {
                     continue;
                 };
-                let cut = Arc::new(AtomicBool::new(false));
+                let cutting = Arc::new(AtomicBool::new(false));
                 let watch = Watch {
-                    commits: commits.clone(),
-                    cut_at,
-                    cut: cut.clone(),
+                    seen: commits.clone(),
+                    cut,
+                    cutting: cutting.clone(),
                 };
+                let cut = cutting;
                 let (c2, s2) = (client.try_clone().unwrap(), server.try_clone().unwrap());
                 std::thread::spawn(move || pump(s2, c2, &cut, None));
-                std::thread::spawn(move || pump(client, server, &watch.cut.clone(), Some(watch)));
+                std::thread::spawn(move || {
+                    pump(client, server, &watch.cutting.clone(), Some(watch))
+                });
             }
         });
         CommitCutter { port }
@@ -51,11 +77,12 @@ impl CommitCutter {
 
 /// What the client-to-server pump looks for.
 struct Watch {
-    commits: Arc<AtomicUsize>,
-    cut_at: usize,
-    /// Set before the chosen COMMIT is passed on: from then on the server's
-    /// replies are dropped.
-    cut: Arc<AtomicBool>,
+    /// The messages seen so far, over every connection.
+    seen: Arc<AtomicUsize>,
+    cut: Cut,
+    /// Set before the chosen message is passed on: from then on the
+    /// server's replies are dropped.
+    cutting: Arc<AtomicBool>,
 }
 
 /// Copies `from` to `to` until the connection is cut.
@@ -66,23 +93,34 @@ fn pump(mut from: TcpStream, mut to: TcpStream, cut: &AtomicBool, watch: Option<
             Ok(0) | Err(_) => break,
             Ok(n) => n,
         };
-        let cutting = watch.as_ref().is_some_and(|w| {
-            let seen = buf[..n]
-                .windows(COMMIT.len())
-                .filter(|x| *x == COMMIT)
-                .count();
-            let before = w.commits.fetch_add(seen, Ordering::SeqCst);
-            before < w.cut_at && before + seen >= w.cut_at
+        // Where the chosen message starts in this read, if it is in it.
+        let cutting = watch.as_ref().and_then(|w| {
+            let at: Vec<usize> = buf[..n]
+                .windows(w.cut.on.len())
+                .enumerate()
+                .filter(|(_, x)| *x == w.cut.on)
+                .map(|(i, _)| i)
+                .collect();
+            let before = w.seen.fetch_add(at.len(), Ordering::SeqCst);
+            let chosen = w.cut.at.checked_sub(before + 1)?;
+            let start = *at.get(chosen)?;
+            Some(match w.cut.pass_on {
+                true => n,
+                false => start,
+            })
         });
-        if cutting {
-            cut.store(true, Ordering::SeqCst);
-        }
-        if cut.load(Ordering::SeqCst) && !cutting {
+        let cutting = match cutting {
+            Some(upto) => {
+                cut.store(true, Ordering::SeqCst);
+                Some(upto)
+            }
+            None if cut.load(Ordering::SeqCst) => break,
+            None => None,
+        };
+        if to.write_all(&buf[..cutting.unwrap_or(n)]).is_err() {
             break;
         }
-        if to.write_all(&buf[..n]).is_err() {
-            break;
-        }
+        let cutting = cutting.is_some();
         if cutting {
             // The server commits meanwhile; its reply is not passed on.
             std::thread::sleep(Duration::from_millis(300));
@@ -206,5 +244,80 @@ fn rejected_rows_that_cannot_be_written_keep_their_chunk_from_committing() {
             failure.error
         );
         assert_eq!(count(&db), 0, "journal {journal}: the chunk did not commit");
+    }
+}
+
+/// 30 small files of 5 numbers each in batches of about 3 files, and a
+/// connection to `db` through a proxy that cuts the connection at the
+/// 5th end of a COPY's data (the first is the trial COPY's): with the
+/// server's reply lost, or before the server had it all.
+fn small_files_behind_a_cut(
+    db: &TestDb,
+    dir: &std::path::Path,
+    pass_on: bool,
+) -> (LoadOptions, ConnectOptions) {
+    db.client().batch_execute("CREATE TABLE t (n int)").unwrap();
+    let (_, server_port) = db.cluster().tcp().expect("an owned cluster");
+    let inputs = (0..30)
+        .map(|file| {
+            let path = dir.join(format!("part-{file:02}.csv"));
+            let rows: String = (1..=5).map(|n| format!("{}\n", file * 5 + n)).collect();
+            std::fs::write(&path, rows).unwrap();
+            InputSpec::File(path)
+        })
+        .collect();
+    let proxy = CommitCutter::start_cutting(
+        server_port,
+        Cut {
+            on: COPY_DONE,
+            at: 5,
+            pass_on,
+        },
+    );
+    let conninfo = format!(
+        "host=127.0.0.1 port={} user=postgres password={SUPERUSER_PASSWORD} dbname={} sslmode=disable",
+        proxy.port, db.name
+    );
+    let connect = ConnectOptions::resolve(Some(&conninfo), &|_| None).unwrap();
+    let mut options = LoadOptions::new(
+        inputs,
+        TableName::parse("t").unwrap(),
+        FormatOptions::new(Format::Csv),
+    );
+    options.workers = Some(1);
+    options.chunk_size = 64;
+    (options, connect)
+}
+
+/// A batch of small files whose session broke before its answer committed
+/// whole or not at all: the journal tells which, and every row ends loaded
+/// once, each file with its own journal row.
+#[test]
+fn a_lost_batch_of_small_files_is_neither_doubled_nor_dropped() {
+    for pass_on in [true, false] {
+        let name = format!("lost_batch_{}", if pass_on { "committed" } else { "not" });
+        let db = shared_cluster().create_database(&name);
+        let dir = tempfile::tempdir().unwrap();
+        let (options, connect) = small_files_behind_a_cut(&db, dir.path(), pass_on);
+        let summary = pgpour::load(
+            &connect,
+            &options,
+            &Progress::default(),
+            &AtomicBool::new(false),
+        )
+        .unwrap_or_else(|f| panic!("{name}: {}", f.error));
+        assert_eq!(summary.rows_loaded, 150, "{name}");
+        let (rows, distinct, ranges): (i64, i64, i64) = {
+            let row = db
+                .client()
+                .query_one(
+                    "SELECT (SELECT count(*) FROM t), (SELECT count(DISTINCT n) FROM t), \
+                     (SELECT count(*) FROM pgpour.chunks WHERE load_id = $1)",
+                    &[&summary.load_id],
+                )
+                .unwrap();
+            (row.get(0), row.get(1), row.get(2))
+        };
+        assert_eq!((rows, distinct, ranges), (150, 150, 30), "{name}");
     }
 }

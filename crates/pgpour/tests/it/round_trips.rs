@@ -13,14 +13,21 @@ use crate::harness::load_via;
 /// Loads `rows` rows of `n,x` in chunks of `chunk_size` bytes with one
 /// worker through a counting proxy; the proxy's view of each connection.
 fn counted_load(db: &TestDb, rows: usize, chunk_size: usize) -> Option<Vec<ConnectionStats>> {
-    counted_load_with(db, rows, chunk_size, "sslmode=disable", "n int, x text")
+    counted_load_with(
+        db,
+        (rows, 1),
+        chunk_size,
+        "sslmode=disable",
+        "n int, x text",
+    )
 }
 
-/// `counted_load` over `tls` (an sslmode) into a table of `columns` (whose
-/// own columns `n` and `x` the file fills).
+/// `counted_load` of `rows` split into `files` files, over `tls` (an
+/// sslmode) into a table of `columns` (whose own columns `n` and `x` the
+/// files fill).
 fn counted_load_with(
     db: &TestDb,
-    rows: usize,
+    (rows, files): (usize, usize),
     chunk_size: usize,
     tls: &str,
     columns: &str,
@@ -35,9 +42,16 @@ fn counted_load_with(
         ))
         .unwrap();
     let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("in.csv");
-    let body: String = (0..rows).map(|i| format!("{i},x{i}\n")).collect();
-    std::fs::write(&path, body).unwrap();
+    let mut inputs = Vec::new();
+    for file in 0..files {
+        let path = dir.path().join(format!("in-{file:03}.csv"));
+        let body: String = (0..rows)
+            .filter(|i| i % files == file)
+            .map(|i| format!("{i},x{i}\n"))
+            .collect();
+        std::fs::write(&path, body).unwrap();
+        inputs.push(InputSpec::File(path));
+    }
     let conninfo = |port: u16| {
         let conninfo = format!(
             "host=127.0.0.1 port={port} user=postgres password={SUPERUSER_PASSWORD} dbname={} {tls}",
@@ -47,7 +61,7 @@ fn counted_load_with(
     };
     let options = |table: &str| {
         let mut options = LoadOptions::new(
-            vec![InputSpec::from_arg(path.to_str().unwrap())],
+            inputs.clone(),
             TableName::parse(table).unwrap(),
             FormatOptions::new(Format::Csv),
         );
@@ -98,6 +112,21 @@ fn each_chunk_after_the_first_costs_at_most_one_round_trip() {
 }
 
 #[test]
+fn small_files_cost_the_round_trips_of_one_file() {
+    let db = shared_cluster().create_database("round_trips_one_file");
+    let Some(one) = counted_load(&db, 400, 1 << 20) else {
+        return;
+    };
+    let db = shared_cluster().create_database("round_trips_small_files");
+    let columns = "n int, x text";
+    let many = counted_load_with(&db, (400, 40), 1 << 20, "sslmode=disable", columns).unwrap();
+    let (one, many) = (turns_after_handshakes(&one), turns_after_handshakes(&many));
+    // The 40 files share one COPY: as many turns as one file (one each
+    // before they did).
+    assert!(many <= one + 1, "{many} turns for 40 files, {one} for one");
+}
+
+#[test]
 fn a_small_load_waits_for_few_round_trips() {
     let db = shared_cluster().create_database("round_trips_small");
     let Some(stats) = counted_load(&db, 10, 1 << 20) else {
@@ -132,7 +161,7 @@ fn a_key_dropped_for_the_load_costs_few_round_trips() {
     let db = shared_cluster().create_database("round_trips_key");
     let with_key = counted_load_with(
         &db,
-        rows,
+        (rows, 1),
         chunk,
         "sslmode=disable",
         "id serial PRIMARY KEY, n int, x text",
@@ -178,7 +207,8 @@ fn chunks_stream_over_tls_when_the_sslmode_asks_for_it() {
     }
     let db = cluster.create_database("round_trips_tls");
     // Many small chunks: the streaming session carries almost all of them.
-    let Some(stats) = counted_load_with(&db, 400, 100, "sslmode=require", "n int, x text") else {
+    let Some(stats) = counted_load_with(&db, (400, 1), 100, "sslmode=require", "n int, x text")
+    else {
         return;
     };
     assert!(

@@ -202,6 +202,34 @@ fn many_files_in_order_with_headers() {
         .check("many_files");
 }
 
+/// Small files share a COPY (a batch) only where each is read there as
+/// alone: these mix line endings, files without a final line end, quoted
+/// line ends at a file's end, and an empty file.
+#[test]
+fn small_files_of_every_shape_load_as_copy_reads_each() {
+    let files: Vec<Vec<u8>> = [
+        &b"1,a,x\n"[..],
+        b"2,\"b\nb\",y\r\n",
+        b"3,c,z\r\n4,d,w\r\n",
+        b"5,e,v",
+        b"6,f,u\n",
+        b"7,\"g\",t\n8,h,s",
+        b"",
+        b"9,i,r\r",
+        b"10,j,q\r11,k,p\r",
+        b"12,\"l\n\",o\n",
+        b"13,m,\"n\r\n\"\n",
+        b"14,\\.,m\n",
+        b"15,n,l\n",
+    ]
+    .iter()
+    .map(|f| f.to_vec())
+    .collect();
+    Case::csv(ABC, b"")
+        .files(files)
+        .check("small_files_every_shape");
+}
+
 #[test]
 fn gzip_and_zstd_inputs() {
     let plain = b"1,\"a\nb\",x\n2,c,y\n".repeat(500);

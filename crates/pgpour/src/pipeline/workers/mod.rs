@@ -6,6 +6,7 @@
 //! Memory stays bounded: at most `2 × workers` chunks wait in the channel,
 //! each worker holds one, and the reader builds one.
 
+mod split;
 mod streaming;
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -15,13 +16,14 @@ use std::time::{Duration, Instant};
 use postgres::Client;
 
 use super::decide::{AtomicMode, Plan};
+use crate::chunk::{Batch, Chunk};
 use crate::conn::ConnectOptions;
 use crate::copy::{ChunkLoader, Loaded};
 use crate::error::{Error, Result};
 use crate::gate::{Gate, OpenOnDrop};
 use crate::plan::Target;
 use crate::progress::Progress;
-use crate::reader::{Chunk, ReadEnd, Reader, Segment};
+use crate::reader::{ReadEnd, Reader, Segment};
 use crate::reject::{RejectBudget, RejectSink};
 use crate::run_lock::RunLock;
 use crate::sessions::{connect_retrying, journaled_session, RETRY_FOR};
@@ -100,7 +102,7 @@ pub(super) fn run(
     let mut first_client = Some(client);
 
     let read_end = std::thread::scope(|scope| {
-        let (tx, rx) = crossbeam_channel::bounded::<Chunk>(2 * workers);
+        let (tx, rx) = crossbeam_channel::bounded::<Batch>(2 * workers);
         for index in 0..workers {
             let rx = rx.clone();
             let client = if index == 0 {
@@ -202,7 +204,7 @@ struct Worker<'a> {
 }
 
 impl Worker<'_> {
-    fn run(&self, client: Option<Client>, rx: crossbeam_channel::Receiver<Chunk>) -> Result<()> {
+    fn run(&self, client: Option<Client>, rx: crossbeam_channel::Receiver<Batch>) -> Result<()> {
         if let (None, Some(load_id)) = (self.atomic, self.loader.journal) {
             return self.run_streaming(client, rx, load_id);
         }
@@ -211,7 +213,8 @@ impl Worker<'_> {
             return self.run_atomic(client, rx, mode);
         }
         let truncate = self.target.truncate_sql();
-        for chunk in rx {
+        // Without the fast path, the chunks of a batch go one by one.
+        for chunk in rx.into_iter().flatten() {
             let first = chunk.seq == 0;
             let Some(mut opener) = self.admit(&chunk) else {
                 break;
@@ -295,14 +298,14 @@ impl Worker<'_> {
     fn run_atomic(
         &self,
         mut client: Client,
-        rx: crossbeam_channel::Receiver<Chunk>,
+        rx: crossbeam_channel::Receiver<Batch>,
         mode: AtomicMode,
     ) -> Result<()> {
         let mut tx = client
             .transaction()
             .map_err(Error::db("starting the load's transaction"))?;
         let truncate = self.target.truncate_sql();
-        for chunk in rx {
+        for chunk in rx.into_iter().flatten() {
             if self.stop.load(Ordering::SeqCst) || self.cancel.load(Ordering::SeqCst) {
                 return Ok(());
             }

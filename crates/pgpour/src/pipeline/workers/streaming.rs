@@ -1,33 +1,39 @@
-//! A journaled worker's loop: chunks stream on the fast path
+//! A journaled worker's loop: batches stream on the fast path
 //! (`crate::copy_stream`), at most one round trip each, the next ones
 //! (`Plan::chunks_ahead`, more the farther the server) sent before the
 //! last is answered. What the fast path hands back (a refused
 //! row, a transient failure, a lost session) goes to the careful path on
-//! the driver's session, opened only then.
+//! the driver's session, opened only then; a batch of several chunks is
+//! split first (`split.rs`).
 
+use std::collections::VecDeque;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use postgres::Client;
 
 use super::{FirstTry, Worker};
+use crate::chunk::{Batch, Chunk};
 use crate::copy::Loaded;
 use crate::copy_stream::{ChunkStream, Settled, StreamSetup};
 use crate::error::{Error, Result};
-use crate::reader::Chunk;
 use crate::sessions::RETRY_FOR;
 
 /// The driver's session, set up the first time the careful path needs it.
 #[derive(Default)]
-struct CarefulSession {
+pub(super) struct CarefulSession {
     ready: Option<Client>,
 }
+
+/// Batches split after the fast path refused or lost them, sent again
+/// before the next from the reader.
+pub(super) type Again = VecDeque<Batch>;
 
 impl Worker<'_> {
     pub(super) fn run_streaming(
         &self,
         given: Option<Client>,
-        rx: crossbeam_channel::Receiver<Chunk>,
+        rx: crossbeam_channel::Receiver<Batch>,
         load_id: &str,
     ) -> Result<()> {
         // The load's first session idles through the load: kept for its
@@ -45,16 +51,21 @@ impl Worker<'_> {
             run_token: self.loader.run_token,
             warm: self.warm,
         }));
-        let mut result = self.stream_chunks(&mut stream, &mut careful, rx);
+        let mut result = self.stream_batches(&mut stream, &mut careful, rx);
         match (&result, stream.as_mut()) {
-            (Ok(()), _) => result = self.drain(&mut stream, &mut careful),
+            // Stopped early: what is in flight is settled and counted (a
+            // batch split meanwhile is not sent again).
+            (Ok(()), _) => result = self.drain(&mut stream, &mut careful, &mut Again::new()),
             (Err(_), Some(live)) => {
-                // After a failure, chunks still in flight may commit all
+                // After a failure, batches still in flight may commit all
                 // the same: counted if they did (the journal has them
                 // either way), none loaded carefully.
                 while let Some(settled) = live.settle() {
-                    if let Settled::Loaded { chunk, rows, .. } = settled {
-                        self.count_streamed(&chunk, rows);
+                    if let Settled::Loaded {
+                        batch, journaled, ..
+                    } = settled
+                    {
+                        self.count_streamed(&batch, &journaled);
                     }
                 }
             }
@@ -66,93 +77,136 @@ impl Worker<'_> {
         result
     }
 
-    fn stream_chunks(
+    fn stream_batches(
         &self,
         stream: &mut Option<ChunkStream>,
         careful: &mut CarefulSession,
-        rx: crossbeam_channel::Receiver<Chunk>,
+        rx: crossbeam_channel::Receiver<Batch>,
     ) -> Result<()> {
-        let truncate = self.target.truncate_sql();
-        for chunk in rx {
-            let first = chunk.seq == 0;
-            let Some(mut opener) = self.admit(&chunk) else {
-                break;
+        let mut again = Again::new();
+        loop {
+            let batch = match again.pop_front() {
+                Some(batch) => batch,
+                None => match rx.recv() {
+                    Ok(batch) => batch,
+                    Err(_) => {
+                        // The reader is done: what is still in flight may
+                        // come back split, to be sent again.
+                        self.drain(stream, careful, &mut again)?;
+                        match again.pop_front() {
+                            Some(batch) => batch,
+                            None => return Ok(()),
+                        }
+                    }
+                },
             };
-            let before = (first && self.truncate).then_some(truncate.as_str());
-            let fast = before.is_none() && !self.loader.needs_care(&chunk);
-            let Some(live) = stream.as_mut().filter(|_| fast) else {
-                // The TRUNCATE goes with the first chunk, on the driver's
-                // session; so does a chunk that needs the careful path from
-                // the start, and everything once the fast path is off.
-                self.drain(stream, careful)?;
-                let result = self.carefully(careful, before, &chunk, FirstTry::Whole);
-                if let (Ok(_), Some(opener)) = (&result, opener.as_mut()) {
-                    opener.committed = true;
-                }
-                self.count(&chunk, &result?);
-                continue;
-            };
-            if let Err(unsent) = live.send(chunk) {
-                let (chunk, error) = *unsent;
-                self.drain(stream, careful)?;
-                if !error.is_transient() {
-                    // A session this side cannot open (say, an
-                    // authentication method only the driver speaks):
-                    // the driver's session takes every chunk.
-                    *stream = None;
-                }
-                let result = self.carefully(careful, None, &chunk, FirstTry::Whole);
-                if let (Ok(_), Some(opener)) = (&result, opener.as_mut()) {
-                    opener.committed = true;
-                }
-                self.count(&chunk, &result?);
-                continue;
-            }
-            // The first chunk is answered before any other goes out.
-            let keep = if first { 0 } else { self.plan.chunks_ahead };
-            while live.in_flight() > keep {
-                let Some(settled) = live.settle() else { break };
-                let mut batch = vec![settled];
-                if !matches!(batch[0], Settled::Loaded { .. }) {
-                    // Every answer still due is read before any careful
-                    // work: a chunk in flight may hold locks the careful
-                    // path waits for, while its session waits for us.
-                    batch.extend(std::iter::from_fn(|| live.settle()));
-                }
-                let committed = self.settled_all(batch, careful)?;
-                if let (true, Some(opener)) = (committed, opener.as_mut()) {
-                    opener.committed = true;
-                }
+            if !self.stream_batch(batch, stream, careful, &mut again)? {
+                return Ok(());
             }
         }
-        Ok(())
+    }
+
+    /// Sends one batch on the fast path, or loads it carefully; false when
+    /// the load stops first.
+    fn stream_batch(
+        &self,
+        batch: Batch,
+        stream: &mut Option<ChunkStream>,
+        careful: &mut CarefulSession,
+        again: &mut Again,
+    ) -> Result<bool> {
+        let first = batch[0].seq == 0;
+        let Some(mut opener) = self.admit(&batch[0]) else {
+            return Ok(false);
+        };
+        let truncate = self.target.truncate_sql();
+        let before = (first && self.truncate).then_some(truncate.as_str());
+        let fast = before.is_none() && !batch.iter().any(|c| self.loader.needs_care(c));
+        let Some(live) = stream.as_mut().filter(|_| fast) else {
+            // The TRUNCATE goes with the first chunk, on the driver's
+            // session; so does a chunk that needs the careful path from
+            // the start, and everything once the fast path is off.
+            self.drain(stream, careful, again)?;
+            self.one_by_one(careful, before, batch, FirstTry::Whole)?;
+            if let Some(opener) = opener.as_mut() {
+                opener.committed = true;
+            }
+            return Ok(true);
+        };
+        if let Err(unsent) = live.send(batch) {
+            let (batch, error) = *unsent;
+            self.drain(stream, careful, again)?;
+            if !error.is_transient() {
+                // A session this side cannot open (say, an
+                // authentication method only the driver speaks):
+                // the driver's session takes every chunk.
+                *stream = None;
+            }
+            self.one_by_one(careful, None, batch, FirstTry::Whole)?;
+            if let Some(opener) = opener.as_mut() {
+                opener.committed = true;
+            }
+            return Ok(true);
+        }
+        // The first batch is answered before any other goes out.
+        let keep = if first { 0 } else { self.plan.chunks_ahead };
+        while live.in_flight() > keep {
+            let Some(settled) = live.settle() else { break };
+            let mut settled_now = vec![settled];
+            if !matches!(settled_now[0], Settled::Loaded { .. }) {
+                // Every answer still due is read before any careful
+                // work: a batch in flight may hold locks the careful
+                // path waits for, while its session waits for us.
+                settled_now.extend(std::iter::from_fn(|| live.settle()));
+            }
+            let committed = self.settled_all(settled_now, careful, again)?;
+            if let (true, Some(opener)) = (committed, opener.as_mut()) {
+                opener.committed = true;
+            }
+        }
+        Ok(true)
     }
 
     /// Reads every answer still due before careful work, which could wait
-    /// for locks a chunk in flight holds while that chunk's session waits
+    /// for locks a batch in flight holds while that batch's session waits
     /// for us to read.
-    fn drain(&self, stream: &mut Option<ChunkStream>, careful: &mut CarefulSession) -> Result<()> {
+    fn drain(
+        &self,
+        stream: &mut Option<ChunkStream>,
+        careful: &mut CarefulSession,
+        again: &mut Again,
+    ) -> Result<()> {
         let Some(live) = stream.as_mut() else {
             return Ok(());
         };
-        let batch: Vec<Settled> = std::iter::from_fn(|| live.settle()).collect();
-        match batch.is_empty() {
+        let settled: Vec<Settled> = std::iter::from_fn(|| live.settle()).collect();
+        match settled.is_empty() {
             true => Ok(()),
-            false => self.settled_all(batch, careful).map(drop),
+            false => self.settled_all(settled, careful, again).map(drop),
         }
     }
 
     /// [`Worker::settled`] for each, in order: true when the first one
-    /// committed. After a failure the chunks that did commit are still
+    /// committed. After a failure the batches that did commit are still
     /// counted, and the first failure is returned.
-    fn settled_all(&self, batch: Vec<Settled>, careful: &mut CarefulSession) -> Result<bool> {
+    fn settled_all(
+        &self,
+        all: Vec<Settled>,
+        careful: &mut CarefulSession,
+        again: &mut Again,
+    ) -> Result<bool> {
         let mut first_committed = None;
         let mut failure = None;
-        for settled in batch {
+        for settled in all {
             let outcome = match (&failure, settled) {
-                (None, settled) => self.settled(settled, careful),
-                (Some(_), Settled::Loaded { chunk, rows, .. }) => {
-                    self.count_streamed(&chunk, rows);
+                (None, settled) => self.settled(settled, careful, again),
+                (
+                    Some(_),
+                    Settled::Loaded {
+                        batch, journaled, ..
+                    },
+                ) => {
+                    self.count_streamed(&batch, &journaled);
                     Ok(true)
                 }
                 (Some(_), _) => Ok(false),
@@ -173,47 +227,59 @@ impl Worker<'_> {
         }
     }
 
-    fn count_streamed(&self, chunk: &Chunk, rows: u64) {
-        let loaded = Loaded {
-            rows,
-            rejected: Vec::new(),
-        };
-        self.count(chunk, &loaded);
+    /// Counts the chunks of a batch that committed on the fast path, each
+    /// with the rows its journal row says.
+    pub(super) fn count_streamed(&self, batch: &[Chunk], journaled: &[u64]) {
+        for (chunk, &rows) in batch.iter().zip(journaled) {
+            let loaded = Loaded {
+                rows,
+                rejected: Vec::new(),
+            };
+            self.count(chunk, &loaded);
+        }
     }
 
-    /// Counts a chunk the fast path settled, or hands it to the careful
-    /// path; true once it is committed.
-    fn settled(&self, settled: Settled, careful: &mut CarefulSession) -> Result<bool> {
-        let (chunk, first_try) = match settled {
+    /// Counts a batch the fast path settled, or hands it to the careful
+    /// path; true once it is committed (false for a batch split to be
+    /// sent again).
+    fn settled(
+        &self,
+        settled: Settled,
+        careful: &mut CarefulSession,
+        again: &mut Again,
+    ) -> Result<bool> {
+        match settled {
             Settled::Loaded {
-                chunk,
+                batch,
                 rows,
-                journaled,
+                mut journaled,
             } => {
-                if rows != journaled {
-                    // The client miscounted the records: a bug, put right
-                    // in the journal before anything reads the count.
-                    let client = self.careful_client(careful)?;
-                    crate::journal::correct_rows(
-                        client,
-                        self.loader.journal,
-                        &chunk.range(),
-                        rows,
-                    )?;
+                let counted: u64 = journaled.iter().sum();
+                if let (Some(last), Some(chunk)) = (journaled.last_mut(), batch.last()) {
+                    if rows != counted {
+                        // The client miscounted the records: a bug, put
+                        // right in the journal (on the last chunk, for a
+                        // batch) before anything reads the count.
+                        *last = (*last + rows).saturating_sub(counted);
+                        let client = self.careful_client(careful)?;
+                        crate::journal::correct_rows(
+                            client,
+                            self.loader.journal,
+                            &chunk.range(),
+                            *last,
+                        )?;
+                    }
                 }
-                self.count_streamed(&chunk, rows);
-                return Ok(true);
+                self.count_streamed(&batch, &journaled);
+                Ok(true)
             }
-            Settled::Failed { chunk, error } => {
-                let file = self.plan.inputs[chunk.input].name();
-                return Err(error.while_loading(&file, chunk.first_line));
+            Settled::Failed { batch, error } => {
+                let file = self.plan.inputs[batch[0].input].name();
+                Err(error.while_loading(&file, batch[0].first_line))
             }
-            Settled::Refused { chunk, server } => (chunk, FirstTry::Refused(server)),
-            Settled::Lost { chunk } => (chunk, FirstTry::AfterLostSession),
-        };
-        let loaded = self.carefully(careful, None, &chunk, first_try)?;
-        self.count(&chunk, &loaded);
-        Ok(true)
+            Settled::Refused { batch, server } => self.refused(batch, server, careful, again),
+            Settled::Lost { batch } => self.lost(batch, careful, again),
+        }
     }
 
     /// A new driver session for the load, its setup retried like the
@@ -235,7 +301,7 @@ impl Worker<'_> {
     }
 
     /// The careful path, retried as every chunk is, on the driver's session.
-    fn carefully(
+    pub(super) fn carefully(
         &self,
         careful: &mut CarefulSession,
         before: Option<&str>,
@@ -249,7 +315,10 @@ impl Worker<'_> {
             .map_err(at)
     }
 
-    fn careful_client<'c>(&self, careful: &'c mut CarefulSession) -> Result<&'c mut Client> {
+    pub(super) fn careful_client<'c>(
+        &self,
+        careful: &'c mut CarefulSession,
+    ) -> Result<&'c mut Client> {
         let client = match careful.ready.take() {
             Some(client) => client,
             None => self.new_session()?,
