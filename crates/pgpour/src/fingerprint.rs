@@ -10,17 +10,35 @@ use crate::input::InputSpec;
 /// What identifies each input's content well enough to refuse a changed
 /// file: size, modification time, and a hash of its first and last 64 KiB.
 pub(crate) fn fingerprints(inputs: &[InputSpec]) -> Result<serde_json::Value> {
+    fingerprints_with(inputs, Hash::Xxh3)
+}
+
+/// The fingerprints as journals written before the hash was xxh3 hold
+/// them (FNV-1a, which runs a byte at a time: with thousands of small
+/// files it was most of a load's start). Asked only when the current ones
+/// differ from a journal's, so that such loads still resume.
+pub(crate) fn legacy_fingerprints(inputs: &[InputSpec]) -> Result<serde_json::Value> {
+    fingerprints_with(inputs, Hash::Fnv1a)
+}
+
+#[derive(Clone, Copy)]
+enum Hash {
+    Xxh3,
+    Fnv1a,
+}
+
+fn fingerprints_with(inputs: &[InputSpec], hash: Hash) -> Result<serde_json::Value> {
     let mut out = Vec::new();
     for input in inputs {
         out.push(match input {
             InputSpec::Stdin => serde_json::json!({ "name": "<stdin>" }),
-            InputSpec::File(path) => fingerprint(path).map_err(Error::io(path))?,
+            InputSpec::File(path) => fingerprint(path, hash).map_err(Error::io(path))?,
         });
     }
     Ok(serde_json::Value::Array(out))
 }
 
-fn fingerprint(path: &Path) -> std::io::Result<serde_json::Value> {
+fn fingerprint(path: &Path, hash: Hash) -> std::io::Result<serde_json::Value> {
     use std::io::{Seek, SeekFrom};
     const SAMPLE: u64 = 64 * 1024;
     let mut file = std::fs::File::open(path)?;
@@ -29,7 +47,9 @@ fn fingerprint(path: &Path) -> std::io::Result<serde_json::Value> {
         .modified()?
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_secs());
-    let mut sample = Vec::new();
+    // Room for all of it up front: one read per part, not a growing
+    // buffer's dozen (felt with thousands of small files).
+    let mut sample = Vec::with_capacity(meta.len().min(2 * SAMPLE) as usize + 1);
     (&mut file).take(SAMPLE).read_to_end(&mut sample)?;
     if meta.len() > SAMPLE {
         file.seek(SeekFrom::Start(
@@ -37,10 +57,15 @@ fn fingerprint(path: &Path) -> std::io::Result<serde_json::Value> {
         ))?;
         file.read_to_end(&mut sample)?;
     }
-    Ok(serde_json::json!({
+    let (key, value) = match hash {
+        Hash::Xxh3 => ("sample_xxh3", xxhash_rust::xxh3::xxh3_64(&sample)),
+        Hash::Fnv1a => ("sample_hash", crate::hash::fnv1a(&sample)),
+    };
+    let mut fingerprint = serde_json::json!({
         "name": path.display().to_string(),
         "size": meta.len(),
         "modified": modified,
-        "sample_hash": format!("{:016x}", crate::hash::fnv1a(&sample)),
-    }))
+    });
+    fingerprint[key] = format!("{value:016x}").into();
+    Ok(fingerprint)
 }

@@ -74,8 +74,9 @@ impl LoadOptions {
         self.load_id.get_or_insert_with(|| new_load_id(table))
     }
 
-    /// Checks what can be checked without the server; the inputs' total size.
-    pub(crate) fn check(&self) -> Result<u64> {
+    /// Checks what can be checked without the server; the inputs' total
+    /// size, when every one has a size (stdin has none).
+    pub(crate) fn check(&self) -> Result<Option<u64>> {
         self.format.validate()?;
         if self.atomic && !self.journal {
             return Err(Error::InvalidOptions(OptionsProblem::AtomicWithoutJournal));
@@ -92,10 +93,10 @@ impl LoadOptions {
         {
             return Err(Error::InvalidOptions(OptionsProblem::StdinTwice));
         }
-        let mut total = 0;
+        let mut total = Some(0);
         for input in &self.inputs {
-            input.check()?;
-            total += input.size().unwrap_or(0);
+            let size = input.check()?;
+            total = total.zip(size).map(|(total, size)| total + size);
         }
         Ok(total)
     }

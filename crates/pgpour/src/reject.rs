@@ -100,7 +100,7 @@ impl RejectSink {
             self.replace.store(true, Ordering::SeqCst);
         }
         for path in [&self.rows_path, &self.log_path] {
-            if let Some(input) = inputs.iter().find(|i| same_file(i, path)) {
+            if let Some(input) = input_at(inputs, path) {
                 return Err(Error::RejectFileIsInput {
                     path: path.clone(),
                     input: input.name(),
@@ -311,18 +311,26 @@ impl RejectSink {
 
 /// Whether `path` names the same file as `input` (same device and inode),
 /// or, before it exists, the same path.
-fn same_file(input: &InputSpec, path: &Path) -> bool {
+/// The input that is the file at `path`, if one is: the same file by
+/// device and inode, or, where either cannot be looked at, by absolute
+/// path. `path` is looked at once, however many inputs there are.
+fn input_at<'a>(inputs: &'a [InputSpec], path: &Path) -> Option<&'a InputSpec> {
     use std::os::unix::fs::MetadataExt;
-    let InputSpec::File(input) = input else {
-        return false;
-    };
-    match (std::fs::metadata(input), std::fs::metadata(path)) {
-        (Ok(a), Ok(b)) => (a.dev(), a.ino()) == (b.dev(), b.ino()),
-        _ => {
-            let absolute = |p: &Path| std::path::absolute(p).ok();
-            absolute(input).is_some() && absolute(input) == absolute(path)
-        }
+    let target = std::fs::metadata(path).map(|m| (m.dev(), m.ino()));
+    if matches!(&target, Err(e) if e.kind() == std::io::ErrorKind::NotFound) {
+        // The inputs were all there when the options were checked.
+        return None;
     }
+    let absolute = std::path::absolute(path).ok();
+    inputs.iter().find(|input| {
+        let InputSpec::File(input) = input else {
+            return false;
+        };
+        match (std::fs::metadata(input), &target) {
+            (Ok(a), Ok(b)) => (a.dev(), a.ino()) == *b,
+            _ => absolute.is_some() && std::path::absolute(input).ok() == absolute,
+        }
+    })
 }
 
 #[cfg(test)]

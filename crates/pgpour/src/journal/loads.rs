@@ -96,7 +96,10 @@ pub(crate) fn begin(
             what: Mismatch::Options,
         });
     }
-    if parse(known_inputs) != fingerprints {
+    let known_inputs = parse(known_inputs);
+    if known_inputs != fingerprints
+        && known_inputs != crate::fingerprint::legacy_fingerprints(inputs)?
+    {
         return Err(Error::LoadMismatch {
             load_id: load_id.to_string(),
             what: Mismatch::Inputs,

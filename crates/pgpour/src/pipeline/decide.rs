@@ -84,12 +84,12 @@ pub(super) fn first_session(connect: &ConnectOptions, options: &LoadOptions) -> 
 /// How many loading sessions a load may use: one per worker that will have
 /// chunks to stream; none when its workers do not stream (no journal,
 /// `--atomic`).
-pub(super) fn streaming_sessions(options: &LoadOptions) -> usize {
+/// `total`: the inputs' size, as `LoadOptions::check` found it.
+pub(super) fn streaming_sessions(options: &LoadOptions, total: Option<u64>) -> usize {
     if !options.journal || options.atomic {
         return 0;
     }
     let workers = options.workers.unwrap_or_else(default_workers).max(1);
-    let total = InputSpec::total_size(&options.inputs);
     let chunk = chunk_size_for(options, total, workers, Duration::ZERO).max(1) as u64;
     match total {
         Some(total) => workers.min(total.div_ceil(chunk).max(1) as usize),
@@ -97,20 +97,20 @@ pub(super) fn streaming_sessions(options: &LoadOptions) -> usize {
     }
 }
 
-/// Checks the options, connects (or takes the session `opened` for it),
+/// For options that passed `LoadOptions::check` (which found the inputs'
+/// size `total`): connects (or takes the session `opened` for it),
 /// resolves the target and checks the COPY before any data moves, then
 /// makes the plan. The session comes back with the search path pinned.
 /// The COPY is tried on a loading session opened ahead, when `warm` has
 /// one: one round trip.
 pub(super) fn decide(
     connect: &ConnectOptions,
-    options: &LoadOptions,
+    (options, total): (&LoadOptions, Option<u64>),
     progress: &Progress,
     opened: Option<Result<Client>>,
     warm: Option<&WarmSessions>,
 ) -> Result<(Client, Plan)> {
-    let total = options.check()?;
-    if !options.inputs.contains(&InputSpec::Stdin) {
+    if let Some(total) = total {
         progress.input_bytes_total.store(total, Ordering::Relaxed);
     }
     let mut client = match opened {
@@ -177,18 +177,21 @@ pub(super) fn decide(
                 .map_err(Error::db("setting up the session"))?;
         }
     }
-    Ok((client, Plan::make(options, target, round_trip)))
+    Ok((client, Plan::make(options, total, target, round_trip)))
 }
 
 impl Plan {
-    fn make(options: &LoadOptions, target: Target, round_trip: Duration) -> Plan {
+    fn make(
+        options: &LoadOptions,
+        total: Option<u64>,
+        target: Target,
+        round_trip: Duration,
+    ) -> Plan {
         let mut workers = options.workers.unwrap_or_else(default_workers).max(1);
         let atomic = atomic_mode(options, workers, target.max_prepared_transactions);
         if atomic == Some(AtomicMode::OneTransaction) {
             workers = 1;
         }
-        // One look at the inputs' sizes for every decision that needs it.
-        let total = InputSpec::total_size(&options.inputs);
         let chunk_size = chunk_size_for(options, total, workers, round_trip);
         Plan {
             load_id: options.load_id.clone().unwrap_or_default(),

@@ -33,7 +33,8 @@ pub struct Explain {
 /// Connects, resolves and checks the target as a load would, and says what
 /// it would do with it.
 pub fn explain(connect: &ConnectOptions, options: &LoadOptions) -> Result<Explain> {
-    let (mut client, plan) = decide(connect, options, &Progress::default(), None, None)?;
+    let total = options.check()?;
+    let (mut client, plan) = decide(connect, (options, total), &Progress::default(), None, None)?;
     // The catalog first; the table itself only if it may lose indexes.
     let facts = crate::table_facts::read(&mut client, &plan.target, false)?;
     let (mut indexes, mut sequences) = plan.changes(&facts);

@@ -63,24 +63,24 @@ pub fn load(
     // sessions open side by side: each handshake is several round trips
     // away from a distant server. Only for options known to be sound.
     let checked = options.check();
-    let warm = match checked {
-        Ok(_) => WarmSessions::open(
+    let warm = match &checked {
+        Ok(total) => WarmSessions::open(
             connect,
             options.load_id.as_deref().unwrap_or_default(),
-            decide::streaming_sessions(&options),
+            decide::streaming_sessions(&options, *total),
         ),
         Err(_) => WarmSessions::default(),
     };
-    let (run, opened) = match checked {
-        Ok(_) => std::thread::scope(|s| {
+    let (run, opened, total) = match checked {
+        Ok(total) => std::thread::scope(|s| {
             let opened = s.spawn(|| decide::first_session(connect, &options));
             let run = run_lock(connect, &options);
             let opened = opened
                 .join()
                 .unwrap_or_else(|p| std::panic::resume_unwind(p));
-            (run, Some(opened))
+            (run, Some(opened), total)
         }),
-        Err(e) => (Err(e), None),
+        Err(e) => (Err(e), None, None),
     };
     let run = match run {
         Ok(run) => run,
@@ -100,6 +100,7 @@ pub fn load(
     let spare = Spare::default();
     let opened = std::sync::Mutex::new(opened);
     let context = Passes {
+        total,
         opened: &opened,
         warm: &warm,
         connect,
@@ -222,6 +223,8 @@ fn run_lock(connect: &ConnectOptions, options: &LoadOptions) -> Result<Option<Ru
 /// What every pass of a load runs with.
 #[derive(Clone, Copy)]
 struct Passes<'a> {
+    /// The inputs' size, when each has one, as the options' check found it.
+    total: Option<u64>,
     connect: &'a ConnectOptions,
     progress: &'a Progress,
     cancel: &'a AtomicBool,
@@ -291,6 +294,7 @@ struct Pass {
 /// One pass: the chunks the journal does not have yet, through the phases.
 fn load_pass(context: &Passes, options: &LoadOptions) -> Result<Pass, Box<LoadFailure>> {
     let Passes {
+        total,
         connect,
         progress,
         cancel,
@@ -307,7 +311,7 @@ fn load_pass(context: &Passes, options: &LoadOptions) -> Result<Pass, Box<LoadFa
     let first_pass = opened.is_some();
     let (mut client, plan) = match decide::decide(
         connect,
-        options,
+        (options, total),
         progress,
         opened,
         warm.any().then_some(warm),

@@ -77,3 +77,61 @@ fn a_resumed_load_runs_with_its_changes() {
         .get(0);
     assert_eq!(rows, 3);
 }
+
+/// FNV-1a, 64 bits: how journals written before xxh3 hashed an input's
+/// sample (its whole content, for a file under 64 KiB).
+fn fnv1a(bytes: &[u8]) -> u64 {
+    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |hash, &b| {
+        (hash ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+    })
+}
+
+/// A load whose journal entry holds the inputs' fingerprints as an older
+/// pgpour wrote them still resumes; the same entry with a wrong sample
+/// hash is refused as a changed input.
+#[test]
+fn a_load_recorded_with_the_older_fingerprints_still_resumes() {
+    let db = shared_cluster().create_database("resume_legacy_fingerprints");
+    let mut client = db.client();
+    client.batch_execute("CREATE TABLE t (n int)").unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("in.csv");
+    let content = b"1\n2\n3\n";
+    std::fs::write(&path, content).unwrap();
+    let options = LoadOptions::new(
+        vec![InputSpec::File(path)],
+        TableName::parse("t").unwrap(),
+        FormatOptions::new(Format::Csv),
+    );
+    let summary = load(&db, &options).unwrap_or_else(|f| panic!("{}", f.error));
+    for (hash, resumes) in [(fnv1a(content), true), (fnv1a(b"other"), false)] {
+        client
+            .execute(
+                "UPDATE pgpour.loads SET inputs = (SELECT jsonb_agg( \
+                   (i - 'sample_xxh3') || jsonb_build_object('sample_hash', $2::text)) \
+                   FROM jsonb_array_elements(inputs) AS i) WHERE load_id = $1",
+                &[&summary.load_id, &format!("{hash:016x}")],
+            )
+            .unwrap();
+        let resumed = pgpour::resume(
+            &connect(&db),
+            &summary.load_id,
+            &ResumeChanges::default(),
+            &Progress::default(),
+            &AtomicBool::new(false),
+        );
+        match (resumed, resumes) {
+            (Ok(again), true) => assert!(again.already_done),
+            (Err(f), false) => {
+                assert!(matches!(f.error, Error::LoadMismatch { .. }), "{}", f.error)
+            }
+            (Ok(_), false) => panic!("a changed input resumed"),
+            (Err(f), true) => panic!("{}", f.error),
+        }
+    }
+    let rows: i64 = client
+        .query_one("SELECT count(*) FROM t", &[])
+        .unwrap()
+        .get(0);
+    assert_eq!(rows, 3);
+}

@@ -23,6 +23,9 @@ pub struct Setup {
     /// The file's columns, comma-separated.
     pub columns: String,
     pub file: PathBuf,
+    /// The directory of the dataset split into many files (`--files`),
+    /// which pgpour loads by a glob and psql through `cat`.
+    pub parts: Option<PathBuf>,
 }
 
 pub enum Contender {
@@ -64,6 +67,9 @@ impl Contender {
 
     pub fn run(&self, setup: &Setup, target: &Target) -> Result<Timing> {
         match self {
+            Contender::Psql { server_side: false } if setup.parts.is_some() => {
+                timed_child(&mut cat_psql(setup, target), 0)
+            }
             Contender::Psql { server_side } => {
                 let copy = if *server_side { "COPY" } else { "\\copy" };
                 timed_child(&mut psql(setup, target, copy, &setup.file), 0)
@@ -76,7 +82,11 @@ impl Contender {
                 timed_children(&mut sessions)
             }
             Contender::Pgpour { variant } => {
-                let mut command = pgpour_load(setup, target, &setup.file);
+                let input = match &setup.parts {
+                    Some(dir) => dir.join(format!("*.{}", setup.dataset.extension())),
+                    None => setup.file.clone(),
+                };
+                let mut command = pgpour_load(setup, target, &input);
                 if variant != "default" {
                     command.args(variant.split_whitespace());
                 }
@@ -144,6 +154,29 @@ fn psql(setup: &Setup, target: &Target, copy: &str, file: &Path) -> Command {
     command
 }
 
+/// The files of `setup.parts` in name order through one psql `\\copy ...
+/// FROM STDIN`: what people do with a directory of part files.
+fn cat_psql(setup: &Setup, target: &Target) -> Command {
+    let sql = format!(
+        "\\copy {} ({}) FROM STDIN WITH ({})",
+        setup.table,
+        setup.columns,
+        copy_options(setup.dataset)
+    );
+    let dir = setup.parts.as_deref().unwrap_or(Path::new("."));
+    let mut command = Command::new("sh");
+    command
+        .arg("-c")
+        .arg(r#"cd "$1" && cat -- * | "$2" -X -q -v ON_ERROR_STOP=1 -d "$3" -c "$4""#)
+        .arg("sh")
+        .arg(dir)
+        .arg(&setup.psql)
+        .arg(&target.conninfo)
+        .arg(sql);
+    target.apply(&mut command);
+    command
+}
+
 /// `pgpour load` of `file`, with the options the dataset needs.
 fn pgpour_load(setup: &Setup, target: &Target, file: &Path) -> Command {
     let mut command = Command::new(&setup.pgpour);
@@ -166,17 +199,35 @@ fn pgpour_load(setup: &Setup, target: &Target, file: &Path) -> Command {
 /// Writes the two halves of `file`, split at the line break nearest after
 /// the middle, beside it.
 pub fn split_in_two(file: &Path) -> Result<Vec<PathBuf>> {
+    split_file(file, 2, |i| file.with_extension(format!("half{i}")))
+}
+
+/// Writes `file` as `dir/part-NNNNN.ext`, `parts` files of about the same
+/// size, each ending at a line break; returns the directory.
+pub fn split_into(file: &Path, parts: usize, dir: &Path) -> Result<PathBuf> {
+    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    let ext = file.extension().unwrap_or_default().to_string_lossy();
+    split_file(file, parts, |i| dir.join(format!("part-{i:05}.{ext}")))?;
+    Ok(dir.to_path_buf())
+}
+
+/// Cuts `file` into `parts` pieces of about the same size at the line
+/// breaks after each cut and writes piece `i` to `path(i)`.
+fn split_file(file: &Path, parts: usize, path: impl Fn(usize) -> PathBuf) -> Result<Vec<PathBuf>> {
     let bytes = std::fs::read(file).with_context(|| format!("reading {}", file.display()))?;
-    let middle = bytes.len() / 2
-        + bytes[bytes.len() / 2..]
-            .iter()
-            .position(|&b| b == b'\n')
-            .map_or(0, |i| i + 1);
-    let mut halves = Vec::new();
-    for (i, half) in [&bytes[..middle], &bytes[middle..]].iter().enumerate() {
-        let path = file.with_extension(format!("half{i}"));
-        std::fs::write(&path, half).with_context(|| format!("writing {}", path.display()))?;
-        halves.push(path);
+    let mut written = Vec::new();
+    let mut start = 0;
+    for i in 0..parts {
+        let cut = bytes.len() * (i + 1) / parts;
+        let end = match bytes[cut.max(start)..].iter().position(|&b| b == b'\n') {
+            Some(at) if i + 1 < parts => cut.max(start) + at + 1,
+            _ => bytes.len(),
+        };
+        let path = path(i);
+        std::fs::write(&path, &bytes[start..end])
+            .with_context(|| format!("writing {}", path.display()))?;
+        written.push(path);
+        start = end;
     }
-    Ok(halves)
+    Ok(written)
 }

@@ -82,6 +82,12 @@ struct Args {
     /// contenders connect as --db says, or over the cluster's unix socket.
     #[arg(long, value_name = "MS,...", value_delimiter = ',')]
     rtt_ms: Option<Vec<u64>>,
+
+    /// Split the dataset into this many files (at line breaks), like the
+    /// part files a daily export writes: pgpour loads them by a glob, psql
+    /// through `cat parts/* | psql -c '\copy ... FROM STDIN'`.
+    #[arg(long, default_value_t = 1)]
+    files: usize,
 }
 
 fn main() -> ExitCode {
@@ -95,8 +101,8 @@ fn main() -> ExitCode {
 }
 
 fn run(args: Args) -> Result<()> {
-    if args.repeat == 0 || args.bad_every == Some(0) {
-        bail!("--repeat and --bad-every must be at least 1");
+    if args.repeat == 0 || args.bad_every == Some(0) || args.files == 0 {
+        bail!("--repeat, --bad-every and --files must be at least 1");
     }
     let pgpour = match args.pgpour.clone() {
         Some(path) => path,
@@ -161,7 +167,16 @@ fn run(args: Args) -> Result<()> {
             target: Target::as_given(conninfo),
         }],
     };
+    let parts = match args.files {
+        1 => None,
+        n => Some(contenders::split_into(
+            &file,
+            n,
+            &work.path().join("parts"),
+        )?),
+    };
     let setup = Setup {
+        parts,
         psql: psql_path(cluster.as_ref()),
         pgpour,
         columns: dataset.columns().join(","),
@@ -273,12 +288,12 @@ impl Run<'_> {
 
 /// psql `\copy` first: the others are compared with it.
 fn contenders(args: &Args, setup: &Setup, dir: &Path, own_server: bool) -> Result<Vec<Contender>> {
-    let mut contenders = vec![
-        Contender::Psql { server_side: false },
-        Contender::PsqlSplit {
+    let mut contenders = vec![Contender::Psql { server_side: false }];
+    if setup.parts.is_none() {
+        contenders.push(Contender::PsqlSplit {
             halves: contenders::split_in_two(&setup.file)?,
-        },
-    ];
+        });
+    }
     if own_server {
         contenders.push(Contender::Psql { server_side: true });
     }
@@ -308,8 +323,12 @@ fn print_table(
     links: &[Link],
     results: &[Vec<Vec<Timing>>],
 ) {
+    let files = match args.files {
+        1 => String::new(),
+        n => format!(" in {n} files (psql: cat | psql \\copy)"),
+    };
     let mut caption = format!(
-        "{} {} rows ({:.0} MB), {} runs each, median [min-max]; {cores} cores; {}",
+        "{} {} rows ({:.0} MB){files}, {} runs each, median [min-max]; {cores} cores; {}",
         args.dataset.name(),
         args.rows,
         size as f64 / 1e6,
