@@ -118,7 +118,18 @@ pub fn explain_text(plan: &pgpour::Explain) -> String {
     let mut lines = vec![
         format!("pgpour: would load {}", plan.table),
         format!("  copy     {}", plan.copy_sql),
-        format!("  workers  {}", plan.workers),
+        format!(
+            "  workers  {} ({})",
+            plan.workers,
+            match plan.workers_from {
+                pgpour::WorkersFrom::Given => "--workers",
+                pgpour::WorkersFrom::Cores =>
+                    "one per core, 2 to 8; not more for a distant server: \
+                     the chunks each sends ahead keep its link busy",
+                pgpour::WorkersFrom::OneTransaction =>
+                    "--atomic in one transaction: the server takes no prepared transactions",
+            }
+        ),
         format!(
             "  commit   {} (chunks of about {})",
             plan.commit,

@@ -528,6 +528,14 @@ fn explain_shows_the_round_trip_and_what_it_decides() {
         "{network}"
     );
     assert!(
+        streaming.contains(" (one per core, 2 to 8; not more for a distant server"),
+        "{streaming}"
+    );
+    assert!(
+        explain(&["--workers", "3"]).contains("workers  3 (--workers)"),
+        "--workers"
+    );
+    assert!(
         explain(&["--no-journal"]).contains("this commit mode does not stream"),
         "--no-journal"
     );
@@ -538,5 +546,6 @@ fn explain_shows_the_round_trip_and_what_it_decides() {
         "{json}"
     );
     assert_eq!(json["chunks_ahead"], 1, "{json}");
+    assert_eq!(json["workers_from"], "cores", "{json}");
     assert_eq!(json["min_split_chunk"], 256 << 10, "{json}");
 }

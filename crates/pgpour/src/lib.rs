@@ -72,7 +72,7 @@ pub use input::{without_compression_suffix, InputSpec, COMPRESSION_SUFFIXES};
 pub use journal::{LoadState, LoadStatus};
 pub use left_alone::LeftAlone;
 pub use options::{default_workers, LoadOptions, DEFAULT_CHUNK_SIZE};
-pub use pipeline::{explain, load, CommitMode, Explain, LoadFailure};
+pub use pipeline::{explain, load, CommitMode, Explain, LoadFailure, WorkersFrom};
 pub use progress::Progress;
 pub use reject::RejectSink;
 pub use report::LoadSummary;

@@ -14,6 +14,8 @@ pub struct Explain {
     pub table: String,
     pub copy_sql: String,
     pub workers: usize,
+    /// Why that many.
+    pub workers_from: WorkersFrom,
     /// How chunks become visible.
     pub commit: CommitMode,
     pub chunk_size: usize,
@@ -30,6 +32,22 @@ pub struct Explain {
     pub sequences: crate::sequences::SequencePlan,
 }
 
+/// Where the number of workers came from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum WorkersFrom {
+    /// `--workers`.
+    Given,
+    /// One per core, 2 to 8. Not more when the server is far: a worker
+    /// sends chunks ahead of the answers it waits for
+    /// (`Explain::chunks_ahead`), which keeps its link busy without the
+    /// handshake and the server backend another session would cost.
+    Cores,
+    /// `--atomic` in one transaction: the server takes no prepared
+    /// transactions.
+    OneTransaction,
+}
+
 /// Connects, resolves and checks the target as a load would, and says what
 /// it would do with it.
 pub fn explain(connect: &ConnectOptions, options: &LoadOptions) -> Result<Explain> {
@@ -42,10 +60,16 @@ pub fn explain(connect: &ConnectOptions, options: &LoadOptions) -> Result<Explai
         let facts = crate::table_facts::read(&mut client, &plan.target, true)?;
         (indexes, sequences) = plan.changes(&facts);
     }
+    let workers_from = match (plan.atomic, options.workers) {
+        (Some(super::decide::AtomicMode::OneTransaction), _) => WorkersFrom::OneTransaction,
+        (_, Some(_)) => WorkersFrom::Given,
+        (_, None) => WorkersFrom::Cores,
+    };
     Ok(Explain {
         table: plan.target.qualified.clone(),
         copy_sql: plan.target.copy_sql.clone(),
         workers: plan.workers,
+        workers_from,
         commit: plan.commit_mode(),
         chunk_size: plan.chunk_size,
         round_trip_ms: plan.round_trip.as_secs_f64() * 1000.0,

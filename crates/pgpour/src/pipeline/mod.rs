@@ -32,7 +32,7 @@ use crate::report::LoadSummary;
 use crate::run_lock::RunLock;
 use crate::sessions::{connect_retrying, pinned, take_spare, Spare, RETRY_FOR};
 use crate::warm::WarmSessions;
-pub use explain::{explain, Explain};
+pub use explain::{explain, Explain, WorkersFrom};
 use finish::Finished;
 use prepare::Prepared;
 use workers::Setup;
