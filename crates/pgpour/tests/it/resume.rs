@@ -78,6 +78,66 @@ fn a_resumed_load_runs_with_its_changes() {
     assert_eq!(rows, 3);
 }
 
+/// Small files that shared batches, stopped by a bad row in one of them,
+/// resume file by file: the files the journal has are skipped, the rest
+/// load, and no row is loaded twice.
+#[test]
+fn small_files_resume_file_by_file() {
+    let db = shared_cluster().create_database("resume_small_files");
+    let mut client = db.client();
+    client.batch_execute("CREATE TABLE t (n int)").unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let inputs: Vec<InputSpec> = (0..30)
+        .map(|file| {
+            let path = dir.path().join(format!("part-{file:02}.csv"));
+            let mut rows: String = (1..=5).map(|n| format!("{}\n", file * 5 + n)).collect();
+            if file == 20 {
+                rows.push_str("not a number\n");
+            }
+            std::fs::write(&path, rows).unwrap();
+            InputSpec::File(path)
+        })
+        .collect();
+    let mut options = LoadOptions::new(
+        inputs,
+        TableName::parse("t").unwrap(),
+        FormatOptions::new(Format::Csv),
+    );
+    options.load_id = Some("small-files".into());
+    options.workers = Some(1);
+    // Batches of about 5 files.
+    options.chunk_size = 100;
+    load(&db, &options).expect_err("the first bad row stops the load");
+    let committed: i64 = client
+        .query_one("SELECT count(*) FROM pgpour.chunks", &[])
+        .unwrap()
+        .get(0);
+    assert!(
+        committed > 0 && committed < 30,
+        "{committed} files committed"
+    );
+
+    let mut changes = ResumeChanges::default();
+    changes.max_errors = Some(None);
+    let summary = pgpour::resume(
+        &connect(&db),
+        "small-files",
+        &changes,
+        &Progress::default(),
+        &AtomicBool::new(false),
+    )
+    .unwrap_or_else(|f| panic!("{}", f.error));
+    assert_eq!(summary.rows_rejected, 1);
+    assert_eq!(summary.resumed_chunks, committed as u64);
+    let (rows, distinct): (i64, i64) = {
+        let row = client
+            .query_one("SELECT count(*), count(DISTINCT n) FROM t", &[])
+            .unwrap();
+        (row.get(0), row.get(1))
+    };
+    assert_eq!((rows, distinct), (150, 150));
+}
+
 /// FNV-1a, 64 bits: how journals written before xxh3 hashed an input's
 /// sample (its whole content, for a file under 64 KiB).
 fn fnv1a(bytes: &[u8]) -> u64 {
