@@ -66,6 +66,66 @@ postgres://me@localhost/scratch"
     /// variants, COPY variants, parallel COPY, pgpour), with a table and charts.
     #[command(long_about = bench_about())]
     Bench(Box<BenchArgs>),
+    /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
+    #[command(
+        long_about = "Print the completion script of a shell on stdout.\n\nExamples:\n  \
+pgpour completions bash > ~/.local/share/bash-completion/completions/pgpour\n  \
+pgpour completions zsh > ~/.zfunc/_pgpour\n  \
+pgpour completions fish > ~/.config/fish/completions/pgpour.fish"
+    )]
+    Completions(CompletionsArgs),
+    /// Write the manual pages (pgpour(1) and one per command).
+    #[command(
+        long_about = "Write the manual pages, made from the same definitions as --help: pgpour.1 \
+and one page per command (pgpour-load.1, ...) into a directory, or pgpour.1 alone on stdout.\n\n\
+Examples:\n  pgpour man --dir ~/.local/share/man/man1\n  pgpour man | man -l -"
+    )]
+    Man(ManArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct CompletionsArgs {
+    /// The shell to complete for.
+    #[arg(value_enum)]
+    pub shell: clap_complete::Shell,
+}
+
+#[derive(Debug, Args)]
+pub struct ManArgs {
+    /// Write every page into this directory (created if missing) instead
+    /// of pgpour.1 on stdout.
+    #[arg(long, value_name = "DIR")]
+    pub dir: Option<std::path::PathBuf>,
+}
+
+/// The command line as clap should read it: `--header` followed by
+/// something that is not a value for it is `--header` alone, so that
+/// `--header data.csv` and `--header -` keep their file. clap cannot give
+/// a value back once an optional one took it. A word that reads as a
+/// yes or no (`yes`, `on`, `TRUE`...) stays the flag's, for clap to refuse
+/// with the values it takes.
+pub fn normalized(args: impl IntoIterator<Item = std::ffi::OsString>) -> Vec<std::ffi::OsString> {
+    let mut out: Vec<std::ffi::OsString> = Vec::new();
+    let mut args = args.into_iter().peekable();
+    while let Some(arg) = args.next() {
+        if arg == "--" {
+            out.push(arg);
+            out.extend(args);
+            break;
+        }
+        const VALUE_LIKE: &[&str] = &[
+            "true", "false", "match", "yes", "no", "on", "off", "t", "f", "y", "n", "1", "0",
+        ];
+        let header_value_next = arg == "--header"
+            && args
+                .peek()
+                .is_some_and(|next| !VALUE_LIKE.iter().any(|v| next.eq_ignore_ascii_case(v)));
+        match header_value_next {
+            true => out.push("--header=true".into()),
+            false => out.push(arg),
+        }
+    }
+    out
 }
 
 const BENCH_ABOUT: &str = "Measure every way of loading data side by side, on your server and, if \

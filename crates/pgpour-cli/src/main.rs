@@ -6,6 +6,7 @@ mod bench;
 mod config;
 mod demo;
 mod display;
+mod install;
 mod journal;
 mod messages;
 mod stdout;
@@ -29,7 +30,7 @@ const EXIT_ERROR: u8 = 2;
 pub(crate) const EXIT_INTERRUPTED: u8 = 130;
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = Cli::parse_from(args::normalized(std::env::args_os()));
     let result = match cli.command {
         Command::Load(args) => LoadConfig::from_args(*args).and_then(run_load),
         Command::Gen(args) => run_gen(args).map(|()| ExitCode::SUCCESS),
@@ -38,6 +39,8 @@ fn main() -> ExitCode {
         Command::Forget(args) => journal::forget(args),
         Command::Demo(args) => demo::run(args).map(|()| ExitCode::SUCCESS),
         Command::Bench(args) => bench::run(*args),
+        Command::Completions(args) => install::completions(args).map(|()| ExitCode::SUCCESS),
+        Command::Man(args) => install::man(args).map(|()| ExitCode::SUCCESS),
     };
     result.unwrap_or_else(|e| {
         if stdout::is_reader_gone(&e) {

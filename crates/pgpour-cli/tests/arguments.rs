@@ -102,6 +102,44 @@ fn resume_refuses_a_bad_max_errors_before_connecting() {
     assert!(!stderr.contains("connect"), "{stderr}");
 }
 
+/// `--header` right before the file (or `-`) leaves it the file: the
+/// flag alone means true.
+#[test]
+fn header_before_the_file_does_not_take_it() {
+    let db = db_with_t("args_header_before_file");
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("h.csv");
+    std::fs::write(&file, "a,b\n1,x\n2,y\n").unwrap();
+    let file = file.to_str().unwrap();
+    let conninfo = db.conninfo();
+    let out = pgpour(
+        &["load", "-t", "t", "-d", &conninfo, "--header", file],
+        None,
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(count(&db, "t"), 2);
+    truncate(&db);
+    let stdin = b"a,b\n1,x\n";
+    let out = pgpour(
+        &["load", "-t", "t", "-d", &conninfo, "--header", "-"],
+        Some(stdin),
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(count(&db, "t"), 1);
+    truncate(&db);
+    // After `--`, a `--header` is a file name.
+    let out = pgpour(
+        &["load", "-t", "t", "-d", &conninfo, "--", "--header"],
+        None,
+    );
+    assert!(
+        text(&out.stderr).contains("--header"),
+        "{}",
+        text(&out.stderr)
+    );
+    assert_eq!(out.status.code(), Some(2));
+}
+
 #[test]
 fn header_true_false_and_match_in_any_case() {
     let db = db_with_t("args_header");
@@ -251,4 +289,29 @@ fn help_lists_the_possible_values() {
         short.contains("[possible values: true, false, match]"),
         "{short}"
     );
+}
+
+#[test]
+fn completions_and_manual_pages_come_from_the_same_definitions() {
+    for shell in ["bash", "zsh", "fish"] {
+        let out = pgpour(&["completions", shell], None);
+        assert!(out.status.success(), "{shell}: {}", text(&out.stderr));
+        let script = text(&out.stdout);
+        assert!(
+            script.contains("pgpour") && script.contains("chunk-size"),
+            "{shell}"
+        );
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let man = dir.path().join("man1");
+    let out = pgpour(&["man", "--dir", man.to_str().unwrap()], None);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let load = std::fs::read_to_string(man.join("pgpour-load.1")).unwrap();
+    assert!(
+        load.contains("chunk\\-size"),
+        "the load page lists its flags"
+    );
+    assert!(man.join("pgpour.1").exists());
+    let out = pgpour(&["man"], None);
+    assert!(text(&out.stdout).starts_with(".ie") || text(&out.stdout).contains(".TH pgpour"));
 }
