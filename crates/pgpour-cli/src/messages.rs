@@ -15,6 +15,7 @@ pub fn engine_error(error: &Error) -> String {
         Error::NoSuchTable {
             table,
             similar: Some(similar),
+            ..
         } => format!(
             "table {table} does not exist (there is {similar}: quote names with capitals, \
              e.g. --table '{similar}')"

@@ -112,6 +112,7 @@ fn target_and_input_errors_name_the_flags() {
         Error::NoSuchTable {
             table: "\"votes\"".into(),
             similar: Some("public.\"Votes\"".into()),
+            close: vec!["vote".into()],
         },
         "table \"votes\" does not exist (there is public.\"Votes\": quote names with capitals, \
          e.g. --table 'public.\"Votes\"')",
@@ -120,8 +121,17 @@ fn target_and_input_errors_name_the_flags() {
         Error::NoSuchTable {
             table: "\"nope\"".into(),
             similar: None,
+            close: Vec::new(),
         },
         "table \"nope\" does not exist",
+    );
+    says(
+        Error::NoSuchTable {
+            table: "\"gapmindr\"".into(),
+            similar: None,
+            close: vec!["gapminder".into(), "\"Gapminder2\"".into()],
+        },
+        "table \"gapmindr\" does not exist (did you mean gapminder, \"Gapminder2\"?)",
     );
     says(
         Error::DuplicateColumn {

@@ -56,6 +56,7 @@ mod sessions;
 mod sql;
 mod sqlstate;
 mod table_facts;
+mod table_names;
 mod validate;
 mod warm;
 mod wire;

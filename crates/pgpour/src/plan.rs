@@ -1,7 +1,6 @@
 //! The target table, looked up in the catalog before any data moves, and the
 //! COPY statement that loads it.
 
-use postgres::types::Type;
 use postgres::Client;
 
 use crate::error::{Error, Result};
@@ -64,7 +63,8 @@ impl Target {
                 WHERE a.attrelid = r.oid AND a.attnum > 0 AND NOT a.attisdropped)::text, \
                pg_catalog.current_setting('server_encoding'), \
                pg_catalog.current_setting('server_version_num'), \
-               pg_catalog.current_setting('max_prepared_transactions') \
+               pg_catalog.current_setting('max_prepared_transactions'), \
+               pg_catalog.array_to_json(pg_catalog.current_schemas(false))::text \
              FROM (SELECT pg_catalog.to_regclass({}) AS oid) r \
              LEFT JOIN pg_catalog.pg_class c ON c.oid = r.oid \
              LEFT JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace{after}",
@@ -72,13 +72,21 @@ impl Target {
         );
         let rows =
             crate::sql::simple_rows(client, &sql).map_err(Error::db("looking up the table"))?;
-        let row = rows
+        let found = rows
             .last()
             .filter(|r| r.first().is_some_and(Option::is_some));
-        let Some(row) = row else {
+        let Some(row) = found else {
+            // Where the name was looked for: the user's search path, which
+            // the session no longer has (pinned in the same message).
+            let searched: Vec<String> = rows
+                .last()
+                .and_then(|r| r.get(7).cloned().flatten())
+                .and_then(|json| serde_json::from_str(&json).ok())
+                .unwrap_or_default();
             return Err(Error::NoSuchTable {
                 table: table.to_string(),
-                similar: similar_table(client, table),
+                similar: crate::table_names::differing_in_case(client, table),
+                close: crate::table_names::closest(client, table, &searched),
             });
         };
         let text = |i: usize| row.get(i).cloned().flatten().unwrap_or_default();
@@ -220,23 +228,6 @@ fn check_columns(
         }
     }
     Ok(wanted.to_vec())
-}
-
-/// A table whose name differs from `table` only in case: the usual cause
-/// of a missing table, since unquoted names fold to lower case.
-fn similar_table(client: &mut Client, table: &TableName) -> Option<String> {
-    client
-        .query_typed_opt(
-            // Runs under the user's search path: every call names pg_catalog.
-            "SELECT pg_catalog.quote_ident(n.nspname::text) || '.' || pg_catalog.quote_ident(c.relname::text) \
-             FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace \
-             WHERE pg_catalog.lower(c.relname::text) = pg_catalog.lower($1::text) AND c.relkind IN ('r', 'p', 'f') \
-             AND ($2::text IS NULL OR pg_catalog.lower(n.nspname::text) = pg_catalog.lower($2::text)) LIMIT 1",
-            &[(&table.name, Type::TEXT), (&table.schema, Type::TEXT)],
-        )
-        .ok()
-        .flatten()
-        .map(|r| r.get(0))
 }
 
 /// The COPY of a load as the user named its table and columns, before the

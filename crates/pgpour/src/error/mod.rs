@@ -144,11 +144,18 @@ pub enum Error {
     /// No such table; `similar` is one whose name differs only in case.
     #[error(
         "table {table} does not exist{}",
-        similar.as_ref().map_or_else(String::new, |s| format!(" (there is {s}: quote names with capitals)"))
+        match (similar, close.as_slice()) {
+            (Some(s), _) => format!(" (there is {s}: quote names with capitals)"),
+            (None, []) => String::new(),
+            (None, close) => format!(" (did you mean {}?)", close.join(", ")),
+        }
     )]
     NoSuchTable {
         table: String,
+        /// A table whose name differs only in case.
         similar: Option<String>,
+        /// The tables spelled closest, where the name would be looked for.
+        close: Vec<String>,
     },
 
     /// The column list names a column twice.

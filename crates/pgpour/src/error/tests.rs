@@ -57,6 +57,7 @@ fn every_error() -> Vec<Error> {
         Error::NoSuchTable {
             table: "\"votes\"".into(),
             similar: Some("public.\"Votes\"".into()),
+            close: Vec::new(),
         },
         Error::DuplicateColumn { column: "a".into() },
         Error::Input {

@@ -90,10 +90,23 @@ fn unknown_table_and_columns_fail_before_any_data_moves() {
         .unwrap_err()
         .error;
     assert!(
-        matches!(&err, Error::NoSuchTable { table, similar: None } if table == "\"nope\""),
+        matches!(&err, Error::NoSuchTable { table, similar: None, close } if table == "\"nope\"" && close.is_empty()),
         "{err:?}"
     );
     assert!(err.to_string().contains("\"nope\" does not exist"), "{err}");
+
+    // A typo: the closest names in the search path, as they are typed.
+    db.client()
+        .batch_execute("CREATE TABLE gapminder (y int); CREATE TABLE \"Gapminder2\" (y int)")
+        .unwrap();
+    let err = run(&db, &options(&dir, "gapmindr", None, b"1\n"))
+        .unwrap_err()
+        .error;
+    assert!(
+        matches!(&err, Error::NoSuchTable { close, .. } if close == &["gapminder", "\"Gapminder2\""]),
+        "{err:?}"
+    );
+    assert!(err.to_string().contains("did you mean gapminder"), "{err}");
 
     // Unquoted names fold to lower case, as in SQL: say how to reach "Votes".
     let err = run(&db, &options(&dir, "Votes", None, b"1\n"))
