@@ -9,6 +9,7 @@ mod display;
 mod install;
 mod journal;
 mod messages;
+mod next_step;
 mod stdout;
 
 use std::io::{BufWriter, Write};
@@ -168,18 +169,14 @@ fn run_load(mut config: LoadConfig) -> Result<ExitCode> {
             if let Some(file) = &summary.reject_file {
                 eprintln!("pgpour: rejected rows are in {file} (reasons in {file}.jsonl)");
             }
-            if data_moved {
-                match &failure.error {
-                    // A damaged input fails again at the same byte on resume.
-                    pgpour::Error::Input { path, .. } if journaled => eprintln!(
-                        "pgpour: if the read failed for a passing cause, {resume_hint}; if {} \
-                         is damaged, resuming stops at the same place: replace it with a good \
-                         copy (`pgpour forget {load_id}` first if its content changes), or \
-                         remove the committed rows",
-                        path.display()
-                    ),
-                    _ => eprintln!("pgpour: {resume_hint}"),
-                }
+            let failed = next_step::Failed {
+                error: &failure.error,
+                load_id: &load_id,
+                journaled,
+                committed: summary.rows_loaded + summary.rows_rejected,
+            };
+            if let Some(advice) = next_step::advice(&failed).filter(|_| data_moved) {
+                eprintln!("pgpour: {advice}");
             }
             printed.map(|()| ExitCode::from(EXIT_ERROR))
         }

@@ -267,3 +267,42 @@ fn explain_names_the_flags_that_keep_indexes_and_sequences() {
     assert_eq!(json["indexes"]["not_used"], "--keep-indexes");
     assert_eq!(json["sequences"]["kept"][0][1], "--keep-sequences");
 }
+
+/// `pgpour resume` is offered where it can help (a bad row stopped the
+/// load: resume with a higher --max-errors), not where it would stop at
+/// the same place (a header that does not match the columns).
+#[test]
+fn resume_is_offered_only_where_it_can_help() {
+    let db = shared_cluster().create_database("hint_resume_or_fix");
+    db.client().batch_execute("CREATE TABLE t (n int)").unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let conninfo = db.conninfo();
+    let load = |name: &str, body: &str, extra: &[&str]| {
+        let file = dir.path().join(name);
+        std::fs::write(&file, body).unwrap();
+        let args = [
+            "load",
+            file.to_str().unwrap(),
+            "--table",
+            "t",
+            "--db",
+            &conninfo,
+            "--load-id",
+            name,
+        ];
+        let out = pgpour(&[&args[..], extra].concat(), None);
+        assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+        text(&out.stderr)
+    };
+    let stderr = load("bad-row", "1\nx\n3\n", &[]);
+    assert!(
+        stderr.contains("continue it with: pgpour resume bad-row --max-errors all"),
+        "{stderr}"
+    );
+    let stderr = load("misnamed", "m\n1\n", &["--header", "match"]);
+    assert!(
+        stderr.contains("nothing was committed: fix the cause and run the same command again"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("pgpour resume"), "{stderr}");
+}

@@ -1,0 +1,133 @@
+//! What to do after a load failed. `pgpour resume` is offered only where
+//! resuming can help: a crash, Ctrl-C, the server or the connection going
+//! away, `--max-errors` reached. A cause in the input or in the options
+//! stops a resumed load at the same place: then the advice is to fix it.
+
+use pgpour::Error;
+
+/// The load that failed, as the advice needs it.
+pub struct Failed<'a> {
+    pub error: &'a Error,
+    pub load_id: &'a str,
+    pub journaled: bool,
+    /// Rows committed (or rejected) before the failure.
+    pub committed: u64,
+}
+
+/// The line to print (without `pgpour: `), if there is advice.
+pub fn advice(failed: &Failed) -> Option<String> {
+    let Failed {
+        error,
+        load_id,
+        journaled,
+        committed,
+    } = *failed;
+    let resume = format!("pgpour resume {load_id}");
+    if !journaled {
+        return (committed > 0).then(|| "it cannot be resumed (--no-journal)".to_string());
+    }
+    Some(match error {
+        // A damaged input fails again at the same byte on resume.
+        Error::Input { path, .. } => format!(
+            "if the read failed for a passing cause, continue it with: {resume}; if {} is \
+             damaged, resuming stops at the same place: replace it with a good copy \
+             (`pgpour forget {load_id}` first if its content changes), or remove the \
+             committed rows",
+            path.display()
+        ),
+        Error::Rejected { .. } => format!(
+            "continue it with: {resume} --max-errors all (or a higher limit): the rows \
+             rejected go to the reject file, with their reasons"
+        ),
+        Error::RejectFile { .. } => {
+            format!("once the reject file can be written, continue it with: {resume}")
+        }
+        e if resumable(e) => format!("continue it with: {resume}"),
+        _ if committed == 0 => {
+            "nothing was committed: fix the cause and run the same command again".to_string()
+        }
+        _ => format!(
+            "resuming would stop at the same place (the cause is in the input or the \
+             options, which a load keeps): fix it, and load the rest, or `pgpour forget \
+             {load_id}` and remove the committed rows to start over"
+        ),
+    })
+}
+
+/// Failures of the run, not of the input or the options: a resume may
+/// get past them.
+fn resumable(error: &Error) -> bool {
+    error.is_transient()
+        || matches!(
+            error,
+            Error::ChunksLost { .. }
+                | Error::CommitIncomplete { .. }
+                | Error::LockTimeout { .. }
+                | Error::TakenOver { .. }
+                | Error::ChunkCommittedByOtherRun { .. }
+                | Error::InDoubt { .. }
+        )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pgpour::{BadRow, Position};
+
+    fn advice_for(error: Error, committed: u64) -> String {
+        let failed = Failed {
+            error: &error,
+            load_id: "l1",
+            journaled: true,
+            committed,
+        };
+        advice(&failed).unwrap_or_default()
+    }
+
+    #[test]
+    fn resume_is_offered_only_where_it_can_help() {
+        let data = || Error::Data {
+            position: Position {
+                file: "f.csv".into(),
+                line: 3,
+                column: None,
+            },
+            message: "unterminated quote".into(),
+        };
+        assert_eq!(
+            advice_for(data(), 0),
+            "nothing was committed: fix the cause and run the same command again"
+        );
+        assert!(advice_for(data(), 10).starts_with("resuming would stop at the same place"));
+        let lost = Error::ChunksLost {
+            load_id: "l1".into(),
+            passes: 3,
+        };
+        assert_eq!(advice_for(lost, 10), "continue it with: pgpour resume l1");
+        let row = BadRow {
+            file: "f.csv".into(),
+            line: 2,
+            byte: 4,
+            column: Some("n".into()),
+            value: Some("x".into()),
+            sqlstate: "22P02".into(),
+            message: "invalid input syntax for type integer".into(),
+            bytes: b"x\n".to_vec(),
+        };
+        let rejected = Error::Rejected {
+            row: Box::new(row),
+            max_errors: 0,
+        };
+        assert!(advice_for(rejected, 0).contains("pgpour resume l1 --max-errors all"));
+        let no_journal = Failed {
+            error: &data(),
+            load_id: "l1",
+            journaled: false,
+            committed: 5,
+        };
+        assert_eq!(
+            advice(&no_journal).as_deref(),
+            Some("it cannot be resumed (--no-journal)")
+        );
+    }
+}
