@@ -4,7 +4,7 @@
 //! there. Everything the CLI prints for an engine error, on stderr or in
 //! `--json`'s `error`, comes from here.
 
-use pgpour::{ConnectionProblem, Error, FormatProblem, Mismatch, OptionsProblem};
+use pgpour::{ConnectionProblem, Error, FormatProblem, Mismatch, OptionsProblem, RowHint};
 
 /// What `pgpour` says for an engine error.
 pub fn engine_error(error: &Error) -> String {
@@ -28,8 +28,19 @@ pub fn engine_error(error: &Error) -> String {
         Error::InputChanged { .. } => format!(
             "{error} (`pgpour status` counts them); remove them before loading the file again"
         ),
-        Error::Rejected { row, max_errors } if *max_errors > 0 => {
-            format!("{row} (stopping: more than {max_errors} rows rejected, see --max-errors)")
+        Error::Rejected {
+            row,
+            max_errors,
+            hint,
+        } => {
+            let hint = hint
+                .as_ref()
+                .map_or_else(String::new, |h| format!(" ({})", row_hint(h)));
+            let stopping = match max_errors {
+                0 => String::new(),
+                n => format!(" (stopping: more than {n} rows rejected, see --max-errors)"),
+            };
+            format!("{row}{hint}{stopping}")
         }
         Error::RejectFileIsInput { .. } => format!("{error}: choose another --reject-file"),
         Error::RejectFileExists { .. } => {
@@ -87,6 +98,42 @@ pub fn engine_error(error: &Error) -> String {
              drops the load's entry and reports what it did not run (the rows stay)"
         ),
         _ => error.to_string(),
+    }
+}
+
+/// What a refused row says about the options, with the flag that fixes it.
+fn row_hint(hint: &RowHint) -> String {
+    match hint {
+        RowHint::Header => "the file seems to have a header: add --header".to_string(),
+        RowHint::FieldCount {
+            fields,
+            columns,
+            splits_with: Some(d),
+        } => {
+            let flag = match d {
+                b'\t' => "'\\t'".to_string(),
+                d => pgpour::delimiter_name(*d),
+            };
+            let s = if *fields == 1 { "" } else { "s" };
+            format!(
+                "the line has {fields} field{s} where {columns} columns are loaded: with \
+                 --delimiter {flag} it has {columns}"
+            )
+        }
+        RowHint::FieldCount {
+            fields, columns, ..
+        } => {
+            let s = if *fields == 1 { "" } else { "s" };
+            format!(
+                "the line has {fields} field{s} where {columns} columns are loaded (--columns \
+                 says which columns the fields fill)"
+            )
+        }
+        RowHint::Encoding { encodings } => {
+            let name = encodings.split_whitespace().next().unwrap_or("LATIN1");
+            format!("the bytes are not UTF-8: if the file is {encodings}, add --encoding {name}")
+        }
+        other => other.to_string(),
     }
 }
 

@@ -183,6 +183,7 @@ fn rejects_name_the_flags() {
         Error::Rejected {
             row: row(),
             max_errors: 2,
+            hint: None,
         },
         &format!("{shown} (stopping: more than 2 rows rejected, see --max-errors)"),
     );
@@ -190,8 +191,38 @@ fn rejects_name_the_flags() {
         Error::Rejected {
             row: row(),
             max_errors: 0,
+            hint: None,
         },
         shown,
+    );
+    let hinted = |hint| Error::Rejected {
+        row: row(),
+        max_errors: 0,
+        hint: Some(hint),
+    };
+    says(
+        hinted(pgpour::RowHint::Header),
+        &format!("{shown} (the file seems to have a header: add --header)"),
+    );
+    says(
+        hinted(pgpour::RowHint::FieldCount {
+            fields: 1,
+            columns: 5,
+            splits_with: Some(b';'),
+        }),
+        &format!(
+            "{shown} (the line has 1 field where 5 columns are loaded: with --delimiter ';' \
+             it has 5)"
+        ),
+    );
+    says(
+        hinted(pgpour::RowHint::Encoding {
+            encodings: "LATIN1 (or WIN1252)",
+        }),
+        &format!(
+            "{shown} (the bytes are not UTF-8: if the file is LATIN1 (or WIN1252), add \
+             --encoding LATIN1)"
+        ),
     );
     says(
         Error::RejectFileIsInput {

@@ -117,6 +117,7 @@ mod tests {
         let rejected = Error::Rejected {
             row: Box::new(row),
             max_errors: 0,
+            hint: None,
         };
         assert!(advice_for(rejected, 0).contains("pgpour resume l1 --max-errors all"));
         let no_journal = Failed {

@@ -306,3 +306,45 @@ fn resume_is_offered_only_where_it_can_help() {
     );
     assert!(!stderr.contains("pgpour resume"), "{stderr}");
 }
+
+/// A load stopped at a row that points to an option says which flag
+/// fixes it: a header loaded as data, another delimiter, another encoding.
+#[test]
+fn a_row_that_points_to_an_option_names_the_flag() {
+    let db = shared_cluster().create_database("hint_row_options");
+    db.client()
+        .batch_execute("CREATE TABLE t (country text, year int, pop bigint)")
+        .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let conninfo = db.conninfo();
+    let stderr_of = |name: &str, body: &[u8]| {
+        let file = dir.path().join(name);
+        std::fs::write(&file, body).unwrap();
+        let args = [
+            "load",
+            file.to_str().unwrap(),
+            "--table",
+            "t",
+            "--db",
+            &conninfo,
+        ];
+        let out = pgpour(&args, None);
+        assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+        text(&out.stderr)
+    };
+    let stderr = stderr_of("gapminder.csv", b"country,year,pop\nChad,1952,2682462\n");
+    assert!(
+        stderr.contains(":1, column year") && stderr.contains("add --header"),
+        "{stderr}"
+    );
+    let stderr = stderr_of("semicolons.csv", b"Chad;1952;2682462\n");
+    assert!(stderr.contains("with --delimiter ';' it has 3"), "{stderr}");
+    let stderr = stderr_of("latin1.csv", b"Chad,1952,1\nM\xfcnster,1952,2\n");
+    assert!(stderr.contains("add --encoding LATIN1"), "{stderr}");
+    let rows: i64 = db
+        .client()
+        .query_one("SELECT count(*) FROM t", &[])
+        .unwrap()
+        .get(0);
+    assert!(rows <= 1, "{rows}");
+}

@@ -50,6 +50,7 @@ mod reader;
 mod reject;
 mod report;
 mod resume;
+mod row_hint;
 mod run_lock;
 mod sequences;
 mod sessions;
@@ -78,6 +79,7 @@ pub use progress::Progress;
 pub use reject::RejectSink;
 pub use report::LoadSummary;
 pub use resume::{resume, resume_options, ResumeChanges};
+pub use row_hint::{delimiter_name, RowHint};
 pub use sequences::SequencePlan;
 pub use sql::{parse_column_list, quote_ident, TableName};
 

@@ -48,6 +48,7 @@ impl RejectBudget {
         let seen = self.seen.fetch_add(1, Ordering::SeqCst) + 1;
         match self.max {
             Some(max) if seen > max => Err(Error::Rejected {
+                hint: None,
                 row: Box::new(bad.clone()),
                 max_errors: max,
             }),

@@ -203,8 +203,17 @@ pub enum Error {
     },
 
     /// A bad row, and more of them than the load's error limit allows.
-    #[error("{row}{}", if *max_errors == 0 { String::new() } else { format!(" (stopping: more than {max_errors} rows rejected)") })]
-    Rejected { row: Box<BadRow>, max_errors: u64 },
+    #[error(
+        "{row}{}{}",
+        hint.as_ref().map_or_else(String::new, |h| format!(" ({h})")),
+        if *max_errors == 0 { String::new() } else { format!(" (stopping: more than {max_errors} rows rejected)") }
+    )]
+    Rejected {
+        row: Box<BadRow>,
+        max_errors: u64,
+        /// What the row says about the load's options, if anything.
+        hint: Option<crate::row_hint::RowHint>,
+    },
 
     /// The reject file's path is one of the inputs.
     #[error("the reject file {} would be the input {input}", path.display())]

@@ -1,0 +1,240 @@
+//! What a refused row says about the load's options rather than about
+//! itself: line 1 holding the column names (a header loaded as data), a
+//! field count that another delimiter would make right, bytes in another
+//! encoding. The load that stops at such a row says so, so that the user
+//! changes the option instead of rejecting every row.
+
+use std::fmt;
+
+use crate::error::{BadRow, Error};
+use crate::format::{FormatOptions, Header};
+use crate::frame::{trim_terminator, Fields};
+
+/// A change of option that a refused row points to.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum RowHint {
+    /// The row is a file's first line and its fields are the columns'
+    /// names: the file has a header.
+    Header,
+    /// The row has `fields` fields where the load has `columns` columns;
+    /// split at `splits_with` it would have as many.
+    FieldCount {
+        fields: usize,
+        columns: usize,
+        splits_with: Option<u8>,
+    },
+    /// The row's bytes are not UTF-8 and read as text in these encodings.
+    Encoding { encodings: &'static str },
+}
+
+impl fmt::Display for RowHint {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            RowHint::Header => f.write_str("the file seems to have a header line"),
+            RowHint::FieldCount {
+                fields,
+                columns,
+                splits_with,
+            } => {
+                let s = if *fields == 1 { "" } else { "s" };
+                write!(
+                    f,
+                    "the line has {fields} field{s} where {columns} columns are loaded"
+                )?;
+                match splits_with {
+                    Some(d) => write!(f, "; split at {} it has {columns}", delimiter_name(*d)),
+                    None => Ok(()),
+                }
+            }
+            RowHint::Encoding { encodings } => {
+                write!(f, "the bytes are not UTF-8; they read as {encodings}")
+            }
+        }
+    }
+}
+
+/// A delimiter as it is typed: `','`, `tab`.
+pub fn delimiter_name(d: u8) -> String {
+    match d {
+        b'\t' => "tab".to_string(),
+        d => format!("'{}'", d as char),
+    }
+}
+
+/// The delimiters other files are commonly split at, tried in turn.
+const COMMON_DELIMITERS: &[u8] = b",\t;|:";
+
+/// What `row`, refused in a load of `columns` read with `format`, points
+/// to, if anything.
+pub(crate) fn hint(row: &BadRow, columns: &[String], format: &FormatOptions) -> Option<RowHint> {
+    let record = trim_terminator(&row.bytes);
+    let fields = decoded(record, format)?;
+    if row.line == 1 && format.header == Header::None && names_columns(&fields, columns) {
+        return Some(RowHint::Header);
+    }
+    let encoding_is_utf8 = format
+        .encoding
+        .as_deref()
+        .is_none_or(|e| e.eq_ignore_ascii_case("utf8") || e.eq_ignore_ascii_case("utf-8"));
+    if encoding_is_utf8 && std::str::from_utf8(record).is_err() {
+        // Bytes 0x80-0x9f are control characters in LATIN1, letters and
+        // signs in WIN1252.
+        let c1 = record.iter().any(|b| (0x80..0xa0).contains(b));
+        let encodings = if c1 { "WIN1252" } else { "LATIN1 (or WIN1252)" };
+        return Some(RowHint::Encoding { encodings });
+    }
+    if fields.len() == columns.len() {
+        return None;
+    }
+    let splits_with = COMMON_DELIMITERS
+        .iter()
+        .copied()
+        .filter(|&d| d != format.delimiter())
+        .find(|&d| {
+            let mut other = format.clone();
+            other.delimiter = Some(d);
+            other.validate().is_ok()
+                && decoded(record, &other).is_some_and(|f| f.len() == columns.len())
+        });
+    Some(RowHint::FieldCount {
+        fields: fields.len(),
+        columns: columns.len(),
+        splits_with,
+    })
+}
+
+/// `error` with the hint its refused row gives, when it stopped the load
+/// at a row.
+pub(crate) fn with_hint(error: Error, columns: &[String], format: &FormatOptions) -> Error {
+    match error {
+        Error::Rejected {
+            row,
+            max_errors,
+            hint: None,
+        } => {
+            let hint = hint(&row, columns, format);
+            Error::Rejected {
+                row,
+                max_errors,
+                hint,
+            }
+        }
+        other => other,
+    }
+}
+
+/// The record's fields as text, `None` for a NULL; `None` when the record
+/// does not decode (a quote left open).
+fn decoded(record: &[u8], format: &FormatOptions) -> Option<Vec<Option<String>>> {
+    let mut fields = Fields::default();
+    format.field_decoder().decode(record, &mut fields).ok()?;
+    Some(
+        fields
+            .iter()
+            .map(|f| f.map(|b| String::from_utf8_lossy(b).into_owned()))
+            .collect(),
+    )
+}
+
+/// Whether the fields look like the columns' names: most of them are one,
+/// whatever the case and the spaces around.
+fn names_columns(fields: &[Option<String>], columns: &[String]) -> bool {
+    let named = fields
+        .iter()
+        .flatten()
+        .filter(|f| {
+            let f = f.trim();
+            columns.iter().any(|c| c.eq_ignore_ascii_case(f))
+        })
+        .count();
+    named > 0 && 2 * named >= fields.len()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::format::Format;
+
+    fn row(line: u64, bytes: &[u8]) -> BadRow {
+        BadRow {
+            file: "f.csv".into(),
+            line,
+            byte: 0,
+            column: None,
+            value: None,
+            sqlstate: "22P02".into(),
+            message: "refused".into(),
+            bytes: bytes.to_vec(),
+        }
+    }
+
+    fn columns(names: &[&str]) -> Vec<String> {
+        names.iter().map(|n| n.to_string()).collect()
+    }
+
+    #[test]
+    fn a_first_line_of_column_names_is_a_header() {
+        let csv = FormatOptions::new(Format::Csv);
+        let cols = columns(&["country", "year", "pop"]);
+        let header = row(1, b"country,Year, pop\n");
+        assert_eq!(hint(&header, &cols, &csv), Some(RowHint::Header));
+        // Not on another line, nor when the names are not the columns'.
+        assert_ne!(
+            hint(&row(2, b"country,year,pop\n"), &cols, &csv),
+            Some(RowHint::Header)
+        );
+        assert_eq!(hint(&row(1, b"Chad,x,3\n"), &cols, &csv), None);
+        let mut with_header = csv.clone();
+        with_header.header = Header::Skip;
+        assert_ne!(hint(&header, &cols, &with_header), Some(RowHint::Header));
+    }
+
+    #[test]
+    fn a_wrong_field_count_names_the_delimiter_that_fits() {
+        let csv = FormatOptions::new(Format::Csv);
+        let cols = columns(&["a", "b", "c"]);
+        assert_eq!(
+            hint(&row(4, b"1;\"x;y\";3\n"), &cols, &csv),
+            Some(RowHint::FieldCount {
+                fields: 1,
+                columns: 3,
+                splits_with: Some(b';'),
+            })
+        );
+        let hinted = hint(&row(4, b"1\t2\t3\n"), &cols, &csv).unwrap();
+        assert_eq!(
+            hinted.to_string(),
+            "the line has 1 field where 3 columns are loaded; split at tab it has 3"
+        );
+        assert_eq!(
+            hint(&row(4, b"1,2\n"), &cols, &csv),
+            Some(RowHint::FieldCount {
+                fields: 2,
+                columns: 3,
+                splits_with: None,
+            })
+        );
+    }
+
+    #[test]
+    fn bytes_that_are_not_utf8_point_to_an_encoding() {
+        let csv = FormatOptions::new(Format::Csv);
+        let cols = columns(&["name"]);
+        assert_eq!(
+            hint(&row(2, b"M\xfcller\n"), &cols, &csv),
+            Some(RowHint::Encoding {
+                encodings: "LATIN1 (or WIN1252)"
+            })
+        );
+        assert_eq!(
+            hint(&row(2, b"\x93quoted\x94\n"), &cols, &csv),
+            Some(RowHint::Encoding {
+                encodings: "WIN1252"
+            })
+        );
+        let mut latin1 = csv.clone();
+        latin1.encoding = Some("LATIN1".into());
+        assert_eq!(hint(&row(2, b"M\xfcller\n"), &cols, &latin1), None);
+    }
+}
