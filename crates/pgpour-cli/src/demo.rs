@@ -112,7 +112,7 @@ fn compare(
         pgpour::drop_journal_if_empty(connect)?;
     }
     let summary = summary.context("pgpour load")?;
-    stdout::line(summary_text(&summary, ""))?;
+    stdout::line(summary_text(&summary))?;
     ensure!(
         summary.rows_loaded == args.rows,
         "pgpour loaded {} rows",

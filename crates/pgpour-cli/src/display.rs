@@ -47,7 +47,8 @@ fn set_style(bar: &ProgressBar, template: &str) {
 }
 
 /// The human summary, several lines, no trailing newline.
-pub fn summary_text(s: &LoadSummary, workers_note: &str) -> String {
+pub fn summary_text(s: &LoadSummary) -> String {
+    let workers_note = workers_note(s.workers_from);
     let status = if s.interrupted {
         "interrupted after loading"
     } else {
@@ -89,7 +90,7 @@ pub fn summary_text(s: &LoadSummary, workers_note: &str) -> String {
          time     {:.2} s  |  {:.0} rows/s  |  {:.1} MB/s\n  \
          workers  {}{workers_note}{atomic}{restored}{rejects}",
         HumanCount(s.rows_loaded),
-        s.table,
+        s.table_sql,
         if s.load_id.is_empty() {
             String::new()
         } else {
@@ -113,22 +114,38 @@ pub fn summary_text(s: &LoadSummary, workers_note: &str) -> String {
     )
 }
 
+/// Where the number of workers came from, as ` (...)` after it.
+pub fn workers_note(from: Option<pgpour::WorkersFrom>) -> String {
+    use pgpour::WorkersFrom;
+    let why = match from {
+        None => return String::new(),
+        Some(WorkersFrom::Given) => "--workers".to_string(),
+        Some(WorkersFrom::Cores) => "one per core, 2 to 8; not more for a distant server: \
+                                     the chunks each sends ahead keep its link busy"
+            .to_string(),
+        Some(WorkersFrom::AtomicTruncate) => {
+            "--atomic with --truncate: the TRUNCATE and every row in one transaction".to_string()
+        }
+        Some(WorkersFrom::NoPreparedTransactions {
+            max_prepared_transactions,
+        }) => format!(
+            "--atomic in one transaction: the server's max_prepared_transactions is \
+             {max_prepared_transactions}, under one per worker"
+        ),
+        Some(other) => format!("{other:?}"),
+    };
+    format!(" ({why})")
+}
+
 /// `pgpour load --explain`, several lines, no trailing newline.
 pub fn explain_text(plan: &pgpour::Explain) -> String {
     let mut lines = vec![
-        format!("pgpour: would load {}", plan.table),
+        format!("pgpour: would load {}", plan.table_sql),
         format!("  copy     {}", plan.copy_sql),
         format!(
-            "  workers  {} ({})",
+            "  workers  {}{}",
             plan.workers,
-            match plan.workers_from {
-                pgpour::WorkersFrom::Given => "--workers",
-                pgpour::WorkersFrom::Cores =>
-                    "one per core, 2 to 8; not more for a distant server: \
-                     the chunks each sends ahead keep its link busy",
-                pgpour::WorkersFrom::OneTransaction =>
-                    "--atomic in one transaction: the server takes no prepared transactions",
-            }
+            workers_note(Some(plan.workers_from))
         ),
         format!(
             "  commit   {} (chunks of about {})",

@@ -107,10 +107,6 @@ fn run_load(mut config: LoadConfig) -> Result<ExitCode> {
         done.store(true, Ordering::Relaxed);
         outcome
     });
-    let workers_note = match config.load.workers {
-        Some(_) => " (--workers)",
-        None => " (default: one per core, 2 to 8)",
-    };
     // What goes to stderr and the exit status do not depend on whether
     // stdout still has a reader: its error is returned only at the end.
     match outcome {
@@ -120,7 +116,7 @@ fn run_load(mut config: LoadConfig) -> Result<ExitCode> {
                     .map_err(anyhow::Error::from)
                     .and_then(stdout::line)
             } else if !config.quiet {
-                stdout::line(display::summary_text(&summary, workers_note))
+                stdout::line(display::summary_text(&summary))
             } else {
                 Ok(())
             };

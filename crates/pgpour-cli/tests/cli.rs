@@ -44,6 +44,15 @@ fn load_prints_a_json_summary_that_adds_up() {
     assert_eq!(summary["rows_loaded"], 3);
     assert_eq!(summary["files"], 1);
     assert_eq!(summary["format"], "csv");
+    // Names as plain strings; SQL's quoting only in table_sql.
+    assert_eq!(
+        (&summary["schema"], &summary["table"], &summary["table_sql"]),
+        (
+            &serde_json::json!("public"),
+            &serde_json::json!("votes"),
+            &serde_json::json!("\"public\".\"votes\"")
+        )
+    );
     assert!(summary["workers"].as_u64().unwrap() >= 1);
     assert_eq!(count(&db, "votes"), 3);
 }
@@ -546,6 +555,41 @@ fn explain_shows_the_round_trip_and_what_it_decides() {
         "{json}"
     );
     assert_eq!(json["chunks_ahead"], 1, "{json}");
-    assert_eq!(json["workers_from"], "cores", "{json}");
+    assert_eq!(json["workers_from"]["from"], "cores", "{json}");
+    assert_eq!(
+        (&json["schema"], &json["table"]),
+        (&"public".into(), &"t".into())
+    );
+    // Fields with nothing to say are left out, not null.
+    assert!(!json.to_string().contains(":null"), "{json}");
     assert_eq!(json["min_split_chunk"], 256 << 10, "{json}");
+}
+
+/// The summary says where its number of workers came from, and why
+/// `--atomic` took one.
+#[test]
+fn the_summary_says_why_it_has_that_many_workers() {
+    let db = shared_cluster().create_database("cli_workers_why");
+    db.client().batch_execute("CREATE TABLE t (n int)").unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("n.csv");
+    std::fs::write(&file, "1\n2\n").unwrap();
+    let conninfo = db.conninfo();
+    let load = |extra: &[&str]| {
+        let args = [
+            &["load", file.to_str().unwrap(), "-t", "t", "-d", &conninfo][..],
+            extra,
+        ]
+        .concat();
+        let out = pgpour(&args, None);
+        assert!(out.status.success(), "{}", text(&out.stderr));
+        text(&out.stdout)
+    };
+    let atomic = load(&["--atomic", "--truncate", "--workers", "3"]);
+    assert!(
+        atomic.contains("workers  1 (--atomic with --truncate: the TRUNCATE and every row"),
+        "{atomic}"
+    );
+    let given = load(&["--workers", "3"]);
+    assert!(given.contains("workers  3 (--workers)"), "{given}");
 }

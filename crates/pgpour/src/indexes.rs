@@ -33,6 +33,7 @@ pub struct IndexPlan {
     pub kept: Vec<Kept>,
     /// Why the table's indexes stay in place, when none is rebuilt for a
     /// reason that holds for all of them.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub not_used: Option<LeftAlone>,
 }
 

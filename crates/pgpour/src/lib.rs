@@ -61,6 +61,7 @@ mod table_names;
 mod validate;
 mod warm;
 mod wire;
+mod workers_from;
 
 pub use conn::ConnectOptions;
 pub use error::{
@@ -74,7 +75,7 @@ pub use input::{without_compression_suffix, InputSpec, COMPRESSION_SUFFIXES};
 pub use journal::{LoadState, LoadStatus};
 pub use left_alone::LeftAlone;
 pub use options::{default_workers, LoadOptions, DEFAULT_CHUNK_SIZE};
-pub use pipeline::{explain, load, CommitMode, Explain, LoadFailure, WorkersFrom};
+pub use pipeline::{explain, load, CommitMode, Explain, LoadFailure};
 pub use progress::Progress;
 pub use reject::RejectSink;
 pub use report::LoadSummary;
@@ -82,6 +83,7 @@ pub use resume::{resume, resume_options, ResumeChanges};
 pub use row_hint::{delimiter_name, RowHint};
 pub use sequences::SequencePlan;
 pub use sql::{parse_column_list, quote_ident, TableName};
+pub use workers_from::WorkersFrom;
 
 /// The loads in the journal of the database `connect` reaches (or the one
 /// named), oldest first; none when the database has no journal.

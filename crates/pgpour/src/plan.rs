@@ -16,6 +16,8 @@ pub struct Target {
     pub oid: u32,
     /// `"schema"."table"` as found in the catalog.
     pub qualified: String,
+    /// The table's schema, as the catalog names it (not quoted).
+    pub schema: String,
     /// The table's bare name, as the server prints it in COPY's error context.
     pub relation: String,
     /// Table columns the file's fields go to, in file order.
@@ -133,6 +135,7 @@ impl Target {
             .collect();
         Ok(Target {
             oid,
+            schema: text(1),
             qualified,
             relation,
             columns,

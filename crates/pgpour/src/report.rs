@@ -17,8 +17,14 @@ pub struct LoadSummary {
     pub already_done: bool,
     /// Chunks committed by earlier runs of this load, skipped this time.
     pub resumed_chunks: u64,
-    /// The target table as the user named it (quoted).
+    /// The target table's schema, as the catalog names it (not quoted);
+    /// before the table was found, as the user named it, if they did.
+    pub schema: Option<String>,
+    /// The target table's name, not quoted.
     pub table: String,
+    /// The table as SQL names it: `"schema"."table"` once found, as the
+    /// user named it (quoted) before.
+    pub table_sql: String,
     pub format: Format,
     pub files: usize,
     /// Raw bytes read from the inputs (compressed size for compressed inputs).
@@ -40,6 +46,10 @@ pub struct LoadSummary {
     pub workers: usize,
     /// True when the load was stopped before the end of its input.
     pub interrupted: bool,
+    /// Where the number of workers came from (`None` before the load
+    /// was planned).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub workers_from: Option<crate::workers_from::WorkersFrom>,
     /// How an `--atomic` load committed, when it was one.
     #[serde(serialize_with = "crate::commit_mode::serialize_atomic_note")]
     pub atomic: Option<CommitMode>,
@@ -87,7 +97,9 @@ impl LoadSummary {
             load_id: load_id.to_string(),
             already_done: false,
             resumed_chunks: 0,
+            schema: None,
             table: String::new(),
+            table_sql: String::new(),
             format: Format::Csv,
             files: 0,
             input_bytes: 0,
@@ -102,6 +114,7 @@ impl LoadSummary {
             mb_per_second: 0.0,
             workers: 0,
             interrupted: false,
+            workers_from: None,
             atomic: None,
             restored: Vec::new(),
             restore_seconds: 0.0,
@@ -129,7 +142,9 @@ impl LoadSummary {
             load_id: options.load_id.clone().unwrap_or_default(),
             already_done: false,
             resumed_chunks: 0,
-            table: options.table.to_string(),
+            schema: options.table.schema.clone(),
+            table: options.table.name.clone(),
+            table_sql: options.table.to_string(),
             format: options.format.format,
             files: options.inputs.len(),
             input_bytes: p.input_bytes_read,
@@ -144,6 +159,7 @@ impl LoadSummary {
             mb_per_second: per_second(p.bytes_loaded) / 1e6,
             workers,
             interrupted,
+            workers_from: None,
             atomic: None,
             restored: Vec::new(),
             restore_seconds: 0.0,

@@ -22,6 +22,7 @@ use crate::progress::Progress;
 use crate::sequences::SequencePlan;
 use crate::table_facts::TableFacts;
 use crate::warm::WarmSessions;
+use crate::workers_from::WorkersFrom;
 
 /// How an `--atomic` load makes all its rows visible at once.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -46,6 +47,8 @@ pub(crate) struct Plan {
     pub format: FormatOptions,
     pub target: Target,
     pub workers: usize,
+    /// Why that many.
+    pub workers_from: WorkersFrom,
     pub atomic: Option<AtomicMode>,
     pub chunk_size: usize,
     /// How long the catalog query took, a round trip and a little more:
@@ -188,8 +191,18 @@ impl Plan {
         round_trip: Duration,
     ) -> Plan {
         let mut workers = options.workers.unwrap_or_else(default_workers).max(1);
+        let mut workers_from = match options.workers {
+            Some(_) => WorkersFrom::Given,
+            None => WorkersFrom::Cores,
+        };
         let atomic = atomic_mode(options, workers, target.max_prepared_transactions);
-        if atomic == Some(AtomicMode::OneTransaction) {
+        if atomic == Some(AtomicMode::OneTransaction) && workers > 1 {
+            workers_from = match options.truncate {
+                true => WorkersFrom::AtomicTruncate,
+                false => WorkersFrom::NoPreparedTransactions {
+                    max_prepared_transactions: target.max_prepared_transactions,
+                },
+            };
             workers = 1;
         }
         let chunk_size = chunk_size_for(options, total, workers, round_trip);
@@ -201,6 +214,7 @@ impl Plan {
             format: options.format.clone(),
             target,
             workers,
+            workers_from,
             atomic,
             chunk_size,
             round_trip,

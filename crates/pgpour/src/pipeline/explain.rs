@@ -7,11 +7,16 @@ use crate::conn::ConnectOptions;
 use crate::error::Result;
 use crate::options::LoadOptions;
 use crate::progress::Progress;
+use crate::workers_from::WorkersFrom;
 
 /// What a load would do, for `--explain`. Nothing is changed.
 #[derive(Debug, serde::Serialize)]
 pub struct Explain {
+    /// The table's schema and name as the catalog has them (not quoted).
+    pub schema: String,
     pub table: String,
+    /// The table as SQL names it: `"schema"."table"`.
+    pub table_sql: String,
     pub copy_sql: String,
     pub workers: usize,
     /// Why that many.
@@ -32,22 +37,6 @@ pub struct Explain {
     pub sequences: crate::sequences::SequencePlan,
 }
 
-/// Where the number of workers came from.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum WorkersFrom {
-    /// `--workers`.
-    Given,
-    /// One per core, 2 to 8. Not more when the server is far: a worker
-    /// sends chunks ahead of the answers it waits for
-    /// (`Explain::chunks_ahead`), which keeps its link busy without the
-    /// handshake and the server backend another session would cost.
-    Cores,
-    /// `--atomic` in one transaction: the server takes no prepared
-    /// transactions.
-    OneTransaction,
-}
-
 /// Connects, resolves and checks the target as a load would, and says what
 /// it would do with it.
 pub fn explain(connect: &ConnectOptions, options: &LoadOptions) -> Result<Explain> {
@@ -60,16 +49,13 @@ pub fn explain(connect: &ConnectOptions, options: &LoadOptions) -> Result<Explai
         let facts = crate::table_facts::read(&mut client, &plan.target, true)?;
         (indexes, sequences) = plan.changes(&facts);
     }
-    let workers_from = match (plan.atomic, options.workers) {
-        (Some(super::decide::AtomicMode::OneTransaction), _) => WorkersFrom::OneTransaction,
-        (_, Some(_)) => WorkersFrom::Given,
-        (_, None) => WorkersFrom::Cores,
-    };
     Ok(Explain {
-        table: plan.target.qualified.clone(),
+        schema: plan.target.schema.clone(),
+        table: plan.target.relation.clone(),
+        table_sql: plan.target.qualified.clone(),
         copy_sql: plan.target.copy_sql.clone(),
         workers: plan.workers,
-        workers_from,
+        workers_from: plan.workers_from,
         commit: plan.commit_mode(),
         chunk_size: plan.chunk_size,
         round_trip_ms: plan.round_trip.as_secs_f64() * 1000.0,

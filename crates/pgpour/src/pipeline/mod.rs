@@ -32,7 +32,7 @@ use crate::report::LoadSummary;
 use crate::run_lock::RunLock;
 use crate::sessions::{connect_retrying, pinned, take_spare, Spare, RETRY_FOR};
 use crate::warm::WarmSessions;
-pub use explain::{explain, Explain, WorkersFrom};
+pub use explain::{explain, Explain};
 use finish::Finished;
 use prepare::Prepared;
 use workers::Setup;
@@ -334,6 +334,10 @@ fn load_pass(context: &Passes, options: &LoadOptions) -> Result<Pass, Box<LoadFa
             &sink,
         );
         s.atomic = Some(plan.commit_mode()).filter(CommitMode::is_atomic);
+        s.workers_from = Some(plan.workers_from);
+        s.schema = Some(plan.target.schema.clone());
+        s.table = plan.target.relation.clone();
+        s.table_sql = plan.target.qualified.clone();
         if !plan.journal {
             // Without the journal there is nothing to resume: no id to show.
             s.load_id.clear();

@@ -423,7 +423,10 @@ fn first_bad_row_stops_the_load_by_default() {
         &AtomicBool::new(false),
     )
     .unwrap_err();
-    let Error::Rejected { row, max_errors: 0, .. } = &failure.error else {
+    let Error::Rejected {
+        row, max_errors: 0, ..
+    } = &failure.error
+    else {
         panic!("{:?}", failure.error)
     };
     assert_eq!(
