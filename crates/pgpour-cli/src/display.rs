@@ -137,6 +137,46 @@ pub fn workers_note(from: Option<pgpour::WorkersFrom>) -> String {
     format!(" ({why})")
 }
 
+/// The `inputs` line of `--explain`: how many, their size, how they are
+/// read, the first names.
+fn inputs_line(plan: &pgpour::Explain) -> String {
+    const NAMED: usize = 3;
+    let count = plan.input_count;
+    let size: Option<u64> = plan.inputs.iter().map(|i| i.size).sum();
+    let size = match (size, count <= plan.inputs.len()) {
+        (Some(size), true) => format!(", {}", HumanBytes(size)),
+        _ => String::new(),
+    };
+    let mut names: Vec<&str> = plan
+        .inputs
+        .iter()
+        .take(NAMED)
+        .map(|i| i.name.as_str())
+        .collect();
+    let more = count.saturating_sub(names.len());
+    let more = match more {
+        0 => String::new(),
+        n => format!(" and {} more", HumanCount(n as u64)),
+    };
+    let header = match plan.header {
+        "skip" => "a header line skipped",
+        "match" => "a header line matched against the columns",
+        _ => "no header",
+    };
+    let format = match plan.format {
+        pgpour::Format::Csv => "csv",
+        pgpour::Format::Text => "text",
+    };
+    let delimiter = pgpour::delimiter_name(plan.delimiter.bytes().next().unwrap_or(b','));
+    let s = if count == 1 { "" } else { "s" };
+    names.dedup();
+    format!(
+        "  inputs   {} file{s}{size} ({format}, delimiter {delimiter}, {header}): {}{more}",
+        HumanCount(count as u64),
+        names.join(", ")
+    )
+}
+
 /// `pgpour load --explain`, several lines, no trailing newline.
 pub fn explain_text(plan: &pgpour::Explain) -> String {
     let mut lines = vec![
@@ -165,7 +205,31 @@ pub fn explain_text(plan: &pgpour::Explain) -> String {
             },
             HumanBytes(plan.min_split_chunk as u64)
         ),
+        inputs_line(plan),
     ];
+    lines.extend(plan.inputs.iter().flat_map(|look| {
+        let not_read = look
+            .not_read
+            .iter()
+            .map(move |why| format!("  check    {}: not read ({why})", look.name));
+        let hints = look.hints.iter().map(move |hint| {
+            format!(
+                "  check    {}: {}",
+                look.name,
+                crate::messages::row_hint(hint)
+            )
+        });
+        let mismatch = look.header_mismatch.iter().map(move |found| {
+            format!(
+                "  check    {}: the header ({}) is not the columns ({}): --header match would \
+                 stop there; --columns names the columns the fields fill",
+                look.name,
+                found.join(", "),
+                plan.columns.join(", ")
+            )
+        });
+        not_read.chain(hints).chain(mismatch)
+    }));
     lines.extend(
         plan.indexes
             .describe(|why| left_alone(why, "--keep-indexes", "rebuild them"))

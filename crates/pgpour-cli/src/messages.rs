@@ -102,7 +102,7 @@ pub fn engine_error(error: &Error) -> String {
 }
 
 /// What a refused row says about the options, with the flag that fixes it.
-fn row_hint(hint: &RowHint) -> String {
+pub fn row_hint(hint: &RowHint) -> String {
     match hint {
         RowHint::Header => "the file seems to have a header: add --header".to_string(),
         RowHint::FieldCount {

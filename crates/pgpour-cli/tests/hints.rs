@@ -348,3 +348,62 @@ fn a_row_that_points_to_an_option_names_the_flag() {
         .get(0);
     assert!(rows <= 1, "{rows}");
 }
+
+/// `--explain` reads the inputs' first lines and says what would stop the
+/// load, before anything is loaded.
+#[test]
+fn explain_reads_the_first_lines_and_says_what_would_stop_the_load() {
+    let db = shared_cluster().create_database("hint_explain_first_lines");
+    db.client()
+        .batch_execute("CREATE TABLE t (country text, year int, pop bigint)")
+        .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let write = |name: &str, body: &str| {
+        let path = dir.path().join(name);
+        std::fs::write(&path, body).unwrap();
+        path.to_str().unwrap().to_string()
+    };
+    let header = write("header.csv", "country,year,pop\nChad,1952,1\n");
+    let semicolons = write("semi.csv", "Chad;1952;1\n");
+    let fine = write("fine.csv", "Chad,1952,1\n");
+    let conninfo = db.conninfo();
+    let explain = |files: &[&str], extra: &[&str]| {
+        let args = [
+            &["load"][..],
+            files,
+            &["-t", "t", "-d", &conninfo, "--explain"],
+            extra,
+        ]
+        .concat();
+        let out = pgpour(&args, None);
+        assert!(out.status.success(), "{}", text(&out.stderr));
+        text(&out.stdout)
+    };
+    let said = explain(&[&header, &semicolons, &fine], &[]);
+    assert!(
+        said.contains("inputs   3 files") && said.contains("(csv, delimiter ',', no header)"),
+        "{said}"
+    );
+    assert!(
+        said.contains("header.csv: the file seems to have a header: add --header"),
+        "{said}"
+    );
+    assert!(
+        said.contains("semi.csv: the line has 1 field") && said.contains("--delimiter ';'"),
+        "{said}"
+    );
+    assert!(!said.contains("fine.csv: "), "{said}");
+    let said = explain(&[&fine], &["--header", "match"]);
+    assert!(
+        said.contains("the header (Chad, 1952, 1) is not the columns (country, year, pop)"),
+        "{said}"
+    );
+    let json: serde_json::Value = serde_json::from_str(&explain(&[&header], &["--json"])).unwrap();
+    assert_eq!(json["inputs"][0]["hints"][0]["hint"], "header", "{json}");
+    let rows: i64 = db
+        .client()
+        .query_one("SELECT count(*) FROM t", &[])
+        .unwrap()
+        .get(0);
+    assert_eq!(rows, 0, "nothing loaded");
+}

@@ -11,7 +11,8 @@ use crate::format::{FormatOptions, Header};
 use crate::frame::{trim_terminator, Fields};
 
 /// A change of option that a refused row points to.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case", tag = "hint")]
 #[non_exhaustive]
 pub enum RowHint {
     /// The row is a file's first line and its fields are the columns'
@@ -22,6 +23,7 @@ pub enum RowHint {
     FieldCount {
         fields: usize,
         columns: usize,
+        #[serde(serialize_with = "as_text")]
         splits_with: Option<u8>,
     },
     /// The row's bytes are not UTF-8 and read as text in these encodings.
@@ -62,6 +64,14 @@ pub fn delimiter_name(d: u8) -> String {
     }
 }
 
+/// A delimiter in JSON: the character, not its code.
+fn as_text<S: serde::Serializer>(d: &Option<u8>, s: S) -> Result<S::Ok, S::Error> {
+    match d {
+        Some(d) => s.serialize_str(&(*d as char).to_string()),
+        None => s.serialize_none(),
+    }
+}
+
 /// The delimiters other files are commonly split at, tried in turn.
 const COMMON_DELIMITERS: &[u8] = b",\t;|:";
 
@@ -84,6 +94,17 @@ pub(crate) fn hint(row: &BadRow, columns: &[String], format: &FormatOptions) -> 
         let encodings = if c1 { "WIN1252" } else { "LATIN1 (or WIN1252)" };
         return Some(RowHint::Encoding { encodings });
     }
+    field_count_hint(record, columns, format)
+}
+
+/// The record's field count, when it is not the columns' count, with the
+/// common delimiter that would make it right, if one would.
+pub(crate) fn field_count_hint(
+    record: &[u8],
+    columns: &[String],
+    format: &FormatOptions,
+) -> Option<RowHint> {
+    let fields = decoded(record, format)?;
     if fields.len() == columns.len() {
         return None;
     }
@@ -126,7 +147,7 @@ pub(crate) fn with_hint(error: Error, columns: &[String], format: &FormatOptions
 
 /// The record's fields as text, `None` for a NULL; `None` when the record
 /// does not decode (a quote left open).
-fn decoded(record: &[u8], format: &FormatOptions) -> Option<Vec<Option<String>>> {
+pub(crate) fn decoded(record: &[u8], format: &FormatOptions) -> Option<Vec<Option<String>>> {
     let mut fields = Fields::default();
     format.field_decoder().decode(record, &mut fields).ok()?;
     Some(
@@ -139,7 +160,7 @@ fn decoded(record: &[u8], format: &FormatOptions) -> Option<Vec<Option<String>>>
 
 /// Whether the fields look like the columns' names: most of them are one,
 /// whatever the case and the spaces around.
-fn names_columns(fields: &[Option<String>], columns: &[String]) -> bool {
+pub(crate) fn names_columns(fields: &[Option<String>], columns: &[String]) -> bool {
     let named = fields
         .iter()
         .flatten()

@@ -18,6 +18,17 @@ pub struct Explain {
     /// The table as SQL names it: `"schema"."table"`.
     pub table_sql: String,
     pub copy_sql: String,
+    /// The inputs' format as the load reads them.
+    pub format: crate::format::Format,
+    /// `none`, `skip` or `match`.
+    pub header: &'static str,
+    pub delimiter: String,
+    /// How many inputs, and what the first lines of the first ones
+    /// (`peek::PEEKED_INPUTS`) say.
+    pub input_count: usize,
+    /// The table's columns the fields fill, in file order.
+    pub columns: Vec<String>,
+    pub inputs: Vec<crate::peek::InputLook>,
     pub workers: usize,
     /// Why that many.
     pub workers_from: WorkersFrom,
@@ -54,6 +65,16 @@ pub fn explain(connect: &ConnectOptions, options: &LoadOptions) -> Result<Explai
         table: plan.target.relation.clone(),
         table_sql: plan.target.qualified.clone(),
         copy_sql: plan.target.copy_sql.clone(),
+        format: plan.format.format,
+        header: match plan.format.header {
+            crate::format::Header::None => "none",
+            crate::format::Header::Skip => "skip",
+            crate::format::Header::Match => "match",
+        },
+        delimiter: (plan.format.delimiter() as char).to_string(),
+        input_count: plan.inputs.len(),
+        columns: plan.target.columns.clone(),
+        inputs: crate::peek::look(&plan.inputs, &plan.target.columns, &plan.format),
         workers: plan.workers,
         workers_from: plan.workers_from,
         commit: plan.commit_mode(),
