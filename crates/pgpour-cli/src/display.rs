@@ -1,54 +1,16 @@
-//! What the user sees: the progress bar while loading, the summary after.
+//! What the user sees after a load (the summary) and before one
+//! (`--explain`). Sizes and rates in binary units (KiB, MiB/s), counts
+//! with thousands separators.
 
-use std::io::IsTerminal;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::Duration;
-
-use indicatif::{HumanBytes, HumanCount, ProgressBar, ProgressDrawTarget, ProgressStyle};
-use pgpour::{LoadSummary, Progress};
-
-/// Whether a progress bar makes sense: both streams are a terminal.
-pub fn wants_progress_bar(quiet: bool, json: bool) -> bool {
-    !quiet && !json && std::io::stderr().is_terminal() && std::io::stdout().is_terminal()
-}
-
-/// Draws the bar on stderr from the shared counters until `done` is set.
-pub fn run_progress_bar(progress: &Progress, done: &AtomicBool) {
-    let bar = ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr());
-    set_style(&bar, "{spinner} {elapsed_precise} {bytes} read {msg}");
-    let started = std::time::Instant::now();
-    while !done.load(Ordering::Relaxed) {
-        let s = progress.snapshot();
-        // The engine learns the input size after it checked the inputs.
-        if s.input_bytes_total > 0 && bar.length().is_none() {
-            bar.set_length(s.input_bytes_total);
-            set_style(
-                &bar,
-                "{spinner} {elapsed_precise} [{bar:30}] {bytes}/{total_bytes} {msg} ETA {eta}",
-            );
-        }
-        let secs = started.elapsed().as_secs_f64().max(1e-3);
-        bar.set_position(s.input_bytes_read);
-        bar.set_message(format!(
-            "| {} rows | {:.0} rows/s | {:.1} MB/s",
-            HumanCount(s.rows_loaded),
-            s.rows_loaded as f64 / secs,
-            s.bytes_loaded as f64 / secs / 1e6
-        ));
-        std::thread::sleep(Duration::from_millis(150));
-    }
-    bar.finish_and_clear();
-}
-
-fn set_style(bar: &ProgressBar, template: &str) {
-    if let Ok(style) = ProgressStyle::with_template(template) {
-        bar.set_style(style.progress_chars("=> "));
-    }
-}
+use indicatif::{HumanBytes, HumanCount};
+use pgpour::LoadSummary;
 
 /// The human summary, several lines, no trailing newline.
 pub fn summary_text(s: &LoadSummary) -> String {
-    let workers_note = workers_note(s.workers_from);
+    let workers_note = match s.workers_from {
+        Some(pgpour::WorkersFrom::Cores) => " (one per core, 2 to 8)".to_string(),
+        other => workers_note(other),
+    };
     let status = if s.interrupted {
         "interrupted after loading"
     } else {
@@ -87,7 +49,7 @@ pub fn summary_text(s: &LoadSummary) -> String {
         "pgpour: {status} {} rows into {}{resumed}{}\n  \
          rows     {} read = {} loaded + {} rejected\n  \
          input    {} file{} ({} read, {} loaded, {})\n  \
-         time     {:.2} s  |  {:.0} rows/s  |  {:.1} MB/s\n  \
+         time     {:.2} s  |  {} rows/s  |  {}/s{}\n  \
          workers  {}{workers_note}{atomic}{restored}{rejects}",
         HumanCount(s.rows_loaded),
         s.table_sql,
@@ -108,10 +70,32 @@ pub fn summary_text(s: &LoadSummary) -> String {
             pgpour::Format::Text => "text",
         },
         s.seconds,
-        s.rows_per_second,
-        s.mb_per_second,
+        HumanCount(s.rows_per_second as u64),
+        HumanBytes(bytes_per_second(s)),
+        phases(s),
         s.workers,
     )
+}
+
+/// Decompressed bytes loaded per second.
+fn bytes_per_second(s: &LoadSummary) -> u64 {
+    match s.seconds {
+        secs if secs > 0.0 => (s.bytes_loaded as f64 / secs) as u64,
+        _ => 0,
+    }
+}
+
+/// The time of each phase, as `  (start 0.05 s, load 0.61 s, ...)`.
+fn phases(s: &LoadSummary) -> String {
+    if s.phases.len() < 2 {
+        return String::new();
+    }
+    let each: Vec<String> = s
+        .phases
+        .iter()
+        .map(|p| format!("{} {:.2} s", p.phase, p.seconds))
+        .collect();
+    format!("\n  phases   {}", each.join(", "))
 }
 
 /// Where the number of workers came from, as ` (...)` after it.

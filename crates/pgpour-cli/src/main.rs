@@ -10,6 +10,7 @@ mod install;
 mod journal;
 mod messages;
 mod next_step;
+mod progress_bar;
 mod stdout;
 
 use std::io::{BufWriter, Write};
@@ -89,10 +90,10 @@ fn run_load(mut config: LoadConfig) -> Result<ExitCode> {
     let cancel = install_interrupt_handler("finishing the chunks in flight");
     let progress = Progress::default();
     let done = AtomicBool::new(false);
-    let show_bar = display::wants_progress_bar(config.quiet, config.json);
+    let show_bar = progress_bar::wanted(config.quiet, config.json);
     let outcome = std::thread::scope(|scope| {
         if show_bar {
-            scope.spawn(|| display::run_progress_bar(&progress, &done));
+            scope.spawn(|| progress_bar::run(&progress, &done));
         }
         let outcome = match &config.resume {
             Some(resume) => pgpour::resume(

@@ -1,7 +1,52 @@
 //! Live counters of a load, shared between the engine's threads and whoever
-//! displays them. Lock-free: workers add, a display thread reads.
+//! displays them. Lock-free: workers add, a display thread reads. The
+//! phase (loading, building an index...) changes a few times a load, under
+//! a lock.
 
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+/// What a load is doing.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Phase {
+    /// Connecting, reading the catalog, recording the load.
+    #[default]
+    Starting,
+    /// Chunks going in.
+    Loading,
+    /// Counting the journal and marking the load done, in one commit.
+    Committing,
+    /// Putting back what was changed for speed: `what` (`index
+    /// votes_pkey`), step `step` of `of`.
+    Restoring {
+        what: String,
+        step: usize,
+        of: usize,
+    },
+}
+
+impl Phase {
+    /// The phase's name in the summary's list of phase times.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Phase::Starting => "start",
+            Phase::Loading => "load",
+            Phase::Committing => "final commit",
+            Phase::Restoring { .. } => "restore",
+        }
+    }
+}
+
+/// The current phase and when it began; the time of each phase before it.
+#[derive(Debug, Default)]
+struct Phases {
+    now: Phase,
+    since: Option<Instant>,
+    /// Seconds per phase name, in the order they first came.
+    spent: Vec<(&'static str, Duration)>,
+}
 
 #[derive(Debug, Default)]
 pub struct Progress {
@@ -16,6 +61,7 @@ pub struct Progress {
     pub rows_rejected: AtomicU64,
     /// Decompressed input bytes whose rows are committed.
     pub bytes_loaded: AtomicU64,
+    phases: Mutex<Phases>,
 }
 
 /// A consistent-enough copy of the counters at one moment.
@@ -39,9 +85,45 @@ impl Progress {
         }
     }
 
+    /// The phase the load is in, and for how long.
+    pub fn phase(&self) -> (Phase, Duration) {
+        let phases = self.phases.lock().unwrap_or_else(|p| p.into_inner());
+        let elapsed = phases.since.map_or(Duration::ZERO, |t| t.elapsed());
+        (phases.now.clone(), elapsed)
+    }
+
+    /// Seconds spent in each phase so far, the current one included, in
+    /// order (restore steps together).
+    pub fn phase_times(&self) -> Vec<(&'static str, Duration)> {
+        let phases = self.phases.lock().unwrap_or_else(|p| p.into_inner());
+        let mut spent = phases.spent.clone();
+        if let Some(since) = phases.since {
+            add_time(&mut spent, phases.now.name(), since.elapsed());
+        }
+        spent
+    }
+
+    pub(crate) fn set_phase(&self, phase: Phase) {
+        let mut phases = self.phases.lock().unwrap_or_else(|p| p.into_inner());
+        let now = Instant::now();
+        if let Some(since) = phases.since {
+            let name = phases.now.name();
+            add_time(&mut phases.spent, name, now - since);
+        }
+        phases.now = phase;
+        phases.since = Some(now);
+    }
+
     pub(crate) fn add_committed(&self, rows: u64, rejected: u64, bytes: u64) {
         self.rows_loaded.fetch_add(rows, Ordering::Relaxed);
         self.rows_rejected.fetch_add(rejected, Ordering::Relaxed);
         self.bytes_loaded.fetch_add(bytes, Ordering::Relaxed);
+    }
+}
+
+fn add_time(spent: &mut Vec<(&'static str, Duration)>, name: &'static str, time: Duration) {
+    match spent.iter_mut().find(|(n, _)| *n == name) {
+        Some((_, total)) => *total += time,
+        None => spent.push((name, time)),
     }
 }

@@ -361,6 +361,11 @@ impl Reader<'_> {
                     return Ok(SegmentEnd::EndMarker);
                 }
             }
+            if data.capacity() > 2 * data.len() + 4096 {
+                // A small input's chunk waits in a batch with hundreds of
+                // others: not with the room its reads had.
+                data.shrink_to_fit();
+            }
             let lines = self.count_lines(&framer, &data);
             let chunk = Chunk {
                 seq: out.seq,

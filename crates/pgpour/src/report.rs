@@ -8,6 +8,13 @@ use crate::options::LoadOptions;
 use crate::progress::Progress;
 use crate::reject::RejectSink;
 
+/// The time a load spent in one phase.
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+pub struct PhaseTime {
+    pub phase: &'static str,
+    pub seconds: f64,
+}
+
 #[derive(Clone, Debug, PartialEq, serde::Serialize)]
 pub struct LoadSummary {
     /// The load's id in the journal: `pgpour resume <id>` continues it.
@@ -50,6 +57,9 @@ pub struct LoadSummary {
     /// was planned).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub workers_from: Option<crate::workers_from::WorkersFrom>,
+    /// Seconds spent in each phase (start, load, final commit, restore),
+    /// in order.
+    pub phases: Vec<PhaseTime>,
     /// How an `--atomic` load committed, when it was one.
     #[serde(serialize_with = "crate::commit_mode::serialize_atomic_note")]
     pub atomic: Option<CommitMode>,
@@ -115,6 +125,7 @@ impl LoadSummary {
             workers: 0,
             interrupted: false,
             workers_from: None,
+            phases: Vec::new(),
             atomic: None,
             restored: Vec::new(),
             restore_seconds: 0.0,
@@ -160,6 +171,7 @@ impl LoadSummary {
             workers,
             interrupted,
             workers_from: None,
+            phases: Vec::new(),
             atomic: None,
             restored: Vec::new(),
             restore_seconds: 0.0,

@@ -153,6 +153,7 @@ fn forget_pinned(client: &mut postgres::Client, load_id: &str) -> Result<Option<
             Refused::Skip,
             &mut restored,
             &mut || Ok(()),
+            None,
         )?;
         let n = client
             .execute_typed(

@@ -53,6 +53,11 @@ pub(crate) enum UndoStep {
 
 impl UndoStep {
     /// How `status` and the summary name the step (`index votes_pkey`).
+    /// Whether the step builds an index (or a key's): the long ones.
+    pub(crate) fn is_rebuild(&self) -> bool {
+        matches!(self, UndoStep::Index { .. } | UndoStep::Constraint { .. })
+    }
+
     pub(crate) fn describe(&self) -> String {
         match self {
             UndoStep::Index { name, .. } | UndoStep::Constraint { name, .. } => {
@@ -277,6 +282,7 @@ pub(crate) fn run_pending(
     refused: Refused,
     done: &mut Vec<String>,
     ready: &mut dyn FnMut() -> Result<()>,
+    progress: Option<&crate::progress::Progress>,
 ) -> Result<()> {
     let read = super::checked(
         client,
@@ -290,6 +296,8 @@ pub(crate) fn run_pending(
         return Ok(());
     }
     ready()?;
+    let rebuilds = pending.iter().filter(|p| p.step.is_rebuild()).count();
+    let mut rebuilt = 0;
     let mut batch = Batch::default();
     // Every step queued, and every message sent went through.
     let mut whole = true;
@@ -302,10 +310,7 @@ pub(crate) fn run_pending(
         };
         let begin = begin_sql(step, current);
         let remove = remove_sql(load_id, step);
-        if !matches!(
-            step.step,
-            UndoStep::Index { .. } | UndoStep::Constraint { .. }
-        ) {
+        if !step.step.is_rebuild() {
             batch.add(step, &format!("{begin}{statement}; {remove}"));
             continue;
         }
@@ -313,6 +318,14 @@ pub(crate) fn run_pending(
         if !batch.send(client, load_id, done)? {
             whole = false;
             break;
+        }
+        rebuilt += 1;
+        if let Some(progress) = progress {
+            progress.set_phase(crate::progress::Phase::Restoring {
+                what: step.step.describe(),
+                step: rebuilt,
+                of: rebuilds,
+            });
         }
         // The text recorded in the journal, alone by the extended protocol.
         if let Err(source) = client.execute_typed(statement.as_str(), &[]) {

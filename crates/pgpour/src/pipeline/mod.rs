@@ -26,9 +26,9 @@ use crate::journal::undo::run_pending;
 use crate::journal::undo::Refused;
 use crate::journal::Totals;
 use crate::options::{default_workers, LoadOptions};
-use crate::progress::Progress;
+use crate::progress::{Phase, Progress};
 use crate::reject::RejectSink;
-use crate::report::LoadSummary;
+use crate::report::{LoadSummary, PhaseTime};
 use crate::run_lock::RunLock;
 use crate::sessions::{connect_retrying, pinned, take_spare, Spare, RETRY_FOR};
 use crate::warm::WarmSessions;
@@ -51,6 +51,30 @@ const MAX_PASSES: usize = 3;
 /// Runs a load to the end, or until `cancel` is set (then workers stop at a
 /// chunk boundary and the summary says `interrupted`).
 pub fn load(
+    connect: &ConnectOptions,
+    options: &LoadOptions,
+    progress: &Progress,
+    cancel: &AtomicBool,
+) -> Result<LoadSummary, Box<LoadFailure>> {
+    progress.set_phase(Phase::Starting);
+    let mut outcome = load_and_restore(connect, options, progress, cancel);
+    let summary = match &mut outcome {
+        Ok(summary) => summary,
+        Err(failure) => &mut failure.summary,
+    };
+    summary.phases = progress
+        .phase_times()
+        .into_iter()
+        .map(|(phase, time)| PhaseTime {
+            phase,
+            seconds: time.as_secs_f64(),
+        })
+        .collect();
+    outcome
+}
+
+/// [`load`], then what it changed for speed put back.
+fn load_and_restore(
     connect: &ConnectOptions,
     options: &LoadOptions,
     progress: &Progress,
@@ -138,8 +162,7 @@ pub fn load(
     let restored = client
         .and_then(|client| {
             undo(
-                connect,
-                cancel,
+                (connect, cancel, progress),
                 run.as_ref(),
                 client,
                 load_id,
@@ -170,8 +193,7 @@ pub fn load(
 /// failed load, when the server may well be gone) one attempt only: what
 /// stays pending waits in the journal for resume or forget.
 fn undo(
-    connect: &ConnectOptions,
-    cancel: &AtomicBool,
+    (connect, cancel, progress): (&ConnectOptions, &AtomicBool, &Progress),
     run: Option<&RunLock>,
     mut client: postgres::Client,
     load_id: &str,
@@ -190,7 +212,14 @@ fn undo(
                 .unwrap_or_else(|p| std::panic::resume_unwind(p)),
             None => Ok(()),
         };
-        let first = run_pending(&mut client, load_id, Refused::Stop, done, &mut still_held);
+        let first = run_pending(
+            &mut client,
+            load_id,
+            Refused::Stop,
+            done,
+            &mut still_held,
+            Some(progress),
+        );
         // Answered even when the undo had nothing to change.
         still_held().and(first)
     });
@@ -203,7 +232,14 @@ fn undo(
                 if let Some(run) = run {
                     run.ensure_held(connect)?;
                 }
-                outcome = run_pending(&mut client, load_id, Refused::Stop, done, &mut || Ok(()));
+                outcome = run_pending(
+                    &mut client,
+                    load_id,
+                    Refused::Stop,
+                    done,
+                    &mut || Ok(()),
+                    Some(progress),
+                );
             }
             ended => return ended,
         }
@@ -395,7 +431,9 @@ fn load_pass(context: &Passes, options: &LoadOptions) -> Result<Pass, Box<LoadFa
         progress,
         cancel,
     };
+    progress.set_phase(Phase::Loading);
     let ran = workers::run(&setup, client, &segments, truncate, before.rows_rejected);
+    progress.set_phase(Phase::Committing);
     let finished = finish::finish(
         &setup,
         ran,

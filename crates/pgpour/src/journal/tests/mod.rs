@@ -42,6 +42,7 @@ fn restore_pending(client: &mut postgres::Client, load_id: &str) -> crate::Resul
         super::undo::Refused::Stop,
         &mut done,
         &mut || Ok(()),
+        None,
     )
     .map(|()| done)
 }
