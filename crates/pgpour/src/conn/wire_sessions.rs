@@ -74,7 +74,7 @@ impl ConnectOptions {
             Host::Unix(dir) => dir.display().to_string(),
             Host::Tcp(name) => name.clone(),
         };
-        let tls = match self.ssl {
+        let tls = match self.tls.mode {
             SslMode::Disable => TlsUse::Off,
             SslMode::Allow | SslMode::Prefer => TlsUse::Prefer(self.tls_connector()?),
             SslMode::Require | SslMode::VerifyCa | SslMode::VerifyFull => {
