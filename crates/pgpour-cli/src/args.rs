@@ -206,8 +206,10 @@ chunk per transaction over its own connection. Memory stays bounded whatever the
 (2 x workers + 3) x chunk size, i.e. about 28 MiB with 2 workers and the default 4 MiB chunks.
 
 Connection: --db takes a postgres:// URL or a 'key=value' conninfo string; what it leaves out comes \
-from PGHOST, PGPORT, PGUSER, PGDATABASE, PGPASSWORD (or ~/.pgpass, PGPASSFILE), PGSSLMODE, \
-PGSSLROOTCERT, PGAPPNAME, as with psql. Without any, pgpour connects over the local unix socket.
+from its service (service=NAME or PGSERVICE, in ~/.pg_service.conf or PGSERVICEFILE), then from \
+PGHOST, PGPORT, PGUSER, PGDATABASE, PGPASSWORD (or ~/.pgpass, PGPASSFILE), PGSSLMODE, \
+PGSSLROOTCERT, PGSSLCERT, PGSSLKEY, PGAPPNAME, as with psql. Without any, pgpour connects over \
+the local unix socket.
 
 Bad rows: by default the first bad row stops the load with an error naming the file, line, column, \
 value, the server's message and SQLSTATE. With --max-errors N (or all), bad rows go to the reject \
