@@ -269,8 +269,10 @@ ahead; --explain says how many). The whole process peaked at 44 MB loading 1M ro
 54 MB loading 5,000 small files.
 
 Connection: --db takes a postgres:// URL or a 'key=value' conninfo string; what it leaves out comes \
-from PGHOST, PGPORT, PGUSER, PGDATABASE, PGPASSWORD (or ~/.pgpass, PGPASSFILE), PGSSLMODE, \
-PGSSLROOTCERT, PGAPPNAME, as with psql. Without any, pgpour connects over the local unix socket.
+from its service (service=NAME or PGSERVICE, in ~/.pg_service.conf or PGSERVICEFILE), then from \
+PGHOST, PGPORT, PGUSER, PGDATABASE, PGPASSWORD (or ~/.pgpass, PGPASSFILE), PGSSLMODE, \
+PGSSLROOTCERT, PGSSLCERT, PGSSLKEY, PGAPPNAME, as with psql. Without any, pgpour connects over \
+the local unix socket.
 
 Bad rows: by default the first bad row stops the load with an error naming the file, line, column, \
 value, the server's message and SQLSTATE. With --max-errors N (or all), bad rows go to the reject \

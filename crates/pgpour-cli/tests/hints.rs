@@ -185,6 +185,14 @@ fn refused_options_name_their_flags() {
             &["--table", "t", "--db", "host=/tmp x"][..],
             "pgpour: error: invalid --db connection string: a word that is not name=value",
         ),
+        (
+            &["--table", "t", "--db", "host=/tmp sslmod=require"][..],
+            "pgpour: error: connection option \"sslmod\": libpq has no such option",
+        ),
+        (
+            &["--table", "t", "--db", "host=/tmp gssencmode=require"][..],
+            "pgpour: error: gssencmode=require: pgpour does not do GSSAPI encryption",
+        ),
     ] {
         let out = pgpour(&[&["load", file][..], extra].concat(), None);
         assert_eq!(out.status.code(), Some(2), "{extra:?}");

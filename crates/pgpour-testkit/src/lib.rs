@@ -16,14 +16,19 @@
 //! `PGPOUR_TEST_DB` (a conninfo string or URL for a role that may create
 //! databases) points the tests at an existing server instead.
 //!
+//! [`Cluster::require_client_certificate`] sets a cluster up for `cert`
+//! authentication, for the client certificate tests.
+//!
 //! [`datasets`] generates the deterministic inputs the engine's tests, the
 //! benchmarks and the demo load; [`assert_same_rows`] is the differential
 //! tests' verdict. The kit depends on no pgpour crate, so that each of them
 //! can use it.
 
+mod client_cert;
 mod compare;
 pub mod datasets;
 
+pub use client_cert::ClientCertificate;
 pub use compare::assert_same_rows;
 
 use std::path::{Path, PathBuf};

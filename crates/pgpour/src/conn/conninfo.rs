@@ -1,103 +1,89 @@
 //! Connection strings as libpq reads them: `key=value` conninfo and
-//! `postgres://` URLs, taken apart only as far as pgpour must (the driver
-//! knows neither the verify-* sslmodes nor sslrootcert); the driver's own
-//! parser reads the rest.
+//! `postgres://` URLs (see `url`), taken apart into their options so that
+//! pgpour can check every key, fill in a service's settings, and take out
+//! the options the driver does not know; the driver parses the rest,
+//! written back as conninfo.
 
+use std::str::FromStr;
+
+use postgres::Config;
+
+use super::url::{url_options, URL_SCHEMES};
 use crate::error::{ConnectionProblem, Error, Result};
 
-/// A `--db` string without its sslmode and sslrootcert, and their values.
-pub(super) struct TlsParams {
-    pub rest: String,
-    pub sslmode: Option<String>,
-    pub root_cert: Option<String>,
+/// A `--db` string as its options: key and value pairs, decoded, in order
+/// (the last of a key wins, as in libpq).
+pub(super) struct ConnString {
+    pairs: Vec<(String, String)>,
 }
 
-/// Takes sslmode and sslrootcert out of a URL's query string or a conninfo
-/// string (the last of each wins, as in libpq).
-pub(super) fn take_tls_params(db: &str) -> Result<TlsParams> {
-    let mut sslmode = None;
-    let mut root_cert = None;
-    let mut take = |key: &str, value: &str| {
-        let slot = match key {
-            "sslmode" => &mut sslmode,
-            "sslrootcert" => &mut root_cert,
-            _ => return false,
+impl ConnString {
+    pub fn parse(text: &str) -> Result<Self> {
+        let pairs = match URL_SCHEMES.iter().find(|s| text.starts_with(*s)) {
+            Some(scheme) => url_options(&text[scheme.len()..])?,
+            None => parse_conninfo(text)?,
         };
-        *slot = Some(value.to_string());
-        true
-    };
-    let rest = if let Some(scheme) = URL_SCHEMES.iter().find(|s| db.starts_with(*s)) {
-        url_without_params(db, scheme.len(), &mut take)?
-    } else {
-        // Written back with every value quoted, which the driver's parser
-        // reads as libpq does, so no value loses a space or a quote.
-        let kept: Vec<String> = parse_conninfo(db)?
-            .into_iter()
-            .filter(|(key, value)| !take(key, value))
-            .map(|(key, value)| format!("{key}='{}'", escape_conninfo_value(&value)))
-            .collect();
-        kept.join(" ")
-    };
-    Ok(TlsParams {
-        rest,
-        sslmode,
-        root_cert,
-    })
-}
+        Ok(ConnString { pairs })
+    }
 
-const URL_SCHEMES: [&str; 2] = ["postgresql://", "postgres://"];
+    /// Every key given, in order (a key given twice comes twice).
+    pub fn keys(&self) -> impl Iterator<Item = &str> {
+        self.pairs.iter().map(|(key, _)| key.as_str())
+    }
 
-/// The URL without the query parameters `take` takes; it is given each
-/// key and value percent-decoded, as libpq decodes them. The driver parses
-/// what is left, decoding user, password, host, database and parameters
-/// itself, once one difference is smoothed out: libpq looks for user
-/// credentials only before the first `/`, the driver at the first `@`
-/// anywhere, so an `@` after that `/` is written `%40` for it (which it
-/// decodes back).
-fn url_without_params(
-    url: &str,
-    scheme_len: usize,
-    take: &mut impl FnMut(&str, &str) -> bool,
-) -> Result<String> {
-    let url = match url[scheme_len..].find(['@', '/']) {
-        Some(i) if url.as_bytes()[scheme_len + i] == b'/' => {
-            let (server, path) = url.split_at(scheme_len + i);
-            format!("{server}{}", path.replace('@', "%40"))
-        }
-        _ => url.to_string(),
-    };
-    let Some((base, query)) = url.split_once('?') else {
-        return Ok(url);
-    };
-    let mut kept = Vec::new();
-    for pair in query.split('&') {
-        let (key, value) = pair.split_once('=').unwrap_or((pair, ""));
-        if !take(&percent_decoded(key)?, &percent_decoded(value)?) {
-            kept.push(pair);
+    fn sets(&self, key: &str) -> bool {
+        self.pairs.iter().any(|(k, _)| k == key)
+    }
+
+    /// Adds the pairs whose key the string does not set: a service's
+    /// settings, which give way to the string's own.
+    pub fn add_unset(&mut self, pairs: Vec<(String, String)>) {
+        let new: Vec<_> = pairs.into_iter().filter(|(k, _)| !self.sets(k)).collect();
+        self.pairs.extend(new);
+    }
+
+    /// Takes `key` out; its last value.
+    pub fn take(&mut self, key: &str) -> Option<String> {
+        let mut last = None;
+        self.pairs.retain(|(k, value)| {
+            let hit = k == key;
+            if hit {
+                last = Some(value.clone());
+            }
+            !hit
+        });
+        last
+    }
+
+    /// Gives `key`'s value to `to` instead (libpq's name for an option the
+    /// driver names otherwise).
+    pub fn rename(&mut self, key: &str, to: &str) {
+        for (k, _) in self.pairs.iter_mut().filter(|(k, _)| k == key) {
+            *k = to.to_string();
         }
     }
-    if kept.is_empty() {
-        Ok(base.to_string())
-    } else {
-        Ok(format!("{base}?{}", kept.join("&")))
+
+    /// The driver's configuration from what is left: written back with
+    /// every value quoted, which the driver's parser reads as libpq does,
+    /// so no value loses a space or a quote. Its errors name a key at most
+    /// ("invalid value for option `port`"), never a value; its own Display
+    /// says only "invalid connection string", so the cause is shown instead.
+    pub fn into_driver_config(self) -> Result<Config> {
+        let quoted: Vec<String> = (self.pairs.iter())
+            .map(|(key, value)| format!("{key}='{}'", escape_conninfo_value(value)))
+            .collect();
+        Config::from_str(&quoted.join(" ")).map_err(|e| {
+            let cause = std::error::Error::source(&e);
+            syntax(&cause.map_or_else(|| e.to_string(), |c| c.to_string()))
+        })
     }
 }
 
 /// A connection string that does not parse, and why.
-fn syntax(reason: &str) -> Error {
+pub(super) fn syntax(reason: &str) -> Error {
     Error::InvalidConnection(ConnectionProblem::Syntax {
         reason: reason.to_string(),
     })
-}
-
-/// A URL's parameter key or value, percent-decoded. The error never quotes
-/// it: it may be a piece of a password cut by a stray `&` or `?`.
-fn percent_decoded(text: &str) -> Result<String> {
-    let decoded = percent_encoding::percent_decode_str(text).decode_utf8();
-    match decoded {
-        Ok(text) => Ok(text.into_owned()),
-        Err(_) => Err(syntax("a URL parameter is not UTF-8 once percent-decoded")),
-    }
 }
 
 /// Splits a conninfo string into its pairs as libpq's `conninfo_parse`
@@ -227,18 +213,56 @@ mod tests {
     }
 
     #[test]
-    fn tls_params_come_out_of_conninfo_and_urls() {
-        let p =
-            take_tls_params("host=h sslmode='verify-ca' password='a  b' sslmode=require").unwrap();
-        assert_eq!(p.sslmode.as_deref(), Some("require"), "the last one wins");
-        assert_eq!(p.rest, "host='h' password='a  b'");
-        let p = take_tls_params("password='x sslmode=disable' sslrootcert='/my ca.pem'").unwrap();
-        assert_eq!(p.sslmode, None);
-        assert_eq!(p.root_cert.as_deref(), Some("/my ca.pem"));
-        let p = take_tls_params(r"password='\\ \''").unwrap();
-        assert_eq!(p.rest, r"password='\\ \''");
-        let p = take_tls_params("postgres://u@h/d?sslmode=require&application_name=x").unwrap();
-        assert_eq!(p.sslmode.as_deref(), Some("require"));
-        assert_eq!(p.rest, "postgres://u@h/d?application_name=x");
+    fn options_come_out_of_conninfo() {
+        let mut c = ConnString::parse("host=h sslmode='verify-ca' password='a  b' sslmode=require")
+            .unwrap();
+        assert_eq!(
+            c.take("sslmode").as_deref(),
+            Some("require"),
+            "the last one wins"
+        );
+        assert!(!c.sets("sslmode"));
+        let config = c.into_driver_config().unwrap();
+        assert_eq!(config.get_password(), Some(&b"a  b"[..]));
+        let mut c =
+            ConnString::parse("password='x sslmode=disable' sslrootcert='/my ca.pem'").unwrap();
+        assert_eq!(c.take("sslmode"), None);
+        assert_eq!(c.take("sslrootcert").as_deref(), Some("/my ca.pem"));
+        let config = c.into_driver_config().unwrap();
+        assert_eq!(config.get_password(), Some(&b"x sslmode=disable"[..]));
+    }
+
+    #[test]
+    fn a_service_fills_only_what_the_string_leaves_unset() {
+        let service = || {
+            [("host", "svc"), ("user", "svc_user"), ("port", "6000")]
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .to_vec()
+        };
+        let filled = |text: &str| {
+            let mut c = ConnString::parse(text).unwrap();
+            c.add_unset(service());
+            c.into_driver_config().unwrap()
+        };
+        let config = filled("postgres://me@h/db?application_name=a");
+        assert_eq!(config.get_user(), Some("me"));
+        assert_eq!(config.get_ports(), [6000], "the URL names no port");
+        assert_eq!(format!("{:?}", config.get_hosts()), r#"[Tcp("h")]"#);
+        let config = filled("postgres:///db");
+        assert_eq!(format!("{:?}", config.get_hosts()), r#"[Tcp("svc")]"#);
+        assert_eq!(config.get_user(), Some("svc_user"));
+        let config = filled("port=1 dbname=x");
+        assert_eq!(config.get_ports(), [1]);
+        assert_eq!(config.get_user(), Some("svc_user"));
+    }
+
+    #[test]
+    fn driver_errors_name_the_key_not_the_value() {
+        let err = ConnString::parse("port=s3cret")
+            .and_then(ConnString::into_driver_config)
+            .map(|_| ())
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("`port`") && !err.contains("s3cret"), "{err}");
     }
 }

@@ -1,13 +1,16 @@
 //! Connection options by libpq's conventions.
 //!
-//! A `postgres://` URL or `key=value` conninfo string, with anything it leaves
-//! out taken from libpq's environment (PGHOST, PGPORT, PGUSER, PGDATABASE,
-//! PGPASSWORD, PGPASSFILE, PGSSLMODE, PGSSLROOTCERT, PGAPPNAME,
-//! PGCONNECT_TIMEOUT), then `~/.pgpass`, then libpq's defaults. The
-//! environment is passed in, not read here, so the engine has no hidden
-//! inputs. The password is never part of any text this module produces.
+//! A `postgres://` URL or `key=value` conninfo string; then, for what it
+//! leaves out, the settings of its service (`service=` or PGSERVICE, from
+//! the connection service file); then libpq's environment (PGHOST, PGPORT,
+//! PGUSER, PGDATABASE, PGPASSWORD, PGPASSFILE, PGSSLMODE, PGSSLROOTCERT,
+//! PGSSLCERT, PGSSLKEY, PGAPPNAME, PGCONNECT_TIMEOUT...); then `~/.pgpass`
+//! and libpq's defaults. Every key is checked: one pgpour cannot follow is
+//! refused by name. The environment is passed in, not read here, so the
+//! engine has no hidden inputs. The password is never part of any text this
+//! module produces.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::str::FromStr;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -17,9 +20,17 @@ use postgres::{Client, Config};
 use postgres_native_tls::MakeTlsConnector;
 
 use crate::error::{ConnectionProblem, Error, Result};
-use conninfo::{take_tls_params, TlsParams};
+use conninfo::ConnString;
+use pgpass::pgpass_lookup;
+use tls::{TlsOptions, TlsSettings};
 
+mod client_key;
 mod conninfo;
+mod keys;
+mod pgpass;
+mod service;
+mod tls;
+mod url;
 mod wire_sessions;
 
 /// libpq's sslmode values.
@@ -52,6 +63,20 @@ impl FromStr for SslMode {
     }
 }
 
+impl SslMode {
+    /// libpq's name of the mode.
+    pub fn name(self) -> &'static str {
+        match self {
+            SslMode::Disable => "disable",
+            SslMode::Allow => "allow",
+            SslMode::Prefer => "prefer",
+            SslMode::Require => "require",
+            SslMode::VerifyCa => "verify-ca",
+            SslMode::VerifyFull => "verify-full",
+        }
+    }
+}
+
 /// A value in the server's `options` start-up parameter, which splits
 /// words at white space unless a backslash escapes it.
 fn escape_option(value: &str) -> String {
@@ -71,80 +96,34 @@ fn escape_option(value: &str) -> String {
 #[derive(Clone)]
 pub struct ConnectOptions {
     config: Config,
-    ssl: SslMode,
-    root_cert: Option<PathBuf>,
+    tls: TlsSettings,
     /// Built on first use and shared by every connection of the load:
     /// building one reads the system's CA store, about 40 ms of CPU each
     /// time (a load opens a connection per worker, plus its journal's).
-    tls: Arc<Mutex<Option<native_tls::TlsConnector>>>,
+    tls_connector: Arc<Mutex<Option<native_tls::TlsConnector>>>,
 }
 
 /// Unix socket directories tried when no host is given: Debian's, then upstream's.
 const DEFAULT_SOCKET_DIRS: &[&str] = &["/var/run/postgresql", "/tmp"];
 
 impl ConnectOptions {
-    /// Resolves `db` (URL or conninfo, may be empty) against libpq's
-    /// environment, read through `env`.
+    /// Resolves `db` (URL or conninfo, may be empty) against its service
+    /// and libpq's environment, read through `env`.
     pub fn resolve(db: Option<&str>, env: &dyn Fn(&str) -> Option<String>) -> Result<Self> {
-        // The driver knows neither verify-* sslmodes nor sslrootcert: take them out first.
-        let TlsParams {
-            rest: db,
-            sslmode,
-            root_cert,
-        } = take_tls_params(db.unwrap_or(""))?;
-        let mut config = Config::from_str(&db).map_err(|e| {
-            Error::InvalidConnection(ConnectionProblem::Syntax {
-                reason: e.to_string(),
-            })
-        })?;
-
-        if config.get_hosts().is_empty() {
-            match env("PGHOST").filter(|h| !h.is_empty()) {
-                Some(hosts) => hosts.split(',').for_each(|h| add_host(&mut config, h)),
-                None => DEFAULT_SOCKET_DIRS
-                    .iter()
-                    .for_each(|d| add_host(&mut config, d)),
-            }
+        // An empty variable is as good as unset, as in libpq.
+        let env = |name: &str| env(name).filter(|value| !value.is_empty());
+        let mut given = ConnString::parse(db.unwrap_or(""))?;
+        if let Some(refusal) = given.keys().find_map(keys::refusal) {
+            return Err(Error::InvalidConnection(refusal));
         }
-        if config.get_ports().is_empty() {
-            let port = match env("PGPORT") {
-                Some(p) => p.parse().map_err(|_| {
-                    Error::InvalidConnection(ConnectionProblem::Port { value: p.clone() })
-                })?,
-                None => 5432,
-            };
-            config.port(port);
+        let servicefile = given.take("servicefile");
+        if let Some(name) = given.take("service").or_else(|| env("PGSERVICE")) {
+            let files = service::files(servicefile, &env);
+            given.add_unset(service::options(&name, &files)?);
         }
-        if config.get_user().is_none() {
-            let user = env("PGUSER")
-                .or_else(os_user_name)
-                .ok_or(Error::InvalidConnection(ConnectionProblem::NoUserName))?;
-            config.user(&user);
-        }
-        if config.get_dbname().is_none() {
-            let dbname =
-                env("PGDATABASE").unwrap_or_else(|| config.get_user().unwrap_or("").to_string());
-            config.dbname(&dbname);
-        }
-        if config.get_application_name().is_none() {
-            config.application_name(&env("PGAPPNAME").unwrap_or_else(|| "pgpour".into()));
-        }
-        if config.get_connect_timeout().is_none() {
-            if let Some(secs) = env("PGCONNECT_TIMEOUT").and_then(|s| s.parse().ok()) {
-                config.connect_timeout(Duration::from_secs(secs));
-            }
-        }
-        if config.get_password().is_none() {
-            let password = env("PGPASSWORD").or_else(|| {
-                let file = env("PGPASSFILE")
-                    .map(PathBuf::from)
-                    .or_else(|| env("HOME").map(|h| Path::new(&h).join(".pgpass")))?;
-                pgpass_lookup(&file, &config)
-            });
-            if let Some(password) = password {
-                config.password(password);
-            }
-        }
+        let own = OwnOptions::take(&mut given, &env)?;
+        let mut config = given.into_driver_config()?;
+        fill_from_environment(&mut config, &own, &env)?;
 
         // After the user's own options, so that theirs cannot undo it.
         let options = match config.get_options() {
@@ -153,27 +132,16 @@ impl ConnectOptions {
         };
         config.options(&options);
 
-        let ssl = match sslmode.or_else(|| env("PGSSLMODE")) {
-            Some(mode) => mode.parse()?,
-            None => SslMode::Prefer,
-        };
-        config.ssl_mode(match ssl {
+        let tls = TlsSettings::resolve(own.tls, env("HOME").as_deref().map(Path::new))?;
+        config.ssl_mode(match tls.mode {
             SslMode::Disable => DriverSslMode::Disable,
             SslMode::Allow | SslMode::Prefer => DriverSslMode::Prefer,
             SslMode::Require | SslMode::VerifyCa | SslMode::VerifyFull => DriverSslMode::Require,
         });
-        let root_cert = root_cert
-            .or_else(|| env("PGSSLROOTCERT"))
-            .map(PathBuf::from)
-            .or_else(|| {
-                let default = Path::new(&env("HOME")?).join(".postgresql/root.crt");
-                default.exists().then_some(default)
-            });
         Ok(ConnectOptions {
             config,
-            ssl,
-            root_cert,
-            tls: Arc::default(),
+            tls,
+            tls_connector: Arc::default(),
         })
     }
 
@@ -245,7 +213,7 @@ impl ConnectOptions {
             .map(|i| self.is_socket(i))
             .collect();
         let only_sockets = !sockets.is_empty() && sockets.iter().all(|&socket| socket);
-        if self.ssl == SslMode::Disable || only_sockets {
+        if self.tls.mode == SslMode::Disable || only_sockets {
             let mut plain = self.config.clone();
             plain.ssl_mode(DriverSslMode::Disable);
             return plain.connect(postgres::NoTls).map_err(connect_error);
@@ -254,7 +222,7 @@ impl ConnectOptions {
         // a mode that merely prefers TLS (the server answers a socket's
         // request for TLS with "no"), it can try the whole list itself.
         let tls_required = matches!(
-            self.ssl,
+            self.tls.mode,
             SslMode::Require | SslMode::VerifyCa | SslMode::VerifyFull
         );
         if !tls_required || !sockets.contains(&true) {
@@ -338,44 +306,123 @@ impl ConnectOptions {
     }
 
     fn tls_connector(&self) -> Result<native_tls::TlsConnector> {
-        let mut cached = self.tls.lock().unwrap_or_else(|e| e.into_inner());
+        let mut cached = self.tls_connector.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(connector) = &*cached {
             return Ok(connector.clone());
         }
-        let connector = self.build_tls_connector()?;
+        let connector = self.tls.connector()?;
         *cached = Some(connector.clone());
         Ok(connector)
     }
+}
 
-    fn build_tls_connector(&self) -> Result<native_tls::TlsConnector> {
-        let mut builder = native_tls::TlsConnector::builder();
-        match self.ssl {
-            // libpq encrypts without checking the certificate in these modes.
-            SslMode::Allow | SslMode::Prefer | SslMode::Require => {
-                builder.danger_accept_invalid_certs(true);
-                builder.danger_accept_invalid_hostnames(true);
-            }
-            SslMode::VerifyCa => {
-                builder.danger_accept_invalid_hostnames(true);
-            }
-            SslMode::VerifyFull | SslMode::Disable => {}
+/// The options the driver does not know, taken out of the connection
+/// string (with its service's), each after its environment variable.
+struct OwnOptions {
+    tls: TlsOptions,
+    passfile: Option<String>,
+    fallback_application_name: Option<String>,
+}
+
+impl OwnOptions {
+    fn take(given: &mut ConnString, env: &dyn Fn(&str) -> Option<String>) -> Result<Self> {
+        let mut own = |key: &str, var: &str| given.take(key).or_else(|| env(var));
+        let tls = TlsOptions {
+            sslmode: own("sslmode", "PGSSLMODE"),
+            sslrootcert: own("sslrootcert", "PGSSLROOTCERT"),
+            sslcert: own("sslcert", "PGSSLCERT"),
+            sslkey: own("sslkey", "PGSSLKEY"),
+            sslcertmode: own("sslcertmode", "PGSSLCERTMODE"),
+            sslsni: own("sslsni", "PGSSLSNI"),
+            min_version: own("ssl_min_protocol_version", "PGSSLMINPROTOCOLVERSION"),
+            max_version: own("ssl_max_protocol_version", "PGSSLMAXPROTOCOLVERSION"),
+        };
+        let passfile = own("passfile", "PGPASSFILE");
+        check_gssencmode(own("gssencmode", "PGGSSENCMODE"))?;
+        let fallback_application_name = given.take("fallback_application_name");
+        given.rename("keepalives_count", "keepalives_retries");
+        let ignored: Vec<String> = (given.keys())
+            .filter(|k| keys::ignored(k))
+            .map(str::to_string)
+            .collect();
+        ignored.iter().for_each(|key| drop(given.take(key)));
+        Ok(OwnOptions {
+            tls,
+            passfile,
+            fallback_application_name,
+        })
+    }
+}
+
+/// What neither the connection string nor its service gave: from libpq's
+/// environment, then `~/.pgpass` and libpq's defaults.
+fn fill_from_environment(
+    config: &mut Config,
+    own: &OwnOptions,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<()> {
+    if config.get_hosts().is_empty() {
+        match env("PGHOST") {
+            Some(hosts) => hosts.split(',').for_each(|h| add_host(config, h)),
+            None => DEFAULT_SOCKET_DIRS.iter().for_each(|d| add_host(config, d)),
         }
-        if let Some(path) = &self.root_cert {
-            let pem = std::fs::read(path).map_err(Error::io(path))?;
-            let cert = native_tls::Certificate::from_pem(&pem).map_err(|e| {
-                Error::InvalidConnection(ConnectionProblem::RootCert {
-                    path: path.clone(),
-                    reason: e.to_string(),
-                })
-            })?;
-            builder.add_root_certificate(cert);
+    }
+    if config.get_ports().is_empty() {
+        let port = match env("PGPORT") {
+            Some(p) => p.parse().map_err(|_| {
+                Error::InvalidConnection(ConnectionProblem::Port { value: p.clone() })
+            })?,
+            None => 5432,
+        };
+        config.port(port);
+    }
+    if config.get_user().is_none() {
+        let user = env("PGUSER")
+            .or_else(os_user_name)
+            .ok_or(Error::InvalidConnection(ConnectionProblem::NoUserName))?;
+        config.user(&user);
+    }
+    if config.get_dbname().is_none() {
+        let dbname =
+            env("PGDATABASE").unwrap_or_else(|| config.get_user().unwrap_or("").to_string());
+        config.dbname(&dbname);
+    }
+    if config.get_application_name().is_none() {
+        let name = env("PGAPPNAME").or_else(|| own.fallback_application_name.clone());
+        config.application_name(&name.unwrap_or_else(|| "pgpour".into()));
+    }
+    if config.get_connect_timeout().is_none() {
+        if let Some(secs) = env("PGCONNECT_TIMEOUT").and_then(|s| s.parse().ok()) {
+            config.connect_timeout(Duration::from_secs(secs));
         }
-        let connector = builder.build().map_err(|e| {
-            Error::InvalidConnection(ConnectionProblem::Tls {
-                reason: e.to_string(),
-            })
-        })?;
-        Ok(connector)
+    }
+    if config.get_password().is_none() {
+        let password = env("PGPASSWORD").or_else(|| {
+            let file = match &own.passfile {
+                Some(file) => file.into(),
+                None => Path::new(&env("HOME")?).join(".pgpass"),
+            };
+            pgpass_lookup(&file, config)
+        });
+        if let Some(password) = password {
+            config.password(password);
+        }
+    }
+    Ok(())
+}
+
+/// pgpour does not do GSSAPI encryption: libpq's default (prefer) then
+/// goes on without it, and require cannot be met.
+fn check_gssencmode(mode: Option<String>) -> Result<()> {
+    match mode.as_deref() {
+        None | Some("disable" | "prefer") => Ok(()),
+        Some("require") => Err(Error::InvalidConnection(
+            ConnectionProblem::GssEncryptionRequired,
+        )),
+        Some(_) => Err(Error::InvalidConnection(ConnectionProblem::InvalidValue {
+            key: "gssencmode".into(),
+            expected: "disable, prefer or require",
+        })),
     }
 }
 
@@ -411,59 +458,6 @@ fn add_host(config: &mut Config, host: &str) {
     }
 }
 
-/// Looks the connection up in a pgpass file, like libpq: first matching
-/// line wins, `*` matches anything, a socket connection matches `localhost`,
-/// and a file readable by group or others is ignored.
-fn pgpass_lookup(file: &Path, config: &Config) -> Option<String> {
-    use std::os::unix::fs::PermissionsExt;
-    let meta = std::fs::metadata(file).ok()?;
-    if meta.permissions().mode() & 0o077 != 0 {
-        return None;
-    }
-    let text = std::fs::read_to_string(file).ok()?;
-    let host = match config.get_hosts().first()? {
-        Host::Tcp(name) => name.clone(),
-        Host::Unix(_) => "localhost".to_string(),
-    };
-    let port = config
-        .get_ports()
-        .first()
-        .copied()
-        .unwrap_or(5432)
-        .to_string();
-    let wanted = [
-        host.as_str(),
-        port.as_str(),
-        config.get_dbname().unwrap_or(""),
-        config.get_user().unwrap_or(""),
-    ];
-    text.lines()
-        .filter(|line| !line.starts_with('#'))
-        .map(split_pgpass_line)
-        .filter(|fields| fields.len() == 5)
-        .find(|fields| {
-            wanted
-                .iter()
-                .zip(fields)
-                .all(|(want, have)| have == "*" || have == want)
-        })
-        .map(|mut fields| fields.remove(4))
-}
-
-/// Splits on unescaped colons, undoing `\:` and `\\`.
-fn split_pgpass_line(line: &str) -> Vec<String> {
-    let mut fields = vec![String::new()];
-    let mut chars = line.chars();
-    while let Some(c) = chars.next() {
-        match c {
-            '\\' => fields.last_mut().unwrap().extend(chars.next()),
-            ':' => fields.push(String::new()),
-            c => fields.last_mut().unwrap().push(c),
-        }
-    }
-    fields
-}
-
 #[cfg(test)]
 mod tests {
     #[test]
@@ -480,6 +474,87 @@ mod tests {
             .map(|(k, v)| (k.to_string(), v.to_string()))
             .collect();
         ConnectOptions::resolve(Some(db), &|k| vars.get(k).cloned()).unwrap()
+    }
+
+    fn refusal(db: &str, vars: &[(&str, &str)]) -> String {
+        let vars: HashMap<String, String> = vars
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        match ConnectOptions::resolve(Some(db), &|k| vars.get(k).cloned()) {
+            Ok(_) => format!("{db:?} was accepted"),
+            Err(e) => e.to_string(),
+        }
+    }
+
+    #[test]
+    fn a_url_without_a_port_takes_pgport() {
+        let o = resolve("postgres://u@h/d", &[("PGPORT", "6001")]);
+        assert_eq!(o.describe(), "host=h port=6001 dbname=d user=u");
+    }
+
+    #[test]
+    fn the_string_beats_its_service_which_beats_the_environment() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("services.conf");
+        std::fs::write(
+            &file,
+            "[s]\nhost=svc\nport=6000\nuser=svc_user\napplication_name=from_service\n",
+        )
+        .unwrap();
+        let file = file.to_string_lossy().to_string();
+        let env = [
+            ("PGSERVICEFILE", file.as_str()),
+            ("PGHOST", "env_host"),
+            ("PGUSER", "env_user"),
+            ("PGDATABASE", "env_db"),
+        ];
+        let o = resolve("service=s port=1", &env);
+        assert_eq!(o.describe(), "host=svc port=1 dbname=env_db user=svc_user");
+        assert_eq!(o.config.get_application_name(), Some("from_service"));
+        let with_pgservice: Vec<_> = env.iter().copied().chain([("PGSERVICE", "s")]).collect();
+        let o = resolve("postgres://me@/db", &with_pgservice);
+        assert_eq!(o.describe(), "host=svc port=6000 dbname=db user=me");
+        let err = refusal("service=missing", &env);
+        assert!(err.contains("\"missing\"") && err.contains(&file), "{err}");
+    }
+
+    #[test]
+    fn unknown_and_unsupported_keys_are_named_without_their_values() {
+        for (db, key) in [
+            ("host=h passwd=s3cret", "passwd"),
+            ("postgres://h/d?requirepeer=s3cret", "requirepeer"),
+            ("host=h sslpassword=s3cret", "sslpassword"),
+        ] {
+            let err = refusal(db, &[]);
+            assert!(err.contains(&format!("\"{key}\"")), "{err}");
+            assert!(!err.contains("s3cret"), "{err}");
+        }
+    }
+
+    #[test]
+    fn gss_encryption_is_declined_and_never_required() {
+        for accepted in ["disable", "prefer"] {
+            resolve(&format!("host=h user=u gssencmode={accepted}"), &[]);
+        }
+        assert!(refusal("host=h user=u gssencmode=require", &[]).contains("gssencmode=require"));
+        let err = refusal("host=h user=u", &[("PGGSSENCMODE", "require")]);
+        assert!(err.contains("GSSAPI"), "{err}");
+    }
+
+    #[test]
+    fn libpq_names_the_driver_lacks_are_translated() {
+        let o = resolve(
+            "host=h user=u keepalives_count=4 fallback_application_name=f sslcompression=1",
+            &[],
+        );
+        assert_eq!(o.config.get_keepalives_retries(), Some(4));
+        assert_eq!(o.config.get_application_name(), Some("f"));
+        let o = resolve(
+            "host=h user=u fallback_application_name=f",
+            &[("PGAPPNAME", "e")],
+        );
+        assert_eq!(o.config.get_application_name(), Some("e"));
     }
 
     #[test]
@@ -500,10 +575,10 @@ mod tests {
     #[test]
     fn verify_modes_and_root_cert_are_understood() {
         let o = resolve("host=h user=u sslmode=verify-full sslrootcert=/ca.pem", &[]);
-        assert_eq!(o.ssl, SslMode::VerifyFull);
-        assert_eq!(o.root_cert, Some(PathBuf::from("/ca.pem")));
+        assert_eq!(o.tls.mode, SslMode::VerifyFull);
+        assert_eq!(o.tls.root_file(), Some(Path::new("/ca.pem")));
         let o = resolve("postgres://u@h/d?sslmode=verify-ca&application_name=x", &[]);
-        assert_eq!(o.ssl, SslMode::VerifyCa);
+        assert_eq!(o.tls.mode, SslMode::VerifyCa);
     }
 
     #[test]
@@ -515,10 +590,10 @@ mod tests {
         assert_eq!(o.config.get_user(), Some("us@er"));
         assert_eq!(o.config.get_password(), Some(&b"p@ss:w%rd"[..]));
         assert_eq!(o.config.get_dbname(), Some("my db"));
-        assert_eq!(o.ssl, SslMode::VerifyCa);
-        assert_eq!(o.root_cert, Some(PathBuf::from("/my ca.pem")));
+        assert_eq!(o.tls.mode, SslMode::VerifyCa);
+        assert_eq!(o.tls.root_file(), Some(Path::new("/my ca.pem")));
         let o = resolve("postgres://h:5433/d?ssl%6Dode=require", &[]);
-        assert_eq!(o.ssl, SslMode::Require);
+        assert_eq!(o.tls.mode, SslMode::Require);
         assert_eq!(o.config.get_ports(), [5433]);
     }
 
@@ -535,22 +610,6 @@ mod tests {
     fn password_never_described() {
         let o = resolve("postgres://u:s3cret@h/d", &[]);
         assert!(!o.describe().contains("s3cret"));
-    }
-
-    #[test]
-    fn pgpass_first_match_with_wildcards_and_escapes() {
-        let dir = tempfile::tempdir().unwrap();
-        let file = dir.path().join("pgpass");
-        std::fs::write(
-            &file,
-            "# c\nother:*:*:*:no\nh:5432:*:u:pa\\:ss\nh:*:*:*:late\n",
-        )
-        .unwrap();
-        std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o600)).unwrap();
-        let config = Config::from_str("host=h user=u dbname=d port=5432").unwrap();
-        assert_eq!(pgpass_lookup(&file, &config).as_deref(), Some("pa:ss"));
-        std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o644)).unwrap();
-        assert_eq!(pgpass_lookup(&file, &config), None);
     }
 
     #[test]
@@ -574,6 +633,4 @@ mod tests {
         );
         assert!(both.is_socket(0) && !both.is_socket(1));
     }
-
-    use std::os::unix::fs::PermissionsExt;
 }

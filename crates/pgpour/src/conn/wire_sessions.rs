@@ -74,7 +74,7 @@ impl ConnectOptions {
             Host::Unix(dir) => dir.display().to_string(),
             Host::Tcp(name) => name.clone(),
         };
-        let tls = match self.ssl {
+        let tls = match self.tls.mode {
             SslMode::Disable => TlsUse::Off,
             SslMode::Allow | SslMode::Prefer => TlsUse::Prefer(self.tls_connector()?),
             SslMode::Require | SslMode::VerifyCa | SslMode::VerifyFull => {
@@ -82,5 +82,65 @@ impl ConnectOptions {
             }
         };
         Ok((Endpoint::Tcp { host, addr, port }, tls))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use pgpour_testkit::{Cluster, Durability};
+
+    use super::*;
+
+    const USER: &str = "wire_cert";
+
+    /// The load's sessions on the message level present the client
+    /// certificate as the driver's do: the test's cluster lets this user
+    /// in over TCP with a certificate alone. (A load whose wire session
+    /// cannot be opened goes on with the driver's, so a load alone would
+    /// not show it.)
+    #[test]
+    fn a_wire_session_presents_the_client_certificate() {
+        let cluster = Cluster::start(Durability::Fast).unwrap_or_else(|e| panic!("{e}"));
+        let certificate = match cluster.require_client_certificate(USER) {
+            Ok(Some(certificate)) => certificate,
+            Ok(None) => {
+                eprintln!("skipped: no openssl command, so no TLS and no client certificates");
+                return;
+            }
+            Err(e) => panic!("{e}"),
+        };
+        let (Some((host, port)), Some(server_cert)) = (cluster.tcp(), cluster.server_certificate())
+        else {
+            panic!("an owned cluster with TLS has a TCP address and a certificate");
+        };
+        (cluster.client("postgres"))
+            .batch_execute(&format!("CREATE ROLE {USER} LOGIN"))
+            .unwrap_or_else(|e| panic!("{e:?}"));
+        let base = format!(
+            "host={host} port={port} user={USER} dbname=postgres sslmode=verify-full \
+             sslrootcert={}",
+            server_cert.display()
+        );
+        let no_home = |name: &str| (name == "HOME").then(|| "/nonexistent".to_string());
+        let with_certificate = format!(
+            "{base} sslcert={} sslkey={}",
+            certificate.cert.display(),
+            certificate.key_pkcs1.display()
+        );
+        let connect = ConnectOptions::resolve(Some(&with_certificate), &no_home)
+            .unwrap_or_else(|e| panic!("{e}"));
+        let mut wire = connect.open_wire(&[]).unwrap_or_else(|e| panic!("{e}"));
+        wire.query("SELECT client_dn FROM pg_stat_ssl WHERE pid = pg_backend_pid()")
+            .unwrap_or_else(|e| panic!("{e}"));
+        let answer = wire.answer().unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(answer.rows, [[Some(format!("/CN={USER}"))]]);
+        wire.close();
+
+        let without =
+            ConnectOptions::resolve(Some(&base), &no_home).unwrap_or_else(|e| panic!("{e}"));
+        match without.open_wire(&[]) {
+            Ok(_) => panic!("a session without a certificate was let in"),
+            Err(e) => assert!(e.to_string().contains("certificate"), "{e}"),
+        }
     }
 }

@@ -77,10 +77,89 @@ pub enum ConnectionProblem {
     RootCert { path: PathBuf, reason: String },
     #[error("cannot set up TLS: {reason}")]
     Tls { reason: String },
+    /// A connection option pgpour cannot follow: not libpq's, or libpq's
+    /// but not done here. Names the key, never its value (a password?).
+    #[error("connection option {key:?}: {reason}")]
+    UnsupportedOption { key: String, reason: String },
+    /// An option whose value is none of those it takes; the value is not
+    /// shown.
+    #[error("invalid {key}: expected {expected}")]
+    InvalidValue { key: String, expected: &'static str },
+    #[error(
+        "gssencmode=require: pgpour does not do GSSAPI encryption (gssencmode=prefer or \
+         disable connects without it; sslmode=require encrypts with TLS)"
+    )]
+    GssEncryptionRequired,
+    /// No service file defines the service; each file looked in, and
+    /// whether it exists.
+    #[error("service {service:?} is not defined in {}", looked_in_text(looked_in))]
+    UnknownService {
+        service: String,
+        looked_in: Vec<(PathBuf, bool)>,
+    },
+    /// A line of a service file that cannot be used; `reason` names a key
+    /// at most, never a value.
+    #[error("service file {}, line {line}: {reason}", path.display())]
+    ServiceFile {
+        path: PathBuf,
+        line: usize,
+        reason: String,
+    },
+    /// A verify-* sslmode with no root certificate to check the server's
+    /// against: `expected` is the file looked for (none without a home
+    /// directory), as libpq says it.
+    #[error("{}", no_root_cert_text(sslmode, expected.as_deref()))]
+    NoRootCert {
+        sslmode: String,
+        expected: Option<PathBuf>,
+    },
+    #[error(
+        "sslrootcert=system needs sslmode=verify-full (not {sslmode:?}): any certificate the \
+         system trusts would do, whatever its name"
+    )]
+    SystemRootsNeedVerifyFull { sslmode: String },
+    /// The client certificate or its key cannot be used; `what` says which.
+    #[error("{what} {}: {reason}", path.display())]
+    ClientCertificate {
+        what: &'static str,
+        path: PathBuf,
+        reason: String,
+    },
     /// A loading session could not be opened for a reason the options or
     /// the server's setup must change (an authentication method, TLS).
     #[error("cannot open a loading session to {target}: {reason}")]
     Session { target: String, reason: String },
+}
+
+fn looked_in_text(files: &[(PathBuf, bool)]) -> String {
+    let named: Vec<String> = files
+        .iter()
+        .map(|(path, exists)| match exists {
+            true => path.display().to_string(),
+            false => format!("{} (does not exist)", path.display()),
+        })
+        .collect();
+    format!(
+        "{} (PGSERVICEFILE and PGSYSCONFDIR choose other files)",
+        named.join(" or ")
+    )
+}
+
+fn no_root_cert_text(sslmode: &str, expected: Option<&std::path::Path>) -> String {
+    let missing = match expected {
+        Some(path) => format!(
+            "the root certificate file {} does not exist",
+            path.display()
+        ),
+        None => "no root certificate file was given, and there is no HOME to find \
+                 ~/.postgresql/root.crt in"
+            .to_string(),
+    };
+    format!(
+        "sslmode={sslmode} checks the server's certificate, and {missing}: name one with \
+         sslrootcert= or PGSSLROOTCERT, use the system's trusted roots with \
+         sslrootcert=system, or choose sslmode=require to encrypt without checking"
+    )
 }
 
 /// How an input differs from what it was when the load started reading it.

@@ -239,6 +239,36 @@ fn every_error() -> Vec<Error> {
                 target: "host=/tmp".into(),
                 reason: "the server asks for GSSAPI".into(),
             },
+            ConnectionProblem::UnsupportedOption {
+                key: "requirepeer".into(),
+                reason: "not supported".into(),
+            },
+            ConnectionProblem::InvalidValue {
+                key: "sslsni".into(),
+                expected: "0 or 1",
+            },
+            ConnectionProblem::GssEncryptionRequired,
+            ConnectionProblem::UnknownService {
+                service: "prod".into(),
+                looked_in: vec![("/home/u/.pg_service.conf".into(), false)],
+            },
+            ConnectionProblem::ServiceFile {
+                path: "/home/u/.pg_service.conf".into(),
+                line: 3,
+                reason: "a line that is not key=value".into(),
+            },
+            ConnectionProblem::NoRootCert {
+                sslmode: "verify-full".into(),
+                expected: Some("/home/u/.postgresql/root.crt".into()),
+            },
+            ConnectionProblem::SystemRootsNeedVerifyFull {
+                sslmode: "require".into(),
+            },
+            ConnectionProblem::ClientCertificate {
+                what: "key",
+                path: "/home/u/.postgresql/postgresql.key".into(),
+                reason: "the key is encrypted".into(),
+            },
         ]
         .map(Error::InvalidConnection),
     );
@@ -276,7 +306,15 @@ fn covers(error: &Error) {
             | ConnectionProblem::NoHost
             | ConnectionProblem::RootCert { .. }
             | ConnectionProblem::Tls { .. }
-            | ConnectionProblem::Session { .. } => {}
+            | ConnectionProblem::Session { .. }
+            | ConnectionProblem::UnsupportedOption { .. }
+            | ConnectionProblem::InvalidValue { .. }
+            | ConnectionProblem::GssEncryptionRequired
+            | ConnectionProblem::UnknownService { .. }
+            | ConnectionProblem::ServiceFile { .. }
+            | ConnectionProblem::NoRootCert { .. }
+            | ConnectionProblem::SystemRootsNeedVerifyFull { .. }
+            | ConnectionProblem::ClientCertificate { .. } => {}
         },
         Error::Connect { .. }
         | Error::Target(_)

@@ -1,17 +1,54 @@
 //! Connection options by libpq's conventions, against the test server:
-//! passwords over TCP (SCRAM), ~/.pgpass, and never a password in a message.
+//! passwords over TCP (SCRAM), ~/.pgpass, service files, options pgpour
+//! refuses by name, and never a password in a message.
 
 use std::collections::HashMap;
+use std::path::Path;
 
-use pgpour::ConnectOptions;
+use pgpour::{ConnectOptions, Format, FormatOptions, InputSpec, LoadOptions, TableName};
 use pgpour_testkit::{shared_cluster, SUPERUSER_PASSWORD};
 
-fn resolve(db: &str, env: &[(&str, &str)]) -> ConnectOptions {
+use crate::harness::load_via;
+
+pub fn try_resolve(db: &str, env: &[(&str, &str)]) -> pgpour::Result<ConnectOptions> {
     let env: HashMap<String, String> = env
         .iter()
         .map(|(k, v)| (k.to_string(), v.to_string()))
         .collect();
-    ConnectOptions::resolve(Some(db), &|k| env.get(k).cloned()).unwrap()
+    ConnectOptions::resolve(Some(db), &|k| env.get(k).cloned())
+}
+
+pub fn resolve(db: &str, env: &[(&str, &str)]) -> ConnectOptions {
+    try_resolve(db, env).unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// A load of three rows, written in `dir`, into table `t (n int, s text)`.
+pub fn three_rows(dir: &Path) -> LoadOptions {
+    let input = dir.join("in.csv");
+    std::fs::write(&input, "1,a\n2,b\n3,c\n").unwrap();
+    let mut options = LoadOptions::new(
+        vec![InputSpec::File(input)],
+        TableName::parse("t").unwrap(),
+        FormatOptions::new(Format::Csv),
+    );
+    options.workers = Some(2);
+    options
+}
+
+/// Loads three rows through `connect` into a new table `t` that `setup`
+/// makes (as a user that may); the rows in `t` afterwards.
+pub fn load_three_rows(connect: &ConnectOptions, setup: &mut postgres::Client) -> i64 {
+    setup
+        .batch_execute("CREATE TABLE t (n int, s text)")
+        .unwrap_or_else(|e| panic!("{e}"));
+    let dir = tempfile::tempdir().unwrap();
+    let summary =
+        load_via(connect, &three_rows(dir.path())).unwrap_or_else(|f| panic!("{}", f.error));
+    assert_eq!(summary.rows_loaded, 3);
+    setup
+        .query_one("SELECT count(*) FROM t", &[])
+        .unwrap()
+        .get(0)
 }
 
 #[test]
@@ -223,4 +260,131 @@ fn url_password_with_at_colon_and_percent_signs() {
     let mut client = options.connect().unwrap_or_else(|e| panic!("{url}: {e}"));
     let user: String = client.query_one("SELECT current_user", &[]).unwrap().get(0);
     assert_eq!(user, "url_engine");
+}
+
+/// A service file in `dir` whose service `name` reaches database `dbname`
+/// over TCP with the superuser's password: nothing else says it.
+fn write_service_file(path: &Path, name: &str, dbname: &str) -> bool {
+    let Some((host, port)) = shared_cluster().tcp() else {
+        return false;
+    };
+    let text = format!(
+        "# team settings\n[other]\nport=1\n\n[{name}]\nhost={host}\nport={port}\n\
+         user=postgres\npassword={SUPERUSER_PASSWORD}\ndbname={dbname}\n\
+         application_name=from_service\n"
+    );
+    std::fs::write(path, text).unwrap();
+    true
+}
+
+#[test]
+fn a_service_named_in_the_string_connects_and_loads() {
+    let db = shared_cluster().create_database("service_by_name");
+    let home = tempfile::tempdir().unwrap();
+    if !write_service_file(&home.path().join(".pg_service.conf"), "team_db", &db.name) {
+        return;
+    }
+    let home = home.path().to_string_lossy().to_string();
+    // The environment gives way to the service: its port and user are wrong.
+    let env = [
+        ("HOME", home.as_str()),
+        ("PGPORT", "1"),
+        ("PGUSER", "nobody"),
+    ];
+    let connect = resolve("service=team_db", &env);
+    assert!(
+        connect.describe().contains(&db.name),
+        "{}",
+        connect.describe()
+    );
+    let mut client = connect.connect().unwrap_or_else(|e| panic!("{e}"));
+    let name: String = client
+        .query_one("SELECT current_setting('application_name')", &[])
+        .unwrap()
+        .get(0);
+    assert_eq!(name, "from_service");
+    assert_eq!(load_three_rows(&connect, &mut db.client()), 3);
+}
+
+#[test]
+fn pgservice_and_pgservicefile_choose_the_service() {
+    let db = shared_cluster().create_database("service_by_env");
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("services.conf");
+    if !write_service_file(&file, "loader", &db.name) {
+        return;
+    }
+    let file = file.to_string_lossy().to_string();
+    let env = [
+        ("PGSERVICE", "loader"),
+        ("PGSERVICEFILE", file.as_str()),
+        ("HOME", "/nonexistent"),
+    ];
+    let connect = resolve("", &env);
+    assert_eq!(load_three_rows(&connect, &mut db.client()), 3);
+    // The string's own options still win over the service's.
+    let err = try_resolve("dbname=no_such_db", &env)
+        .and_then(|c| c.connect().map(|_| ()))
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("no_such_db"), "{err}");
+    assert!(!err.contains(SUPERUSER_PASSWORD), "{err}");
+    let err = try_resolve("service=nope", &env).map(|_| ()).unwrap_err();
+    let text = err.to_string();
+    assert!(text.contains("\"nope\"") && text.contains(&file), "{text}");
+}
+
+#[test]
+fn options_pgpour_cannot_follow_are_refused_by_name() {
+    let socket = shared_cluster().conninfo("postgres");
+    for (option, named) in [
+        ("sslmod=require", "\"sslmod\""),
+        ("requirepeer=postgres", "\"requirepeer\""),
+        ("gssencmode=require", "gssencmode=require"),
+    ] {
+        let err = try_resolve(&format!("{socket} {option}"), &[])
+            .map(|_| ())
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains(named), "{option}: {err}");
+    }
+    // libpq's default, and disable, connect without GSSAPI.
+    for mode in ["prefer", "disable"] {
+        let connect = resolve(&format!("{socket} gssencmode={mode}"), &[]);
+        connect
+            .connect()
+            .unwrap_or_else(|e| panic!("gssencmode={mode}: {e}"));
+    }
+}
+
+#[test]
+fn verify_full_without_a_root_certificate_names_the_file_expected() {
+    let cluster = shared_cluster();
+    let (Some((_, port)), Some(_)) = (cluster.tcp(), cluster.server_certificate()) else {
+        eprintln!("skipped: the test server has no TLS (no openssl command)");
+        return;
+    };
+    let home = tempfile::tempdir().unwrap();
+    let home_text = home.path().to_string_lossy().to_string();
+    let connect = resolve(
+        &format!(
+            "host=localhost port={port} user=postgres dbname=postgres \
+             password={SUPERUSER_PASSWORD} sslmode=verify-full"
+        ),
+        &[("HOME", home_text.as_str())],
+    );
+    let err = connect.connect().map(|_| ()).unwrap_err().to_string();
+    let expected = home.path().join(".postgresql/root.crt");
+    assert!(
+        err.contains(&expected.to_string_lossy().to_string()),
+        "{err}"
+    );
+    assert!(err.contains("sslrootcert=system"), "{err}");
+    assert!(!err.contains(SUPERUSER_PASSWORD), "{err}");
+    // The default file, once there, is the one that vouches.
+    std::fs::create_dir(home.path().join(".postgresql")).unwrap();
+    std::fs::copy(cluster.server_certificate().unwrap(), &expected).unwrap();
+    connect
+        .connect()
+        .unwrap_or_else(|e| panic!("with ~/.postgresql/root.crt: {e}"));
 }
