@@ -20,6 +20,14 @@ pub fn engine_error(error: &Error) -> String {
             "table {table} does not exist (there is {similar}: quote names with capitals, \
              e.g. --table '{similar}')"
         ),
+        Error::Unreachable { endpoint, .. } if endpoint.starts_with("on socket") => format!(
+            "{error}: is the server running locally and accepting connections on that socket? \
+             (--db host=DIR, or PGHOST, names another socket directory; host=NAME connects \
+             over TCP)"
+        ),
+        Error::Unreachable { .. } => {
+            format!("{error}: is the server running on that host and accepting TCP/IP connections?")
+        }
         Error::DuplicateColumn { column } => format!(
             "column {} is named twice in --columns",
             pgpour::quote_ident(column)

@@ -415,3 +415,41 @@ fn explain_reads_the_first_lines_and_says_what_would_stop_the_load() {
         .get(0);
     assert_eq!(rows, 0, "nothing loaded");
 }
+
+/// Nothing listening: the message names the socket or the host and port
+/// tried, and asks what psql asks.
+#[test]
+fn an_unreachable_server_is_named_with_what_to_check() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("in.csv");
+    std::fs::write(&file, "1\n").unwrap();
+    let file = file.to_str().unwrap();
+    let socket_dir = dir.path().join("no-server");
+    let socket = format!("host={} port=5499 user=x dbname=x", socket_dir.display());
+    let out = pgpour(&["load", file, "-t", "t", "-d", &socket], None);
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains(&format!(
+            "connection to server on socket \"{}/.s.PGSQL.5499\" failed",
+            socket_dir.display()
+        )) && stderr
+            .contains("is the server running locally and accepting connections on that socket?"),
+        "{stderr}"
+    );
+    // A port nothing listens on (bound, then closed, so refused).
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let tcp = format!("host=127.0.0.1 port={port} user=x dbname=x sslmode=disable");
+    let out = pgpour(&["load", file, "-t", "t", "-d", &tcp], None);
+    let stderr = text(&out.stderr);
+    assert!(
+        stderr.contains(&format!(
+            "connection to server at \"127.0.0.1\", port {port} failed"
+        )) && stderr.contains("accepting TCP/IP connections?"),
+        "{stderr}"
+    );
+}

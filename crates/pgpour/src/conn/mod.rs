@@ -205,9 +205,16 @@ impl ConnectOptions {
     /// libpq's rule for TLS: never over a unix socket, whatever the sslmode
     /// (the server never offers it there), else as the sslmode says.
     fn connect_to_a_host(&self) -> Result<Client> {
-        let connect_error = |source| Error::Connect {
-            target: self.describe(),
-            source,
+        let last_host = self.config.get_hosts().len().saturating_sub(1);
+        let connect_error = |source: postgres::Error| match crate::error::io_cause(&source) {
+            Some(io) if crate::error::nothing_answered(io) => Error::Unreachable {
+                endpoint: self.endpoint_text(last_host),
+                source: std::io::Error::new(io.kind(), io.to_string()),
+            },
+            _ => Error::Connect {
+                target: self.describe(),
+                source,
+            },
         };
         let sockets: Vec<bool> = (0..self.config.get_hosts().len())
             .map(|i| self.is_socket(i))
@@ -246,6 +253,21 @@ impl ConnectOptions {
         match last_error {
             Some(e) => Err(connect_error(e)),
             None => Err(Error::InvalidConnection(ConnectionProblem::NoHost)),
+        }
+    }
+
+    /// Where host `i` is, as psql says it: `on socket
+    /// "/tmp/.s.PGSQL.5432"`, `at "db", port 5432`.
+    pub(crate) fn endpoint_text(&self, i: usize) -> String {
+        let ports = self.config.get_ports();
+        let port = ports.get(i).or(ports.first()).copied().unwrap_or(5432);
+        match self.config.get_hosts().get(i) {
+            Some(Host::Unix(dir)) if self.is_socket(i) => {
+                format!("on socket \"{}/.s.PGSQL.{port}\"", dir.display())
+            }
+            Some(Host::Unix(dir)) => format!("at \"{}\", port {port}", dir.display()),
+            Some(Host::Tcp(name)) => format!("at \"{name}\", port {port}"),
+            None => format!("at port {port}"),
         }
     }
 

@@ -39,21 +39,24 @@ impl ConnectOptions {
             let (endpoint, tls) = self.endpoint(i)?;
             match wire::open(&endpoint, &tls, &startup) {
                 Ok(wire) => return Ok(wire),
-                Err(e) => last = Some(e),
+                Err(e) => last = Some((i, e)),
             }
         }
         let target = self.describe();
-        Err(match last {
+        Err(match last.map(|(i, e)| (self.endpoint_text(i), e)) {
             None => Error::InvalidConnection(ConnectionProblem::NoHost),
-            Some(OpenError::Io(source)) => Error::Stream {
+            Some((endpoint, OpenError::Io(source))) if crate::error::nothing_answered(&source) => {
+                Error::Unreachable { endpoint, source }
+            }
+            Some((_, OpenError::Io(source))) => Error::Stream {
                 context: format!("opening a loading session to {target}"),
                 source,
             },
-            Some(OpenError::Server(server)) => Error::Server {
+            Some((_, OpenError::Server(server))) => Error::Server {
                 context: format!("opening a loading session to {target}"),
                 server,
             },
-            Some(OpenError::Refused(reason)) => {
+            Some((_, OpenError::Refused(reason))) => {
                 Error::InvalidConnection(ConnectionProblem::Session { target, reason })
             }
         })

@@ -128,6 +128,17 @@ pub enum Error {
     #[error("{0}")]
     InvalidConnection(ConnectionProblem),
 
+    /// No server answered where the options point: a unix socket that is
+    /// not there, a TCP connection refused or timed out. `endpoint` says
+    /// where, as psql does: `on socket "/tmp/.s.PGSQL.5432"`, `at "db",
+    /// port 5432`.
+    #[error("connection to server {endpoint} failed: {source}")]
+    Unreachable {
+        endpoint: String,
+        #[source]
+        source: std::io::Error,
+    },
+
     #[error("cannot connect to {target}: {}", driver_message(source))]
     Connect {
         /// host, port, database and user; never the password
@@ -435,7 +446,7 @@ impl Error {
             Error::Copy { server, .. } | Error::Server { server, .. } => {
                 transient_state(&server.sqlstate)
             }
-            Error::Stream { .. } => true,
+            Error::Stream { .. } | Error::Unreachable { .. } => true,
             _ => false,
         }
     }
@@ -471,4 +482,31 @@ fn driver_message(e: &postgres::Error) -> String {
         source = cause.source();
     }
     message
+}
+
+/// Whether an I/O error means that nothing answered at the address (as
+/// opposed to a connection that broke later).
+pub(crate) fn nothing_answered(e: &std::io::Error) -> bool {
+    use std::io::ErrorKind::*;
+    matches!(
+        e.kind(),
+        NotFound
+            | ConnectionRefused
+            | TimedOut
+            | AddrNotAvailable
+            | HostUnreachable
+            | NetworkUnreachable
+    )
+}
+
+/// The I/O error under a driver error, if its connection failed on one.
+pub(crate) fn io_cause(e: &postgres::Error) -> Option<&std::io::Error> {
+    let mut source = std::error::Error::source(e);
+    while let Some(cause) = source {
+        if let Some(io) = cause.downcast_ref::<std::io::Error>() {
+            return Some(io);
+        }
+        source = cause.source();
+    }
+    None
 }

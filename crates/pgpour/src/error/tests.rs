@@ -49,6 +49,10 @@ fn every_error() -> Vec<Error> {
         column: Some("score".into()),
     };
     let mut errors = vec![
+        Error::Unreachable {
+            endpoint: "on socket \"/tmp/.s.PGSQL.5432\"".into(),
+            source: std::io::Error::from(std::io::ErrorKind::NotFound),
+        },
         Error::Connect {
             target: "host=/tmp".into(),
             source: driver_error(),
@@ -317,6 +321,7 @@ fn covers(error: &Error) {
             | ConnectionProblem::ClientCertificate { .. } => {}
         },
         Error::Connect { .. }
+        | Error::Unreachable { .. }
         | Error::Target(_)
         | Error::NoSuchTable { .. }
         | Error::DuplicateColumn { .. }
