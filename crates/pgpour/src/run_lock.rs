@@ -157,12 +157,25 @@ fn try_lock(session: &mut Client, load_id: &str) -> Result<()> {
     take_lock(&mut ask, load_id)
 }
 
+/// How long a held lock is asked for again before its holder is named: a
+/// run that just ended lets its lock go without waiting, and its server
+/// process releases it a moment later, so the same command run again at
+/// once would otherwise find its own previous run "running".
+const ENDING_RUN_GRACE: std::time::Duration = std::time::Duration::from_secs(1);
+
 /// Takes the session-level lock on `load_id` through `ask` (a simple query
 /// on the lock's session), or says who holds it.
 fn take_lock(ask: &mut dyn FnMut(&str) -> Result<Vec<TextRow>>, load_id: &str) -> Result<()> {
     let (high, low) = lock_key(load_id);
-    if taken(&ask(&try_lock_sql(high, low))?) {
-        return Ok(());
+    let deadline = std::time::Instant::now() + ENDING_RUN_GRACE;
+    loop {
+        if taken(&ask(&try_lock_sql(high, low))?) {
+            return Ok(());
+        }
+        if std::time::Instant::now() >= deadline {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
     }
     let holder = ask(&holder_sql(high, low)).ok();
     Err(Error::LoadRunning {
