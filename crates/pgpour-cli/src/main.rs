@@ -10,6 +10,7 @@ mod install;
 mod journal;
 mod messages;
 mod next_step;
+mod password_prompt;
 mod progress_bar;
 mod stdout;
 
@@ -88,26 +89,17 @@ fn run_load(mut config: LoadConfig) -> Result<ExitCode> {
         "it cannot be resumed (--no-journal)".to_string()
     };
     let cancel = install_interrupt_handler("finishing the chunks in flight");
-    let progress = Progress::default();
-    let done = AtomicBool::new(false);
-    let show_bar = progress_bar::wanted(config.quiet, config.json);
-    let outcome = std::thread::scope(|scope| {
-        if show_bar {
-            scope.spawn(|| progress_bar::run(&progress, &done));
-        }
-        let outcome = match &config.resume {
-            Some(resume) => pgpour::resume(
-                &config.connect,
-                &resume.load_id,
-                &resume.changes,
-                &progress,
-                &cancel,
-            ),
-            None => pgpour::load(&config.connect, &config.load, &progress, &cancel),
-        };
-        done.store(true, Ordering::Relaxed);
-        outcome
-    });
+    let mut outcome = run_engine(&config, &cancel);
+    // A server that asks for a password none was given for: asked on the
+    // terminal, as psql does, and the load run again (nothing was done).
+    if let Some(typed) = outcome
+        .as_ref()
+        .err()
+        .and_then(|f| password_prompt::ask(&f.error))
+    {
+        config.connect = config.connect.with_password(&typed);
+        outcome = run_engine(&config, &cancel);
+    }
     // What goes to stderr and the exit status do not depend on whether
     // stdout still has a reader: its error is returned only at the end.
     match outcome {
@@ -198,4 +190,32 @@ fn run_gen(args: GenArgs) -> Result<()> {
         .write_with_bad_rows(args.rows, args.seed, args.bad_every, &mut out)
         .and_then(|()| out.flush())
         .map_err(|e| stdout::io_error(e, "writing the dataset"))
+}
+
+/// Runs the load or the resume of `config`, with the progress bar when
+/// wanted.
+fn run_engine(
+    config: &LoadConfig,
+    cancel: &AtomicBool,
+) -> Result<pgpour::LoadSummary, Box<pgpour::LoadFailure>> {
+    let progress = Progress::default();
+    let done = AtomicBool::new(false);
+    let show_bar = progress_bar::wanted(config.quiet, config.json);
+    std::thread::scope(|scope| {
+        if show_bar {
+            scope.spawn(|| progress_bar::run(&progress, &done));
+        }
+        let outcome = match &config.resume {
+            Some(resume) => pgpour::resume(
+                &config.connect,
+                &resume.load_id,
+                &resume.changes,
+                &progress,
+                cancel,
+            ),
+            None => pgpour::load(&config.connect, &config.load, &progress, cancel),
+        };
+        done.store(true, Ordering::Relaxed);
+        outcome
+    })
 }

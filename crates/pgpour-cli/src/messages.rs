@@ -191,6 +191,11 @@ fn connection_problem(problem: &ConnectionProblem, error: &Error) -> String {
             format!("invalid --db connection string: {reason}")
         }
         ConnectionProblem::NoUserName => "no user name: set PGUSER or give one in --db".into(),
+        ConnectionProblem::PasswordNeeded { .. } => format!(
+            "{error}: set PGPASSWORD, or put it in ~/.pgpass (a line \
+             host:port:database:user:password, the file readable by you alone; PGPASSFILE \
+             names another file), or run pgpour on a terminal, which asks for it"
+        ),
         _ => error.to_string(),
     }
 }

@@ -453,3 +453,98 @@ fn an_unreachable_server_is_named_with_what_to_check() {
         "{stderr}"
     );
 }
+
+/// A server that asks for a password, none given and no terminal to ask
+/// on: the message says where a password can be given.
+#[test]
+fn a_password_the_server_asks_for_says_where_to_give_it() {
+    let cluster = shared_cluster();
+    let Some((host, port)) = cluster.tcp() else {
+        eprintln!("skipped: the cluster is external (PGPOUR_TEST_DB)");
+        return;
+    };
+    let db = cluster.create_database("hint_password");
+    db.client().batch_execute("CREATE TABLE t (n int)").unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("in.csv");
+    std::fs::write(&file, "1\n").unwrap();
+    // An empty password file: no password from ~/.pgpass either.
+    let passfile = dir.path().join("pgpass");
+    std::fs::write(&passfile, "").unwrap();
+    let conninfo = format!(
+        "host={host} port={port} user=postgres dbname={} sslmode=disable passfile={}",
+        db.name,
+        passfile.display()
+    );
+    let out = pgpour(
+        &["load", file.to_str().unwrap(), "-t", "t", "-d", &conninfo],
+        None,
+    );
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("the server asks for a password for user \"postgres\"")
+            && stderr.contains("PGPASSWORD")
+            && stderr.contains("~/.pgpass"),
+        "{stderr}"
+    );
+}
+
+/// On a terminal, the password the server asks for is asked for, as psql
+/// does, and the load goes on with it (the terminal made by `script`).
+#[test]
+fn on_a_terminal_the_password_is_asked_for() {
+    let cluster = shared_cluster();
+    let Some((host, port)) = cluster.tcp() else {
+        eprintln!("skipped: the cluster is external (PGPOUR_TEST_DB)");
+        return;
+    };
+    if std::process::Command::new("script")
+        .arg("--version")
+        .output()
+        .is_err()
+    {
+        eprintln!("skipped: no `script` to make a terminal");
+        return;
+    }
+    let db = cluster.create_database("hint_password_prompt");
+    db.client().batch_execute("CREATE TABLE t (n int)").unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("in.csv");
+    std::fs::write(&file, "1\n2\n").unwrap();
+    let passfile = dir.path().join("pgpass");
+    std::fs::write(&passfile, "").unwrap();
+    let conninfo = format!(
+        "host={host} port={port} user=postgres dbname={} sslmode=disable passfile={}",
+        db.name,
+        passfile.display()
+    );
+    let command = format!(
+        "{} load {} -t t -d '{conninfo}' -q",
+        env!("CARGO_BIN_EXE_pgpour"),
+        file.display()
+    );
+    let mut child = std::process::Command::new("script")
+        .args(["-qec", &command, "/dev/null"])
+        .env_remove("PGPASSWORD")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Typed once the prompt is up.
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    let mut stdin = child.stdin.take().unwrap();
+    use std::io::Write;
+    writeln!(stdin, "{}", pgpour_testkit::SUPERUSER_PASSWORD).unwrap();
+    let out = child.wait_with_output().unwrap();
+    let shown = text(&out.stdout);
+    assert!(shown.contains("Password for user postgres:"), "{shown}");
+    assert_eq!(out.status.code(), Some(0), "{shown}{}", text(&out.stderr));
+    let rows: i64 = db
+        .client()
+        .query_one("SELECT count(*) FROM t", &[])
+        .unwrap()
+        .get(0);
+    assert_eq!(rows, 2);
+}

@@ -177,6 +177,14 @@ impl ConnectOptions {
     /// These options with `settings` given to the server in the start-up
     /// message (as `-c name=value` in `options`, after the user's own), so
     /// that no statement, and no round trip, is spent on them.
+    /// The same options with `password` (typed at a prompt: the caller
+    /// asked for it after `ConnectionProblem::PasswordNeeded`).
+    pub fn with_password(&self, password: &str) -> ConnectOptions {
+        let mut options = self.clone();
+        options.config.password(password);
+        options
+    }
+
     pub(crate) fn with_settings(&self, settings: &[(&str, &str)]) -> ConnectOptions {
         let mut out = self.clone();
         let mut options = out.config.get_options().unwrap_or_default().to_string();
@@ -211,6 +219,16 @@ impl ConnectOptions {
                 endpoint: self.endpoint_text(last_host),
                 source: std::io::Error::new(io.kind(), io.to_string()),
             },
+            // The driver says so only in words (an "invalid configuration"
+            // caused by "password missing"); a test holds it to them.
+            _ if std::error::Error::source(&source)
+                .is_some_and(|cause| cause.to_string() == "password missing") =>
+            {
+                Error::InvalidConnection(ConnectionProblem::PasswordNeeded {
+                    user: self.config.get_user().unwrap_or_default().to_string(),
+                    target: self.describe(),
+                })
+            }
             _ => Error::Connect {
                 target: self.describe(),
                 source,

@@ -56,6 +56,12 @@ impl ConnectOptions {
                 context: format!("opening a loading session to {target}"),
                 server,
             },
+            Some((_, OpenError::NoPassword)) => {
+                Error::InvalidConnection(ConnectionProblem::PasswordNeeded {
+                    user: config.get_user().unwrap_or_default().to_string(),
+                    target,
+                })
+            }
             Some((_, OpenError::Refused(reason))) => {
                 Error::InvalidConnection(ConnectionProblem::Session { target, reason })
             }

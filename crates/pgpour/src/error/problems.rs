@@ -73,6 +73,10 @@ pub enum ConnectionProblem {
     Port { value: String },
     #[error("no host to connect to")]
     NoHost,
+    /// The server asks for a password, and none was given (in the
+    /// connection string, PGPASSWORD, or the password file).
+    #[error("the server asks for a password for user {user:?}, and none was given ({target})")]
+    PasswordNeeded { user: String, target: String },
     #[error("sslrootcert {}: {reason}", path.display())]
     RootCert { path: PathBuf, reason: String },
     #[error("cannot set up TLS: {reason}")]

@@ -232,6 +232,10 @@ fn every_error() -> Vec<Error> {
             },
             ConnectionProblem::Port { value: "x".into() },
             ConnectionProblem::NoHost,
+            ConnectionProblem::PasswordNeeded {
+                user: "u".into(),
+                target: "host=db".into(),
+            },
             ConnectionProblem::RootCert {
                 path: "root.crt".into(),
                 reason: "not PEM".into(),
@@ -308,6 +312,7 @@ fn covers(error: &Error) {
             | ConnectionProblem::SslMode { .. }
             | ConnectionProblem::Port { .. }
             | ConnectionProblem::NoHost
+            | ConnectionProblem::PasswordNeeded { .. }
             | ConnectionProblem::RootCert { .. }
             | ConnectionProblem::Tls { .. }
             | ConnectionProblem::Session { .. }

@@ -69,6 +69,8 @@ pub(crate) enum OpenError {
     /// The server wants what this client does not do, or is not what the
     /// options ask for.
     Refused(String),
+    /// The server asks for a password, and none was given.
+    NoPassword,
 }
 
 impl From<io::Error> for OpenError {
@@ -226,9 +228,7 @@ fn unexpected() -> OpenError {
 }
 
 fn password<'a>(startup: &Startup<'a>) -> Result<&'a [u8], OpenError> {
-    startup.password.ok_or_else(|| {
-        OpenError::Refused("the server asks for a password, and none was given".into())
-    })
+    startup.password.ok_or_else(|| OpenError::NoPassword)
 }
 
 /// SCRAM with channel binding when TLS gives the server's certificate hash
