@@ -228,7 +228,7 @@ fn unexpected() -> OpenError {
 }
 
 fn password<'a>(startup: &Startup<'a>) -> Result<&'a [u8], OpenError> {
-    startup.password.ok_or_else(|| OpenError::NoPassword)
+    startup.password.ok_or(OpenError::NoPassword)
 }
 
 /// SCRAM with channel binding when TLS gives the server's certificate hash
