@@ -70,6 +70,17 @@ impl InputSpec {
         }
     }
 
+    /// How the input is compressed, told by its first bytes.
+    pub fn compression(&self) -> Result<Compression> {
+        let InputSpec::File(path) = self else {
+            return Ok(Compression::None);
+        };
+        let mut magic = [0u8; 4];
+        let mut file = File::open(path).map_err(|e| self.error(e))?;
+        let n = file.read(&mut magic).map_err(|e| self.error(e))?;
+        Ok(Compression::detect(&magic[..n]))
+    }
+
     /// Opens the input at `offset` of its decompressed bytes: a plain file
     /// seeks there, a compressed one is decompressed up to it, stdin cannot.
     pub fn open_at<'a>(
@@ -83,11 +94,9 @@ impl InputSpec {
         let InputSpec::File(path) = self else {
             return Err(Error::StdinNotRereadable);
         };
-        let mut magic = [0u8; 4];
-        let mut file = File::open(path).map_err(|e| self.error(e))?;
-        let n = file.read(&mut magic).map_err(|e| self.error(e))?;
-        if Compression::detect(&magic[..n]) == Compression::None {
+        if self.compression()? == Compression::None {
             use std::io::{Seek, SeekFrom};
+            let mut file = File::open(path).map_err(|e| self.error(e))?;
             file.seek(SeekFrom::Start(offset))
                 .map_err(|e| self.error(e))?;
             return Ok(Box::new(CountingReader {

@@ -56,6 +56,29 @@ pub(crate) fn segments(
         .collect()
 }
 
+/// Raw bytes of `inputs` that a resumed run does not read: the committed
+/// chunks of plain files, which it seeks over. (A compressed input is read
+/// from its start again, its committed part decompressed and dropped, so
+/// all of it is read.)
+pub(crate) fn bytes_not_read(
+    inputs: &[InputSpec],
+    committed: &[crate::chunk_range::CommittedChunk],
+) -> u64 {
+    let mut plain: Vec<Option<bool>> = vec![None; inputs.len()];
+    committed
+        .iter()
+        .filter(|c| {
+            *plain[c.input].get_or_insert_with(|| {
+                matches!(
+                    inputs[c.input].compression(),
+                    Ok(crate::input::Compression::None)
+                )
+            })
+        })
+        .map(|c| c.byte_end - c.byte_start)
+        .sum()
+}
+
 /// The header line of an input (after a byte order mark), for the reject
 /// file of a resumed load.
 pub(crate) fn header_line(input: &InputSpec, format: &FormatOptions) -> Result<Vec<u8>> {

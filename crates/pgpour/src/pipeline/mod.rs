@@ -417,6 +417,14 @@ fn load_pass(context: &Passes, options: &LoadOptions) -> Result<Pass, Box<LoadFa
     };
     let before = Totals::of(&done_chunks);
     let segments = crate::reader::segments(plan.inputs.len(), &done_chunks);
+    // A resumed run reads only what is left: the progress's whole is that.
+    let skipped = crate::reader::bytes_not_read(&plan.inputs, &done_chunks);
+    let _ =
+        progress
+            .input_bytes_total
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |total| {
+                Some(total.saturating_sub(skipped))
+            });
     // TRUNCATE belongs to the first chunk of the load, not of a resumed run.
     let truncate = plan.truncate && done_chunks.is_empty();
     let inputs_seen = crate::input::InputsSeen::now(&plan.inputs);

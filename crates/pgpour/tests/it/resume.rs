@@ -195,3 +195,49 @@ fn a_load_recorded_with_the_older_fingerprints_still_resumes() {
         .get(0);
     assert_eq!(rows, 3);
 }
+
+/// A resumed run's progress counts what it has left to read as the whole:
+/// it ends at 100%, not at the share the first run left.
+#[test]
+fn a_resumed_run_counts_what_is_left_as_the_whole() {
+    let db = shared_cluster().create_database("resume_progress");
+    let mut client = db.client();
+    client.batch_execute("CREATE TABLE t (n int)").unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("in.csv");
+    let mut body: String = (1..=300).map(|n| format!("{n}\n")).collect();
+    body.push_str("x\n");
+    body.extend((301..=400).map(|n| format!("{n}\n")));
+    std::fs::write(&path, &body).unwrap();
+    let mut options = LoadOptions::new(
+        vec![InputSpec::File(path)],
+        TableName::parse("t").unwrap(),
+        FormatOptions::new(Format::Csv),
+    );
+    options.load_id = Some("progress".into());
+    options.workers = Some(1);
+    options.chunk_size = 100;
+    load(&db, &options).expect_err("the bad row stops the load");
+    let committed: i64 = client
+        .query_one(
+            "SELECT coalesce(sum(byte_end - byte_start), 0)::int8 FROM pgpour.chunks",
+            &[],
+        )
+        .unwrap()
+        .get(0);
+    assert!(committed > 0, "the first run committed chunks");
+    let mut changes = ResumeChanges::default();
+    changes.max_errors = Some(None);
+    let progress = Progress::default();
+    pgpour::resume(
+        &connect(&db),
+        "progress",
+        &changes,
+        &progress,
+        &AtomicBool::new(false),
+    )
+    .unwrap_or_else(|f| panic!("{}", f.error));
+    let s = progress.snapshot();
+    assert_eq!(s.input_bytes_total, body.len() as u64 - committed as u64);
+    assert_eq!(s.input_bytes_read, s.input_bytes_total, "ends at 100%");
+}
