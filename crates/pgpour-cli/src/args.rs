@@ -377,6 +377,12 @@ pub struct LoadArgs {
     #[arg(long, short = 'c', value_name = "COLS")]
     pub columns: Option<String>,
 
+    /// The first file's header line names the columns the fields go to
+    /// (each file's header must name the same: --header match). Other
+    /// columns, a serial id say, get their defaults.
+    #[arg(long, conflicts_with = "columns")]
+    pub columns_from_header: bool,
+
     #[command(flatten)]
     pub connection: ConnectionArgs,
 

@@ -36,8 +36,11 @@ impl LoadConfig {
             check_load_id("--load-id", id)?;
         }
         let inputs = expand_inputs(&args.inputs)?;
-        let format = format_options(&args.format, &inputs)?;
-        let columns = args.columns.as_deref().map(parse_column_list).transpose()?;
+        let mut format = format_options(&args.format, &inputs)?;
+        let columns = match args.columns_from_header {
+            true => Some(columns_from_header(&inputs, &mut format)?),
+            false => args.columns.as_deref().map(parse_column_list).transpose()?,
+        };
         if args.workers == Some(0) {
             bail!("--workers must be at least 1");
         }
@@ -66,6 +69,23 @@ impl LoadConfig {
             explain: args.explain,
         })
     }
+}
+
+/// `--columns-from-header`: the first input's header names, and every
+/// input's header checked against them.
+fn columns_from_header(
+    inputs: &[pgpour::InputSpec],
+    format: &mut pgpour::FormatOptions,
+) -> Result<Vec<String>> {
+    let first = match inputs.first() {
+        Some(pgpour::InputSpec::File(_)) => &inputs[0],
+        _ => bail!(
+            "--columns-from-header reads the first file's header before loading, and stdin \
+             cannot be read twice: give --columns instead"
+        ),
+    };
+    format.header = pgpour::Header::Match;
+    Ok(pgpour::header_names(first, format)?)
 }
 
 /// The longest load id, in bytes.

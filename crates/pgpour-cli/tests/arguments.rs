@@ -315,3 +315,53 @@ fn completions_and_manual_pages_come_from_the_same_definitions() {
     let out = pgpour(&["man"], None);
     assert!(text(&out.stdout).starts_with(".ie") || text(&out.stdout).contains(".TH pgpour"));
 }
+
+/// `--columns-from-header`: the header's names choose the columns, in any
+/// order, and a serial column is left to its default.
+#[test]
+fn columns_from_the_header_leave_the_others_to_their_defaults() {
+    let db = shared_cluster().create_database("args_columns_from_header");
+    db.client()
+        .batch_execute("CREATE TABLE s (id serial PRIMARY KEY, name text, score int)")
+        .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let first = dir.path().join("a.csv");
+    std::fs::write(&first, "score,\"name\"\n3,x\n4,y\n").unwrap();
+    let second = dir.path().join("b.csv");
+    std::fs::write(&second, "score,name\n5,z\n").unwrap();
+    let conninfo = db.conninfo();
+    let args = [
+        "load",
+        first.to_str().unwrap(),
+        second.to_str().unwrap(),
+        "-t",
+        "s",
+        "-d",
+        &conninfo,
+        "--columns-from-header",
+    ];
+    let out = pgpour(&args, None);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let rows: Vec<(i32, String, i32)> = db
+        .client()
+        .query("SELECT id, name, score FROM s ORDER BY id", &[])
+        .unwrap()
+        .iter()
+        .map(|r| (r.get(0), r.get(1), r.get(2)))
+        .collect();
+    assert_eq!(
+        rows,
+        vec![(1, "x".into(), 3), (2, "y".into(), 4), (3, "z".into(), 5)]
+    );
+    // A file whose header names other columns stops the load.
+    let other = dir.path().join("c.csv");
+    std::fs::write(&other, "name,score\nw,6\n").unwrap();
+    let args = [&args[..2], &[other.to_str().unwrap()], &args[3..]].concat();
+    let out = pgpour(&args, None);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("does not match"),
+        "{}",
+        text(&out.stderr)
+    );
+}

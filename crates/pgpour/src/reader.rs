@@ -90,6 +90,36 @@ pub(crate) fn header_line(input: &InputSpec, format: &FormatOptions) -> Result<V
     Ok(preamble.header)
 }
 
+/// The names in an input's header line, decoded as COPY decodes data
+/// (quotes, escapes), for `--columns-from-header`. A NULL name, or a line
+/// that ends inside quotes, is refused.
+pub fn header_names(input: &InputSpec, format: &FormatOptions) -> Result<Vec<String>> {
+    let line = header_line(input, format)?;
+    let refused = |message: &str| Error::Data {
+        position: Position {
+            file: input.name(),
+            line: 1,
+            column: None,
+        },
+        message: message.to_string(),
+    };
+    if line.is_empty() {
+        return Err(refused("no header line to take the columns from"));
+    }
+    let mut fields = Fields::default();
+    format
+        .field_decoder()
+        .decode(trim_terminator(&line), &mut fields)
+        .map_err(|UnterminatedQuote| refused("the header line ends inside quotes"))?;
+    fields
+        .iter()
+        .map(|f| {
+            f.map(|name| String::from_utf8_lossy(name).into_owned())
+                .ok_or_else(|| refused("a name in the header line is NULL"))
+        })
+        .collect()
+}
+
 /// An input's bytes, read a block at a time onto the end of a buffer.
 struct Blocks<'a> {
     stream: Box<dyn Read + Send + 'a>,
