@@ -478,7 +478,12 @@ fn driver_message(e: &postgres::Error) -> String {
     let mut message = e.to_string();
     let mut source = std::error::Error::source(e);
     while let Some(cause) = source {
-        message.push_str(&format!(": {cause}"));
+        // Some causes repeat what wraps them (TLS's, which carry OpenSSL's
+        // whole error stack): each text once.
+        let text = cause.to_string();
+        if !message.contains(&text) {
+            message.push_str(&format!(": {text}"));
+        }
         source = cause.source();
     }
     message

@@ -141,6 +141,21 @@ fn tls_when_sslmode_asks_for_it() {
     .map(|_| ())
     .unwrap_err();
     assert!(!err.to_string().contains(SUPERUSER_PASSWORD), "{err}");
+    // A root certificate that did not sign the server's: refused, and the
+    // TLS library's words said once, not once per wrapper.
+    let other_roots = "/etc/ssl/certs/ca-certificates.crt";
+    if std::path::Path::new(other_roots).exists() {
+        let err = resolve(
+            &format!("{base} sslmode=verify-full sslrootcert={other_roots}"),
+            &[],
+        )
+        .connect()
+        .map(|_| ())
+        .unwrap_err()
+        .to_string();
+        let said = err.matches("certificate verify failed").count();
+        assert_eq!(said, 1, "{err}");
+    }
 }
 
 /// Whether the session runs over TLS, and over TCP (else a unix socket).
