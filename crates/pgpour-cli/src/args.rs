@@ -383,6 +383,12 @@ pub struct LoadArgs {
     #[arg(long, conflicts_with = "columns")]
     pub columns_from_header: bool,
 
+    /// Skip the first N lines of each file (a title, notes), before its
+    /// header line if it has one. A line is a record: a quoted field's
+    /// line breaks do not count.
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    pub skip_lines: u64,
+
     #[command(flatten)]
     pub connection: ConnectionArgs,
 

@@ -38,7 +38,7 @@ impl LoadConfig {
         let inputs = expand_inputs(&args.inputs)?;
         let mut format = format_options(&args.format, &inputs)?;
         let columns = match args.columns_from_header {
-            true => Some(columns_from_header(&inputs, &mut format)?),
+            true => Some(columns_from_header(&inputs, &mut format, args.skip_lines)?),
             false => args.columns.as_deref().map(parse_column_list).transpose()?,
         };
         if args.workers == Some(0) {
@@ -56,6 +56,7 @@ impl LoadConfig {
                 load.reject_file = args.reject_file;
                 load.replace_rejects = args.replace_rejects;
                 load.max_record_size = args.max_record_size;
+                load.skip_lines = args.skip_lines;
                 load.load_id = args.load_id;
                 load.atomic = args.atomic;
                 load.journal = !args.no_journal;
@@ -76,6 +77,7 @@ impl LoadConfig {
 fn columns_from_header(
     inputs: &[pgpour::InputSpec],
     format: &mut pgpour::FormatOptions,
+    skip_lines: u64,
 ) -> Result<Vec<String>> {
     let first = match inputs.first() {
         Some(pgpour::InputSpec::File(_)) => &inputs[0],
@@ -85,7 +87,7 @@ fn columns_from_header(
         ),
     };
     format.header = pgpour::Header::Match;
-    Ok(pgpour::header_names(first, format)?)
+    Ok(pgpour::header_names(first, format, skip_lines)?)
 }
 
 /// The longest load id, in bytes.

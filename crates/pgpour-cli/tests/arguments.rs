@@ -365,3 +365,54 @@ fn columns_from_the_header_leave_the_others_to_their_defaults() {
         text(&out.stderr)
     );
 }
+
+/// `--skip-lines N` skips each file's first N records, before its header:
+/// never loaded, never rejected, and the lines after keep their numbers.
+#[test]
+fn skip_lines_skips_each_files_first_records_before_the_header() {
+    let db = db_with_t("args_skip_lines");
+    let dir = tempfile::tempdir().unwrap();
+    let mut files = Vec::new();
+    for name in ["one.csv", "two.csv"] {
+        let path = dir.path().join(name);
+        // The second title line holds a quoted line break: one record.
+        std::fs::write(&path, "Report\n\"made\ntoday\"\na,b\n1,x\nbad,y\n3,z\n").unwrap();
+        files.push(path.to_str().unwrap().to_string());
+    }
+    let rejects = dir.path().join("r.csv");
+    let conninfo = db.conninfo();
+    let args = [
+        "load",
+        &files[0],
+        &files[1],
+        "-t",
+        "t",
+        "-d",
+        &conninfo,
+        "--skip-lines",
+        "2",
+        "--header",
+        "match",
+        "--max-errors",
+        "all",
+        "--reject-file",
+        rejects.to_str().unwrap(),
+    ];
+    let out = pgpour(&args, None);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    assert_eq!(count(&db, "t"), 4);
+    let log = std::fs::read_to_string(format!("{}.jsonl", rejects.display())).unwrap();
+    let lines: Vec<u64> = log
+        .lines()
+        .map(|l| {
+            serde_json::from_str::<serde_json::Value>(l).unwrap()["line"]
+                .as_u64()
+                .unwrap()
+        })
+        .collect();
+    assert_eq!(
+        lines,
+        vec![6, 6],
+        "physical lines, the skipped ones counted"
+    );
+}

@@ -38,6 +38,10 @@ pub struct LoadOptions {
     /// the load as soon as it passes this size (PostgreSQL takes 1 GiB).
     #[serde(default = "most_postgres_takes")]
     pub max_record_size: usize,
+    /// Records skipped at the start of each input, before its header line
+    /// if it has one (a title, notes): never loaded, never rejected.
+    #[serde(default)]
+    pub skip_lines: u64,
     /// The load's id in the journal; `None` to generate one. Running again
     /// with the same id continues the load.
     pub load_id: Option<String>,
@@ -125,6 +129,7 @@ impl LoadOptions {
             reject_file: None,
             replace_rejects: false,
             max_record_size: crate::frame::MAX_RECORD_BYTES,
+            skip_lines: 0,
             load_id: None,
             atomic: false,
             journal: true,

@@ -39,20 +39,22 @@ pub struct InputLook {
     pub not_read: Option<String>,
 }
 
-/// Looks at the first lines of the first `PEEKED_INPUTS` inputs.
+/// Looks at the first lines of the first `PEEKED_INPUTS` inputs, after
+/// the `skip` records each starts with.
 pub(crate) fn look(
     inputs: &[InputSpec],
     columns: &[String],
     format: &FormatOptions,
+    skip: u64,
 ) -> Vec<InputLook> {
     inputs
         .iter()
         .take(PEEKED_INPUTS)
-        .map(|input| look_at(input, columns, format))
+        .map(|input| look_at(input, columns, format, skip))
         .collect()
 }
 
-fn look_at(input: &InputSpec, columns: &[String], format: &FormatOptions) -> InputLook {
+fn look_at(input: &InputSpec, columns: &[String], format: &FormatOptions, skip: u64) -> InputLook {
     let mut look = InputLook {
         name: input.name(),
         size: input.size(),
@@ -65,14 +67,15 @@ fn look_at(input: &InputSpec, columns: &[String], format: &FormatOptions) -> Inp
         look.not_read = Some("stdin is not read ahead".into());
         return look;
     }
-    let records = match first_records(input, format, 2) {
+    let skip = usize::try_from(skip).unwrap_or(usize::MAX);
+    let records = match first_records(input, format, skip.saturating_add(2)) {
         Ok(records) => records,
         Err(e) => {
             look.not_read = Some(e.to_string());
             return look;
         }
     };
-    let mut records = records.iter().map(|r| trim_terminator(r));
+    let mut records = records.iter().skip(skip).map(|r| trim_terminator(r));
     let first = records.next();
     let data = match format.header {
         Header::None => first,

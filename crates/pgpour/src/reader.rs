@@ -79,22 +79,23 @@ pub(crate) fn bytes_not_read(
         .sum()
 }
 
-/// The header line of an input (after a byte order mark), for the reject
-/// file of a resumed load.
-pub(crate) fn header_line(input: &InputSpec, format: &FormatOptions) -> Result<Vec<u8>> {
+/// The header line of an input (after a byte order mark and `skip`
+/// records), for the reject file of a resumed load.
+pub(crate) fn header_line(input: &InputSpec, format: &FormatOptions, skip: u64) -> Result<Vec<u8>> {
     let unused = std::sync::atomic::AtomicU64::new(0);
     let mut blocks = Blocks::new(input, input.open(&unused)?, 0);
     let mut framer = Framer::new(format.syntax());
     let mut buf = Vec::new();
-    let preamble = read_preamble(input, &mut blocks, &mut framer, &mut buf, true)?;
+    let what = Lead { skip, header: true };
+    let preamble = read_preamble(input, &mut blocks, &mut framer, &mut buf, what)?;
     Ok(preamble.header)
 }
 
 /// The names in an input's header line, decoded as COPY decodes data
 /// (quotes, escapes), for `--columns-from-header`. A NULL name, or a line
 /// that ends inside quotes, is refused.
-pub fn header_names(input: &InputSpec, format: &FormatOptions) -> Result<Vec<String>> {
-    let line = header_line(input, format)?;
+pub fn header_names(input: &InputSpec, format: &FormatOptions, skip: u64) -> Result<Vec<String>> {
+    let line = header_line(input, format, skip)?;
     let refused = |message: &str| Error::Data {
         position: Position {
             file: input.name(),
@@ -174,21 +175,32 @@ impl<'a> Blocks<'a> {
 
 /// What comes before an input's first record of data.
 struct Preamble {
-    /// Bytes of the byte order mark: 3 or 0.
-    bom: u64,
+    /// Bytes of the byte order mark (3 or 0) and of the records skipped.
+    skipped: u64,
+    /// Physical lines of the records skipped.
+    skipped_lines: u64,
     /// The header line, terminator included; empty without one.
     header: Vec<u8>,
 }
 
+/// What an input starts with before its data: records to skip
+/// (`--skip-lines`), then a header line or not.
+#[derive(Clone, Copy)]
+struct Lead {
+    skip: u64,
+    header: bool,
+}
+
 /// Reads the start of an input into `buf` and takes its preamble out: a
 /// UTF-8 byte order mark (never data, whatever the encoding option says),
-/// then, when `header`, the first record. `buf` keeps the bytes after them.
+/// the records to skip, then, when there is a header, the next record.
+/// `buf` keeps the bytes after them.
 fn read_preamble(
     input: &InputSpec,
     blocks: &mut Blocks<'_>,
     framer: &mut Framer,
     buf: &mut Vec<u8>,
-    header: bool,
+    lead: Lead,
 ) -> Result<Preamble> {
     // The framer's bytes may only grow at the end: frame them once whether
     // a byte order mark starts them is known.
@@ -201,22 +213,32 @@ fn read_preamble(
     } else {
         0
     };
-    if !header {
-        return Ok(Preamble {
-            bom,
-            header: Vec::new(),
-        });
-    }
-    let end = loop {
-        let cut = framer.next_cut(buf, 1, blocks.eof);
-        match cut.map_err(|e| record_too_long(input, framer, buf, (bom, 1), e))? {
-            Some(end) => break end,
-            None if blocks.eof => break 0,
-            None => blocks.fill(buf)?,
-        }
+    let mut preamble = Preamble {
+        skipped: bom,
+        skipped_lines: 0,
+        header: Vec::new(),
     };
-    let header = buf.drain(..end).collect();
-    Ok(Preamble { bom, header })
+    let records = lead.skip + u64::from(lead.header);
+    for i in 0..records {
+        let at = (preamble.skipped, 1 + preamble.skipped_lines);
+        let end = loop {
+            let cut = framer.next_cut(buf, 1, blocks.eof);
+            match cut.map_err(|e| record_too_long(input, framer, buf, at, e))? {
+                Some(end) => break end,
+                None if blocks.eof => break 0,
+                None => blocks.fill(buf)?,
+            }
+        };
+        let record: Vec<u8> = buf.drain(..end).collect();
+        if i < lead.skip {
+            let eol = framer.eol().map_or(b'\n', Eol::last_byte);
+            preamble.skipped += record.len() as u64;
+            preamble.skipped_lines += count_byte(&record, eol) as u64;
+        } else {
+            preamble.header = record;
+        }
+    }
+    Ok(preamble)
 }
 
 /// The error for a record that passed the framer's limit; `at` is the
@@ -265,6 +287,8 @@ pub(crate) struct Reader<'a> {
     pub format: &'a FormatOptions,
     /// Column names a `--header match` line must carry.
     pub expected_header: &'a [String],
+    /// Records skipped at the start of each input, before its header.
+    pub skip_lines: u64,
     pub chunk_size: usize,
     /// A record longer than this (terminator included) is refused as soon
     /// as it passes it, so at most about `chunk_size + max_record` bytes are
@@ -377,8 +401,13 @@ impl Reader<'_> {
 
         if segment.from == 0 {
             let header = self.format.header != Header::None;
-            let preamble = read_preamble(input, &mut blocks, &mut framer, &mut buf, header)?;
-            offset = preamble.bom + preamble.header.len() as u64;
+            let lead = Lead {
+                skip: self.skip_lines,
+                header,
+            };
+            let preamble = read_preamble(input, &mut blocks, &mut framer, &mut buf, lead)?;
+            offset = preamble.skipped + preamble.header.len() as u64;
+            line += preamble.skipped_lines;
             if header {
                 if self.format.header == Header::Match {
                     self.check_header(input, &preamble.header)?;
@@ -512,6 +541,7 @@ mod tests {
             segments: &segments(1, &[]),
             format: &format,
             expected_header: &[],
+            skip_lines: 0,
             chunk_size: 64 << 10,
             max_record: LIMIT,
             end_markers: EndMarkers::UpTo17,
@@ -582,7 +612,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = write_file(&dir, "bom.csv", b"\xEF\xBB\xBFid,\"na\nme\"\r\n1,a\r\n");
         let format = FormatOptions::new(Format::Csv);
-        let header = header_line(&InputSpec::File(path), &format).unwrap();
+        let header = header_line(&InputSpec::File(path), &format, 0).unwrap();
         assert_eq!(header, b"id,\"na\nme\"\r\n");
     }
 

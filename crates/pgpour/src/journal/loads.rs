@@ -28,9 +28,14 @@ pub enum Previous {
 /// (workers, chunk size, error limits may change between runs).
 fn identity(options: &serde_json::Value) -> serde_json::Value {
     let keys = ["inputs", "table", "columns", "format", "truncate", "atomic"];
-    keys.iter()
+    let mut identity: serde_json::Map<String, serde_json::Value> = keys
+        .iter()
         .map(|k| (k.to_string(), options[k].clone()))
-        .collect()
+        .collect();
+    // Recorded since --skip-lines came; an older entry skipped nothing.
+    let skip = options.get("skip_lines").cloned().unwrap_or(0.into());
+    identity.insert("skip_lines".into(), skip);
+    identity.into()
 }
 
 /// A load's options as its journal entry keeps them: what a later run is

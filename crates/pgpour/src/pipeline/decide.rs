@@ -58,6 +58,8 @@ pub(crate) struct Plan {
     pub chunks_ahead: usize,
     /// The longest record, in bytes, terminator included.
     pub max_record_size: usize,
+    /// Records skipped at the start of each input (`--skip-lines`).
+    pub skip_lines: u64,
     /// Rejected rows tolerated before the load stops; `None` for no limit.
     pub max_errors: Option<u64>,
     /// Empty the table with the load's first chunk (which a resumed load
@@ -220,6 +222,7 @@ impl Plan {
             round_trip,
             chunks_ahead: chunks_ahead(chunk_size, round_trip),
             max_record_size: options.max_record_size,
+            skip_lines: options.skip_lines,
             max_errors: options.max_errors,
             truncate: options.truncate,
             indexes_left_alone: indexes_left_alone(options, total),

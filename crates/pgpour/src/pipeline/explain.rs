@@ -74,7 +74,12 @@ pub fn explain(connect: &ConnectOptions, options: &LoadOptions) -> Result<Explai
         delimiter: (plan.format.delimiter() as char).to_string(),
         input_count: plan.inputs.len(),
         columns: plan.target.columns.clone(),
-        inputs: crate::peek::look(&plan.inputs, &plan.target.columns, &plan.format),
+        inputs: crate::peek::look(
+            &plan.inputs,
+            &plan.target.columns,
+            &plan.format,
+            plan.skip_lines,
+        ),
         workers: plan.workers,
         workers_from: plan.workers_from,
         commit: plan.commit_mode(),

@@ -99,7 +99,8 @@ pub(super) fn prepare_target(
         // a chunk whose commit was then lost go).
         let rows = crate::journal::rejected_rows(client, load_id)?;
         if plan.format.header != crate::format::Header::None {
-            let header = crate::reader::header_line(&plan.inputs[0], &plan.format)?;
+            let header =
+                crate::reader::header_line(&plan.inputs[0], &plan.format, plan.skip_lines)?;
             let _ = sink.header.set(header);
         }
         sink.rewrite(&rows)?;

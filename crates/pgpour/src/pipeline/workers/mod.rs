@@ -145,6 +145,7 @@ pub(super) fn run(
             expected_header: &target.columns,
             chunk_size: plan.chunk_size,
             max_record: plan.max_record_size,
+            skip_lines: plan.skip_lines,
             end_markers: crate::frame::EndMarkers::of_server(target.server_version_num),
             header_out: &setup.sink.header,
             progress: setup.progress,
