@@ -53,7 +53,7 @@ impl From<pgpour::Error> for NotRun {
 
 /// Sent bytes are turned into rows in proportion (exact at the end).
 const COPY_BUFFER: usize = 64 * 1024;
-const SAMPLE_EVERY: Duration = Duration::from_millis(100);
+const SAMPLE_EVERY: Duration = Duration::from_millis(10);
 
 impl Bench<'_> {
     pub fn run_once(&self, admin: &mut Client, method: Method) -> Result<Run, NotRun> {

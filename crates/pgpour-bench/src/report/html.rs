@@ -285,13 +285,17 @@ fn timeline_chart(cases: &[CaseResult]) -> String {
 /// Turns (seconds, rows so far) samples into (seconds, rows/s) over windows
 /// of at least half a second, so that chunk commits don't make a comb.
 fn rates(timeline: &[(f64, u64)]) -> Vec<(f64, f64)> {
-    const WINDOW: f64 = 0.5;
+    // About a dozen windows per run, none under 20 ms (the samples come
+    // every 10) nor over half a second: a run of a fraction of a second
+    // still shows its shape, not one flat line.
+    let run = timeline.last().map_or(0.0, |&(t, _)| t);
+    let window = (run / 12.0).clamp(0.02, 0.5);
     let mut points = Vec::new();
     let mut from = 0;
     for (i, &(t, rows)) in timeline.iter().enumerate().skip(1) {
         let (t0, rows0) = timeline[from];
         let last = i + 1 == timeline.len();
-        if t - t0 >= WINDOW || (last && t > t0) {
+        if t - t0 >= window || (last && t > t0) {
             let rate = rows.saturating_sub(rows0) as f64 / (t - t0);
             if points.is_empty() {
                 points.push((t0, rate));
@@ -381,16 +385,24 @@ mod tests {
     }
 
     #[test]
-    fn rates_use_half_second_windows() {
-        let timeline = [(0.0, 0), (0.25, 10), (0.5, 100), (0.75, 150), (1.0, 200)];
+    fn rates_use_windows_of_a_twelfth_of_the_run_up_to_half_a_second() {
+        // A 12 s run: half-second windows.
+        let long: Vec<(f64, u64)> = (0..=48).map(|i| (i as f64 * 0.25, i * 100)).collect();
+        let points = rates(&long);
+        assert_eq!(points.len(), 25);
+        assert!(points.iter().all(|&(_, r)| (r - 400.0).abs() < 1e-9));
+        // A run of 0.24 s sampled every 10 ms: windows of 20 ms, its shape
+        // shows (slow, then fast).
+        let short: Vec<(f64, u64)> = (0..=24)
+            .map(|i| (i as f64 * 0.01, if i < 12 { i * 10 } else { 120 + (i - 12) * 100 }))
+            .collect();
+        let points = rates(&short);
+        assert!(points.len() >= 10, "{points:?}");
+        assert!(points.first().unwrap().1 < points.last().unwrap().1 / 5.0, "{points:?}");
+        // A run shorter than a window still gives its average.
         assert_eq!(
-            rates(&timeline),
-            vec![(0.0, 200.0), (0.5, 200.0), (1.0, 200.0)]
-        );
-        // A run shorter than the window still gives its average.
-        assert_eq!(
-            rates(&[(0.0, 0), (0.2, 50)]),
-            vec![(0.0, 250.0), (0.2, 250.0)]
+            rates(&[(0.0, 0), (0.01, 50)]),
+            vec![(0.0, 5000.0), (0.01, 5000.0)]
         );
     }
 }
