@@ -148,6 +148,12 @@ fn status_says_when_each_load_ended_how_long_it_took_and_how_fast() {
     let other = &loads[0];
     assert!(other["bytes_per_second"].as_f64().unwrap() > 0.0, "{other}");
     assert_eq!(other["options"]["table"]["name"], "u", "{other}");
+    assert_eq!(
+        (&other["schema"], &other["table"]),
+        (&"public".into(), &"u".into())
+    );
+    // Fields with nothing to say are left out, not null.
+    assert!(!loads.to_string().contains(":null"), "{loads}");
     // Nothing committed: no rate.
     let bad = &loads[1];
     assert!(bad.get("bytes_per_second").is_none(), "{bad}");

@@ -78,7 +78,12 @@ impl std::fmt::Display for LoadState {
 #[non_exhaustive]
 pub struct LoadStatus {
     pub load_id: String,
+    /// The table as SQL names it, as the journal keeps it: `"public"."t"`.
     pub target: String,
+    /// The table's schema and name, not quoted (from `target`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub schema: Option<String>,
+    pub table: String,
     pub state: LoadState,
     /// A session holds the load's run lock: a run is going on (or a
     /// `forget`). A `running` load without one lost its run (killed, or
@@ -116,14 +121,36 @@ pub struct LoadStatus {
     pub inputs: serde_json::Value,
     /// The options the load started with. A new run of its load id goes
     /// on only with the same inputs, table, columns, format, truncate and
-    /// atomic; the rest may change. Left out when they cannot be read.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    /// atomic; the rest may change. Left out when they cannot be read;
+    /// options left unset are left out.
+    #[serde(
+        skip_serializing_if = "Option::is_none",
+        serialize_with = "without_nulls"
+    )]
     pub options: Option<LoadOptions>,
     /// What the load still has to restore (`index votes_pkey`).
     pub pending: Vec<String>,
     /// Prepared transactions of the load still open (a killed --atomic
     /// run), each with its age and the locks it holds.
     pub prepared: Vec<String>,
+}
+
+/// `options` as JSON without the options left unset (`null`), as pgpour's
+/// other JSON leaves out fields with nothing to say.
+fn without_nulls<S: serde::Serializer>(
+    options: &Option<LoadOptions>,
+    serializer: S,
+) -> std::result::Result<S::Ok, S::Error> {
+    use serde::Serialize;
+    fn strip(value: &mut serde_json::Value) {
+        if let Some(fields) = value.as_object_mut() {
+            fields.retain(|_, v| !v.is_null());
+            fields.values_mut().for_each(strip);
+        }
+    }
+    let mut value = serde_json::to_value(options).map_err(serde::ser::Error::custom)?;
+    strip(&mut value);
+    value.serialize(serializer)
 }
 
 /// Which loads `status` lists, and bulk `forget` forgets; the default
@@ -161,7 +188,7 @@ impl LoadFilter {
             && self
                 .table
                 .as_ref()
-                .is_none_or(|table| same_table(table, &load.target))
+                .is_none_or(|table| same_table(table, load))
             && self
                 .active_within
                 .is_none_or(|span| !longer(entry.idle, span))
@@ -171,15 +198,13 @@ impl LoadFilter {
     }
 }
 
-/// Whether the journal's target (schema-qualified, quoted) is `table`.
-fn same_table(table: &TableName, target: &str) -> bool {
-    TableName::parse(target).is_ok_and(|target| {
-        target.name == table.name
-            && table
-                .schema
-                .as_ref()
-                .is_none_or(|schema| target.schema.as_ref() == Some(schema))
-    })
+/// Whether `load` went into `table` (in any schema when it names none).
+fn same_table(table: &TableName, load: &LoadStatus) -> bool {
+    load.table == table.name
+        && table
+            .schema
+            .as_ref()
+            .is_none_or(|schema| load.schema.as_ref() == Some(schema))
 }
 
 /// A load as the journal has it, with what a filter asks of its times.
@@ -300,10 +325,17 @@ fn entry_of(r: &postgres::Row) -> Entry {
             .map(|s| amount as f64 / s)
     };
     let options = serde_json::from_str::<LoadOptions>(r.get(14)).ok();
+    let target: String = r.get(1);
+    let (schema, table) = match TableName::parse(&target) {
+        Ok(name) => (name.schema, name.name),
+        Err(_) => (None, target.clone()),
+    };
     Entry {
         status: LoadStatus {
             load_id: r.get(0),
-            target: r.get(1),
+            target,
+            schema,
+            table,
             state,
             live: false,
             started_at: r.get(3),
