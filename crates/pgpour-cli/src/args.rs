@@ -3,6 +3,7 @@
 //! checks how the values go together and turns them into the engine's
 //! options.
 
+mod journal_values;
 mod values;
 
 use clap::{Args, Parser, Subcommand};
@@ -334,20 +335,63 @@ pub struct ResumeArgs {
 
 #[derive(Debug, Args)]
 pub struct StatusArgs {
-    /// Show only this load.
+    /// Show only this load, with the options that a new run of its id must
+    /// share.
     pub load_id: Option<String>,
 
     #[command(flatten)]
     pub connection: ConnectionArgs,
 
-    /// Print the loads as a JSON array.
+    /// Only loads in these states: running, committing, done, failed,
+    /// stopped (repeat the flag, or separate them with commas).
+    #[arg(long, value_name = "STATE", value_delimiter = ',', value_parser = journal_values::load_state)]
+    pub state: Vec<pgpour::LoadState>,
+
+    /// Only loads into this table: schema.table, or a name in any schema.
+    #[arg(long, short = 't', value_name = "TABLE")]
+    pub table: Option<String>,
+
+    /// Only loads active in the last DURATION (started, resumed, committed
+    /// a chunk or ended): 30m, 2h, 3d, 1w, 1h30m.
+    #[arg(long, value_name = "DURATION", value_parser = journal_values::duration)]
+    pub since: Option<std::time::Duration>,
+
+    /// Only loads that ended (done, failed or stopped) more than DURATION
+    /// ago: what `pgpour forget --older-than DURATION` forgets.
+    #[arg(long, value_name = "DURATION", value_parser = journal_values::duration)]
+    pub older_than: Option<std::time::Duration>,
+
+    /// Print the loads as a JSON array (times as ISO 8601 strings,
+    /// durations in seconds).
     #[arg(long)]
     pub json: bool,
 }
 
 #[derive(Debug, Args)]
+#[command(
+    group(clap::ArgGroup::new("which").required(true).multiple(true)
+        .args(["load_ids", "failed", "older_than"])),
+    after_long_help = "The rows the loads committed stay in their tables; a forgotten load can no \
+longer be resumed. Each load's pending undo steps (indexes to rebuild...) run first. --failed and \
+--older-than never forget a load that a live run holds (its run lock is taken): they list it as \
+left. A load still marked running whose run was killed is forgotten only by its id.\n\n\
+Examples:\n  pgpour forget nightly-votes\n  pgpour forget --failed\n  pgpour forget --older-than 7d"
+)]
 pub struct ForgetArgs {
-    pub load_id: String,
+    /// The loads to forget, by id.
+    #[arg(value_name = "LOAD_ID", conflicts_with_all = ["failed", "older_than"])]
+    pub load_ids: Vec<String>,
+
+    /// Forget every load in state failed or stopped, whatever it committed
+    /// (`pgpour status --state failed,stopped` lists them).
+    #[arg(long)]
+    pub failed: bool,
+
+    /// Forget every load that ended (done, failed or stopped) more than
+    /// DURATION ago (30m, 2h, 3d, 1w); with --failed, only failed or
+    /// stopped ones (`pgpour status --older-than DURATION` lists them).
+    #[arg(long, value_name = "DURATION", value_parser = journal_values::duration)]
+    pub older_than: Option<std::time::Duration>,
 
     #[command(flatten)]
     pub connection: ConnectionArgs,

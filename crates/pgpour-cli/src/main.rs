@@ -29,7 +29,7 @@ use config::LoadConfig;
 
 /// Exit codes (also in `pgpour load --help`).
 const EXIT_REJECTED: u8 = 1;
-const EXIT_ERROR: u8 = 2;
+pub(crate) const EXIT_ERROR: u8 = 2;
 pub(crate) const EXIT_INTERRUPTED: u8 = 130;
 
 fn main() -> ExitCode {

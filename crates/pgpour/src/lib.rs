@@ -20,9 +20,9 @@
 //! ```
 //!
 //! The facade: [`load`], [`explain`], [`resume`] (and [`resume_options`],
-//! to show what it would do), [`status`] and [`forget`], with the types
-//! they take and give. `frame` is public too: the record
-//! framer, a pure push parser, usable on its own.
+//! to show what it would do), [`status`], [`forget`] and
+//! [`forget_matching`], with the types they take and give. `frame` is
+//! public too: the record framer, a pure push parser, usable on its own.
 
 mod chunk;
 mod chunk_range;
@@ -73,7 +73,7 @@ pub use format::{Format, FormatOptions, Header};
 pub use frame::MAX_RECORD_BYTES;
 pub use indexes::{IndexPlan, Kept, Rebuild};
 pub use input::{without_compression_suffix, InputSpec, COMPRESSION_SUFFIXES};
-pub use journal::{LoadState, LoadStatus};
+pub use journal::{Forgetting, LoadFilter, LoadState, LoadStatus};
 pub use left_alone::LeftAlone;
 pub use options::{default_workers, LoadOptions, DEFAULT_CHUNK_SIZE};
 pub use peek::{InputLook, PEEKED_INPUTS};
@@ -88,10 +88,11 @@ pub use sequences::SequencePlan;
 pub use sql::{parse_column_list, quote_ident, TableName};
 pub use workers_from::WorkersFrom;
 
-/// The loads in the journal of the database `connect` reaches (or the one
-/// named), oldest first; none when the database has no journal.
-pub fn status(connect: &ConnectOptions, load_id: Option<&str>) -> Result<Vec<LoadStatus>> {
-    journal::status(&mut connect.connect()?, load_id)
+/// The loads `filter` picks (every one by default) in the journal of the
+/// database `connect` reaches, newest first; none when the database has
+/// no journal.
+pub fn status(connect: &ConnectOptions, filter: &LoadFilter) -> Result<Vec<LoadStatus>> {
+    journal::status(&mut connect.connect()?, filter)
 }
 
 /// Drops a load's journal entry, after putting back what the load changed
@@ -99,6 +100,13 @@ pub fn status(connect: &ConnectOptions, load_id: Option<&str>) -> Result<Vec<Loa
 /// journal has no such load. The load's rows stay in the table.
 pub fn forget(connect: &ConnectOptions, load_id: &str) -> Result<Option<Vec<String>>> {
     journal::forget(&mut connect.connect()?, load_id)
+}
+
+/// Forgets, as [`forget`] does, every load `filter` picks but those a run
+/// holds (a live run: its session holds the load's run lock), and says
+/// how each went.
+pub fn forget_matching(connect: &ConnectOptions, filter: &LoadFilter) -> Result<Vec<Forgetting>> {
+    journal::forget_matching(&mut connect.connect()?, filter)
 }
 
 /// Whether the database has a pgpour journal.

@@ -230,6 +230,37 @@ fn lock_key(load_id: &str) -> (u32, u32) {
     ((hash >> 32) as u32, hash as u32)
 }
 
+/// The run locks some session holds now in this database, for telling a
+/// live run from one that was killed (whose lock went with its session).
+pub(crate) struct HeldRunLocks(std::collections::HashSet<(u32, u32)>);
+
+impl HeldRunLocks {
+    /// Reads them from `pg_locks`, which every role may read.
+    pub fn read(client: &mut impl postgres::GenericClient) -> Result<HeldRunLocks> {
+        let rows = client
+            .query_typed(
+                "SELECT l.classid::pg_catalog.int8, l.objid::pg_catalog.int8 \
+                 FROM pg_catalog.pg_locks l \
+                 WHERE l.locktype OPERATOR(pg_catalog.=) 'advisory' AND l.granted \
+                   AND l.objsubid OPERATOR(pg_catalog.=) 2 \
+                   AND l.database OPERATOR(pg_catalog.=) (SELECT d.oid FROM pg_catalog.pg_database d \
+                       WHERE d.datname OPERATOR(pg_catalog.=) pg_catalog.current_database())",
+                &[],
+            )
+            .map_err(Error::db("reading the run locks"))?;
+        Ok(HeldRunLocks(
+            rows.iter()
+                .map(|r| (r.get::<_, i64>(0) as u32, r.get::<_, i64>(1) as u32))
+                .collect(),
+        ))
+    }
+
+    /// Whether a session holds the run lock of `load_id`.
+    pub fn holds(&self, load_id: &str) -> bool {
+        self.0.contains(&lock_key(load_id))
+    }
+}
+
 /// Which session holds the lock, with its name and since when.
 fn holder_sql(high: u32, low: u32) -> String {
     format!(

@@ -394,11 +394,19 @@ mod tests {
         // A run of 0.24 s sampled every 10 ms: windows of 20 ms, its shape
         // shows (slow, then fast).
         let short: Vec<(f64, u64)> = (0..=24)
-            .map(|i| (i as f64 * 0.01, if i < 12 { i * 10 } else { 120 + (i - 12) * 100 }))
+            .map(|i| {
+                (
+                    i as f64 * 0.01,
+                    if i < 12 { i * 10 } else { 120 + (i - 12) * 100 },
+                )
+            })
             .collect();
         let points = rates(&short);
         assert!(points.len() >= 10, "{points:?}");
-        assert!(points.first().unwrap().1 < points.last().unwrap().1 / 5.0, "{points:?}");
+        assert!(
+            points.first().unwrap().1 < points.last().unwrap().1 / 5.0,
+            "{points:?}"
+        );
         // A run shorter than a window still gives its average.
         assert_eq!(
             rates(&[(0.0, 0), (0.01, 50)]),

@@ -251,7 +251,9 @@ fn take_over(client: &mut impl GenericClient, load_id: &str, run_token: &str) ->
         })
         .and_then(|_| {
             tx.execute_typed(
-                "UPDATE pgpour.loads SET state = 'running', run_token = $2 WHERE load_id = $1",
+                // The end of a run before is no end of the load.
+                "UPDATE pgpour.loads SET state = 'running', run_token = $2, finished_at = NULL \
+                 WHERE load_id = $1",
                 &[(&load_id, Type::TEXT), (&run_token, Type::TEXT)],
             )
         })
@@ -273,7 +275,8 @@ fn record_run(client: &mut impl GenericClient, load_id: &str, run_token: &str) -
         .map_err(Error::db("recording the run in the journal"))
 }
 
-/// Labels the load (`failed`, `stopped`), unless another run took it over.
+/// Labels the load (`failed`, `stopped`) and records when its run ended,
+/// unless another run took it over.
 pub fn set_state(
     client: &mut impl GenericClient,
     load_id: &str,
@@ -282,7 +285,8 @@ pub fn set_state(
 ) -> Result<()> {
     client
         .execute_typed(
-            "UPDATE pgpour.loads SET state = $2 WHERE load_id = $1 AND run_token = $3",
+            "UPDATE pgpour.loads SET state = $2, finished_at = now() \
+             WHERE load_id = $1 AND run_token = $3",
             &[
                 (&load_id, Type::TEXT),
                 (&state, Type::TEXT),

@@ -22,6 +22,7 @@
 //! `trust` checks, before any use, that no other role can change it.
 
 mod chunks;
+mod forget;
 mod loads;
 mod rejects;
 mod schema;
@@ -32,12 +33,13 @@ pub(crate) mod undo;
 
 pub use chunks::Totals;
 pub(crate) use chunks::{committed_chunk, correct_rows, record_chunk};
+pub use forget::{forget, forget_matching, Forgetting};
 pub(crate) use loads::{begin, register_sql, reject_path_of, state_of, OptionsRecord};
 pub use loads::{finish_if_complete, options_of, set_state, Previous};
 pub use rejects::rejected_rows;
 pub(crate) use schema::checked;
 pub use schema::{drop_if_empty, ensure_schema, exists};
-pub use status::{forget, status, LoadState, LoadStatus};
+pub use status::{status, LoadFilter, LoadState, LoadStatus};
 
 #[cfg(test)]
 mod tests;

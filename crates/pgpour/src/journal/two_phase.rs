@@ -97,7 +97,8 @@ pub(crate) fn finish_decided(
     }
     client
         .execute_typed(
-            "UPDATE pgpour.loads SET state = 'failed', committing = NULL WHERE load_id = $1",
+            "UPDATE pgpour.loads SET state = 'failed', committing = NULL, finished_at = now() \
+             WHERE load_id = $1",
             &[(&load_id, Type::TEXT)],
         )
         .map_err(Error::db("recording the failed commit"))?;

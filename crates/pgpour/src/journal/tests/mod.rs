@@ -3,6 +3,7 @@
 //! undo steps run one at a time, rejected rows read back, or a load's first
 //! steps staged by hand (a load killed right after preparing its table).
 
+mod forget;
 mod rejects;
 mod restores;
 mod trust;

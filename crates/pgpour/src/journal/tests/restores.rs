@@ -248,7 +248,7 @@ fn a_crashed_load_is_put_back_by_resume_or_forget() {
             before,
             "{ending}: the crash left changes"
         );
-        let status = crate::status(&connect(&db), Some(&load_id)).unwrap();
+        let status = crate::status(&connect(&db), &crate::LoadFilter::one(&load_id)).unwrap();
         assert_eq!(status[0].pending.len(), 5, "{:?}", status[0].pending);
 
         if ending == "resume" {

@@ -109,7 +109,7 @@ fn a_restore_planted_by_another_role_is_never_run() {
     .unwrap();
     let forgotten = crate::forget(&connect(&db), "nightly");
     assert!(forgotten.is_err(), "forget trusted the journal");
-    let status = crate::status(&connect(&db), None);
+    let status = crate::status(&connect(&db), &crate::LoadFilter::default());
     assert!(status.is_err(), "status trusted the journal");
     let dir = tempfile::tempdir().unwrap();
     assert!(load(&db, &load_options(dir.path())).is_err());
@@ -175,7 +175,7 @@ fn operators_planted_in_the_loading_roles_schema_do_not_run() {
     let mut options = load_options(dir.path());
     options.columns = Some(vec!["n".into()]);
     let _ = load(&db, &options);
-    let _ = crate::status(&connect(&db), None);
+    let _ = crate::status(&connect(&db), &crate::LoadFilter::default());
     let _ = crate::forget(&connect(&db), "nightly");
     assert!(!is_superuser(&db, "trust_evil_operator"));
 }

@@ -49,7 +49,7 @@ fn an_unversioned_journal_is_upgraded_and_its_sql_restores_are_shown_not_run() {
     client.batch_execute("CREATE TABLE t (n int)").unwrap();
     client.batch_execute(UNVERSIONED_JOURNAL).unwrap();
 
-    let loads = crate::status(&connect(&db), None).unwrap();
+    let loads = crate::status(&connect(&db), &crate::LoadFilter::default()).unwrap();
     let done = loads.iter().find(|l| l.load_id == "old-done").unwrap();
     assert_eq!((done.state, done.rows_loaded), (crate::LoadState::Done, 9));
     let killed = loads.iter().find(|l| l.load_id == "old-killed").unwrap();

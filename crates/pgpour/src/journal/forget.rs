@@ -1,0 +1,106 @@
+//! `forget`: drop loads' journal entries, after putting back what they
+//! changed in their tables. One load by its id, or every load a filter
+//! picks, never one that a run holds.
+
+use postgres::types::Type;
+
+use super::status::{picked, still_picked, LoadFilter};
+use super::undo::Refused;
+use crate::error::{Error, Result};
+
+/// What forgetting one of the loads a filter picked came to.
+#[derive(Debug)]
+#[non_exhaustive]
+pub struct Forgetting {
+    pub load_id: String,
+    /// What was restored before its entry went. `Ok(None)`: the filter no
+    /// longer picked it once its run lock was taken (a run took it
+    /// meanwhile, or it went). `Err(Error::LoadRunning)`: a run holds it,
+    /// and it stays.
+    pub outcome: Result<Option<Vec<String>>>,
+}
+
+/// Drops a load's journal entry, after restoring what the load left to
+/// restore (indexes it dropped); `None` when there was no such load.
+pub fn forget(client: &mut postgres::Client, load_id: &str) -> Result<Option<Vec<String>>> {
+    crate::sql::with_pinned_search_path(client, |client| {
+        if !super::exists(client)? {
+            return Ok(None);
+        }
+        super::ensure_schema(client)?;
+        forget_locked(client, load_id, None)
+    })
+}
+
+/// Forgets every load `filter` picks, one at a time, each as [`forget`]
+/// does, and says how each went. A load whose run lock a session holds
+/// (a live run) is left; each is checked against `filter` again once its
+/// lock is taken. Stops early only when the connection is lost.
+pub fn forget_matching(
+    client: &mut postgres::Client,
+    filter: &LoadFilter,
+) -> Result<Vec<Forgetting>> {
+    crate::sql::with_pinned_search_path(client, |client| {
+        if !super::exists(client)? {
+            return Ok(Vec::new());
+        }
+        super::ensure_schema(client)?;
+        let mut done = Vec::new();
+        for load_id in picked(client, filter)? {
+            let outcome = forget_locked(client, &load_id, Some(filter));
+            done.push(Forgetting { load_id, outcome });
+            if client.is_closed() {
+                break;
+            }
+        }
+        Ok(done)
+    })
+}
+
+/// Forgets `load_id` holding its run lock, if `filter` (when given) still
+/// picks it then.
+fn forget_locked(
+    client: &mut postgres::Client,
+    load_id: &str,
+    filter: Option<&LoadFilter>,
+) -> Result<Option<Vec<String>>> {
+    crate::run_lock::while_locked(client, load_id, |client| {
+        if let Some(filter) = filter {
+            if !still_picked(client, load_id, filter)? {
+                return Ok(None);
+            }
+        }
+        // Its prepared transactions lock the journal's rows (and the table):
+        // finish what was decided, roll back the rest.
+        let decided: Option<Vec<String>> = client
+            .query_typed_opt(
+                "SELECT committing FROM pgpour.loads WHERE load_id = $1 AND state = 'committing'",
+                &[(&load_id, Type::TEXT)],
+            )
+            .map_err(Error::db("reading the journal"))?
+            .and_then(|r| r.get(0));
+        match decided {
+            Some(gids) => super::two_phase::finish_decided(client, load_id, &gids)?,
+            None => {
+                let leftovers = super::two_phase::leftovers(client, load_id)?;
+                super::two_phase::rollback(client, &leftovers);
+            }
+        }
+        let mut restored = Vec::new();
+        super::undo::run_pending(
+            client,
+            load_id,
+            Refused::Skip,
+            &mut restored,
+            &mut || Ok(()),
+            None,
+        )?;
+        let n = client
+            .execute_typed(
+                "DELETE FROM pgpour.loads WHERE load_id = $1",
+                &[(&load_id, Type::TEXT)],
+            )
+            .map_err(Error::db("forgetting the load"))?;
+        Ok((n > 0).then_some(restored))
+    })
+}
