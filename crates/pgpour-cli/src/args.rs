@@ -433,6 +433,12 @@ pub struct LoadArgs {
     #[arg(long, value_name = "N", default_value_t = 0)]
     pub skip_lines: u64,
 
+    /// Load only the rows for which this SQL condition holds, as COPY's
+    /// WHERE does (e.g. "score > 0"); the others are left out, neither
+    /// loaded nor rejected, and counted in the summary.
+    #[arg(long = "where", value_name = "CONDITION")]
+    pub where_clause: Option<String>,
+
     #[command(flatten)]
     pub connection: ConnectionArgs,
 

@@ -57,6 +57,7 @@ impl LoadConfig {
                 load.replace_rejects = args.replace_rejects;
                 load.max_record_size = args.max_record_size;
                 load.skip_lines = args.skip_lines;
+                load.where_clause = args.where_clause;
                 load.load_id = args.load_id;
                 load.atomic = args.atomic;
                 load.journal = !args.no_journal;

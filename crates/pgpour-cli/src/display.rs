@@ -47,7 +47,7 @@ pub fn summary_text(s: &LoadSummary) -> String {
     };
     format!(
         "pgpour: {status} {} rows into {}{resumed}{}\n  \
-         rows     {} read = {} loaded + {} rejected\n  \
+         rows     {} read = {} loaded + {} rejected{}\n  \
          input    {} file{} ({} read, {} loaded, {})\n  \
          time     {:.2} s  |  {} rows/s  |  {}/s{}\n  \
          workers  {}{workers_note}{atomic}{restored}{rejects}",
@@ -61,6 +61,10 @@ pub fn summary_text(s: &LoadSummary) -> String {
         HumanCount(s.rows_read),
         HumanCount(s.rows_loaded),
         HumanCount(s.rows_rejected),
+        match s.rows_filtered {
+            0 => String::new(),
+            n => format!(" + {} left out by --where", HumanCount(n)),
+        },
         s.files,
         if s.files == 1 { "" } else { "s" },
         HumanBytes(s.input_bytes),

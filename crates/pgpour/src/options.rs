@@ -42,6 +42,10 @@ pub struct LoadOptions {
     /// if it has one (a title, notes): never loaded, never rejected.
     #[serde(default)]
     pub skip_lines: u64,
+    /// COPY's WHERE: only the rows for which this SQL condition holds are
+    /// loaded; the others are left out, neither loaded nor rejected.
+    #[serde(default, rename = "where")]
+    pub where_clause: Option<String>,
     /// The load's id in the journal; `None` to generate one. Running again
     /// with the same id continues the load.
     pub load_id: Option<String>,
@@ -130,6 +134,7 @@ impl LoadOptions {
             replace_rejects: false,
             max_record_size: crate::frame::MAX_RECORD_BYTES,
             skip_lines: 0,
+            where_clause: None,
             load_id: None,
             atomic: false,
             journal: true,

@@ -245,6 +245,32 @@ pub(crate) fn copy_sql_as_given(
     copy_sql(&table.quoted(), columns, format)
 }
 
+/// `copy_sql` with COPY's WHERE, when the load has one. `condition` must
+/// have passed `check_where` (one expression, nothing after it).
+pub(crate) fn with_where(copy_sql: &str, condition: Option<&str>) -> String {
+    match condition {
+        // The line end closes a `--` comment in the condition before the
+        // parenthesis does: as in `check_where`.
+        Some(condition) => format!("{copy_sql} WHERE ({condition}\n)"),
+        None => copy_sql.to_string(),
+    }
+}
+
+/// Checks that `condition` is one SQL expression on `table`'s columns:
+/// parsed by the server as the condition of one statement (the extended
+/// protocol's parse refuses a second), so that nothing in it can end the
+/// COPY and run as a statement of its own in the messages it is sent in.
+/// Run under the user's search path, as the COPY will be.
+pub(crate) fn check_where(client: &mut Client, table: &TableName, condition: &str) -> Result<()> {
+    let sql = format!("SELECT 1 FROM {} WHERE ({condition}\n)", table.quoted());
+    client.prepare(&sql).map(drop).map_err(|e| {
+        Error::Target(format!(
+            "--where {condition:?} is not a condition on {table}: {}",
+            crate::error::ServerError::message_of(&e)
+        ))
+    })
+}
+
 /// `COPY table (columns) FROM STDIN WITH (...)`, `table` already quoted;
 /// without `columns`, every column that is not generated.
 fn copy_sql(table: &str, columns: Option<&[String]>, format: &FormatOptions) -> String {

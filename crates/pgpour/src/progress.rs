@@ -61,6 +61,8 @@ pub struct Progress {
     pub rows_rejected: AtomicU64,
     /// Decompressed input bytes whose rows are committed.
     pub bytes_loaded: AtomicU64,
+    /// Rows of committed chunks that `--where` left out.
+    pub rows_filtered: AtomicU64,
     phases: Mutex<Phases>,
 }
 
@@ -72,6 +74,7 @@ pub struct Snapshot {
     pub rows_loaded: u64,
     pub rows_rejected: u64,
     pub bytes_loaded: u64,
+    pub rows_filtered: u64,
 }
 
 impl Progress {
@@ -82,6 +85,7 @@ impl Progress {
             rows_loaded: self.rows_loaded.load(Ordering::Relaxed),
             rows_rejected: self.rows_rejected.load(Ordering::Relaxed),
             bytes_loaded: self.bytes_loaded.load(Ordering::Relaxed),
+            rows_filtered: self.rows_filtered.load(Ordering::Relaxed),
         }
     }
 

@@ -289,6 +289,10 @@ pub(crate) struct Reader<'a> {
     pub expected_header: &'a [String],
     /// Records skipped at the start of each input, before its header.
     pub skip_lines: u64,
+    /// Whether small inputs' chunks may share a batch: not when COPY's
+    /// WHERE leaves rows out, whose count the server gives per COPY, and
+    /// the journal needs per chunk.
+    pub join_small_inputs: bool,
     pub chunk_size: usize,
     /// A record longer than this (terminator included) is refused as soon
     /// as it passes it, so at most about `chunk_size + max_record` bytes are
@@ -353,7 +357,14 @@ impl Reader<'_> {
     pub fn run(&self, tx: &Sender<Batch>) -> Result<ReadEnd> {
         let mut out = Outbox {
             tx,
-            joiner: Joiner::new(self.format.syntax(), self.chunk_size),
+            joiner: Joiner::new(
+                self.format.syntax(),
+                if self.join_small_inputs {
+                    self.chunk_size
+                } else {
+                    0
+                },
+            ),
             seq: 0,
         };
         for (index, input) in self.inputs.iter().enumerate() {
@@ -542,6 +553,7 @@ mod tests {
             format: &format,
             expected_header: &[],
             skip_lines: 0,
+            join_small_inputs: true,
             chunk_size: 64 << 10,
             max_record: LIMIT,
             end_markers: EndMarkers::UpTo17,

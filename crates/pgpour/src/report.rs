@@ -42,6 +42,8 @@ pub struct LoadSummary {
     pub rows_read: u64,
     pub rows_loaded: u64,
     pub rows_rejected: u64,
+    /// Rows that `--where` left out (of this run's chunks).
+    pub rows_filtered: u64,
     /// The rejected rows' bytes, when there are any.
     pub reject_file: Option<String>,
     /// Where and why each was rejected (JSON lines).
@@ -74,7 +76,7 @@ impl LoadSummary {
     pub(crate) fn set_counts(&mut self, rows_loaded: u64, rows_rejected: u64, bytes_loaded: u64) {
         self.rows_loaded = rows_loaded;
         self.rows_rejected = rows_rejected;
-        self.rows_read = rows_loaded + rows_rejected;
+        self.rows_read = rows_loaded + rows_rejected + self.rows_filtered;
         self.bytes_loaded = bytes_loaded;
         let per_second = |x: u64| {
             if self.seconds > 0.0 {
@@ -115,6 +117,7 @@ impl LoadSummary {
             input_bytes: 0,
             bytes_loaded: 0,
             rows_read: 0,
+            rows_filtered: 0,
             rows_loaded: 0,
             rows_rejected: 0,
             reject_file: None,
@@ -160,7 +163,8 @@ impl LoadSummary {
             files: options.inputs.len(),
             input_bytes: p.input_bytes_read,
             bytes_loaded: p.bytes_loaded,
-            rows_read: p.rows_loaded + p.rows_rejected,
+            rows_read: p.rows_loaded + p.rows_rejected + p.rows_filtered,
+            rows_filtered: p.rows_filtered,
             rows_loaded: p.rows_loaded,
             rows_rejected: p.rows_rejected,
             reject_file: (sink.written() > 0).then(|| sink.rows_path().display().to_string()),

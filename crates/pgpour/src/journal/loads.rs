@@ -27,7 +27,10 @@ pub enum Previous {
 /// The parts of the options that must match for a run to continue a load
 /// (workers, chunk size, error limits may change between runs).
 fn identity(options: &serde_json::Value) -> serde_json::Value {
-    let keys = ["inputs", "table", "columns", "format", "truncate", "atomic"];
+    // `where` is null in an entry older than --where, as in one without it.
+    let keys = [
+        "inputs", "table", "columns", "format", "truncate", "atomic", "where",
+    ];
     let mut identity: serde_json::Map<String, serde_json::Value> = keys
         .iter()
         .map(|k| (k.to_string(), options[k].clone()))

@@ -60,6 +60,8 @@ pub(crate) struct Plan {
     pub max_record_size: usize,
     /// Records skipped at the start of each input (`--skip-lines`).
     pub skip_lines: u64,
+    /// Whether COPY's WHERE may leave rows out (`--where`).
+    pub filtering: bool,
     /// Rejected rows tolerated before the load stops; `None` for no limit.
     pub max_errors: Option<u64>,
     /// Empty the table with the load's first chunk (which a resumed load
@@ -132,6 +134,17 @@ pub(super) fn decide(
     // the trial's end.
     let pin = "SET search_path = pg_catalog, pg_temp";
     let (table, columns) = (&options.table, options.columns.as_deref());
+    // A --where condition is checked first, alone (one round trip more,
+    // only then): the COPY is tried with it, after it is known to be one
+    // expression, on this session.
+    let condition = options.where_clause.as_deref();
+    let warm = match condition {
+        Some(condition) => {
+            crate::plan::check_where(&mut client, table, condition)?;
+            None
+        }
+        None => warm,
+    };
     let resolve = |client: &mut Client, before: &str, after: &str| {
         Target::resolve(client, before, after, table, columns, &options.format)
     };
@@ -156,7 +169,8 @@ pub(super) fn decide(
         let tried = trial.and_then(|t| t.join().ok().flatten());
         (resolved.map(|target| (target, round_trip)), tried)
     });
-    let (target, round_trip) = resolved?;
+    let (mut target, round_trip) = resolved?;
+    target.copy_sql = crate::plan::with_where(&target.copy_sql, condition);
     let refused =
         |server| Error::Target(format!("{} refuses the load: {server}", target.qualified));
     // The trial counts only if it was about the table resolved here (the
@@ -223,6 +237,7 @@ impl Plan {
             chunks_ahead: chunks_ahead(chunk_size, round_trip),
             max_record_size: options.max_record_size,
             skip_lines: options.skip_lines,
+            filtering: options.where_clause.is_some(),
             max_errors: options.max_errors,
             truncate: options.truncate,
             indexes_left_alone: indexes_left_alone(options, total),

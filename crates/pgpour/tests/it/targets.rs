@@ -257,3 +257,73 @@ fn stdin_cannot_be_named_twice() {
         "{err:?}"
     );
 }
+
+/// `--where`: the rows COPY's WHERE would load, whatever the chunks, the
+/// others counted as left out; a bad row is still rejected.
+#[test]
+fn where_loads_the_rows_copy_where_loads() {
+    let db = shared_cluster().create_database("targets_where");
+    let mut client = db.client();
+    for t in ["expected", "actual"] {
+        client
+            .batch_execute(&format!("CREATE TABLE {t} (n int, s text)"))
+            .unwrap();
+    }
+    let mut input: String = (1..=600).map(|n| format!("{n},\"s\n{n}\"\n")).collect();
+    input.push_str("x,bad\n");
+    let good: String = (1..=600).map(|n| format!("{n},\"s\n{n}\"\n")).collect();
+    let mut writer = client
+        .copy_in("COPY expected FROM STDIN WITH (FORMAT csv) WHERE n % 3 = 0")
+        .unwrap();
+    std::io::Write::write_all(&mut writer, good.as_bytes()).unwrap();
+    writer.finish().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    for chunk_size in [100, 1 << 20] {
+        client.batch_execute("TRUNCATE actual").unwrap();
+        let mut options = options(&dir, "actual", None, input.as_bytes());
+        options.chunk_size = chunk_size;
+        options.max_errors = None;
+        options.reject_file = Some(dir.path().join(format!("r-{chunk_size}.csv")));
+        options.where_clause = Some("n % 3 = 0".into());
+        let summary = run(&db, &options).unwrap_or_else(|f| panic!("{}", f.error));
+        pgpour_testkit::assert_same_rows(&mut client, "where", None);
+        assert_eq!(
+            (summary.rows_loaded, summary.rows_rejected, summary.rows_filtered),
+            (200, 1, 400),
+            "chunk size {chunk_size}"
+        );
+        assert_eq!(summary.rows_read, 601);
+    }
+}
+
+/// A `--where` that is not one condition (it would end the COPY and run a
+/// statement of its own) is refused before anything runs.
+#[test]
+fn where_that_is_not_one_condition_is_refused_before_anything_runs() {
+    let db = shared_cluster().create_database("targets_where_refused");
+    db.client()
+        .batch_execute("CREATE TABLE t (n int); INSERT INTO t VALUES (7)")
+        .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    for condition in [
+        "true); DELETE FROM t; SELECT (1",
+        "true) -- ",
+        "nope > 1",
+    ] {
+        let mut options = options(&dir, "t", None, b"1\n");
+        options.where_clause = Some(condition.into());
+        let err = run(&db, &options).unwrap_err().error;
+        assert!(
+            matches!(&err, Error::Target(m) if m.contains("is not a condition on")),
+            "{condition}: {err:?}"
+        );
+        let rows: Vec<i32> = db
+            .client()
+            .query("SELECT n FROM t", &[])
+            .unwrap()
+            .iter()
+            .map(|r| r.get(0))
+            .collect();
+        assert_eq!(rows, vec![7], "{condition}");
+    }
+}

@@ -146,6 +146,7 @@ pub(super) fn run(
             chunk_size: plan.chunk_size,
             max_record: plan.max_record_size,
             skip_lines: plan.skip_lines,
+            join_small_inputs: !plan.filtering,
             end_markers: crate::frame::EndMarkers::of_server(target.server_version_num),
             header_out: &setup.sink.header,
             progress: setup.progress,
@@ -281,8 +282,17 @@ impl Worker<'_> {
         Ok(client)
     }
 
-    /// A chunk is in: progress and the count of chunks committed.
+    /// A chunk is in: progress and the count of chunks committed. With
+    /// `--where`, the records neither loaded nor rejected were left out.
     fn count(&self, chunk: &Chunk, loaded: &Loaded) {
+        if self.plan.filtering {
+            let records =
+                crate::frame::count_records(self.plan.format.syntax(), chunk.eol, &chunk.data);
+            let kept = loaded.rows + loaded.rejected.len() as u64;
+            self.progress
+                .rows_filtered
+                .fetch_add(records.saturating_sub(kept), Ordering::Relaxed);
+        }
         self.progress.add_committed(
             loaded.rows,
             loaded.rejected.len() as u64,
