@@ -439,6 +439,12 @@ pub struct LoadArgs {
     #[arg(long = "where", value_name = "CONDITION")]
     pub where_clause: Option<String>,
 
+    /// Load the first N rows only, counted across the files in order as
+    /// they are read (rejected rows included), after headers and skipped
+    /// lines. Not with --where.
+    #[arg(long, value_name = "N", conflicts_with = "where_clause")]
+    pub limit: Option<u64>,
+
     #[command(flatten)]
     pub connection: ConnectionArgs,
 

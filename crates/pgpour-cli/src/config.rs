@@ -58,6 +58,7 @@ impl LoadConfig {
                 load.max_record_size = args.max_record_size;
                 load.skip_lines = args.skip_lines;
                 load.where_clause = args.where_clause;
+                load.limit = args.limit;
                 load.load_id = args.load_id;
                 load.atomic = args.atomic;
                 load.journal = !args.no_journal;

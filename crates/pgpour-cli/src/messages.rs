@@ -150,6 +150,9 @@ fn options_problem(problem: &OptionsProblem, error: &Error) -> String {
         OptionsProblem::AtomicWithoutJournal => {
             "--atomic needs the journal (its commit decision is recorded there)".to_string()
         }
+        OptionsProblem::LimitWithWhere => "--limit and --where cannot go together: the journal \
+            cannot tell how many rows a resumed load already read where --where left rows out"
+            .to_string(),
         OptionsProblem::TableName { text } => format!(
             "--table {text:?}: expected table or schema.table (quote names that contain dots)"
         ),

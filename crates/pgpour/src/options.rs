@@ -46,6 +46,10 @@ pub struct LoadOptions {
     /// loaded; the others are left out, neither loaded nor rejected.
     #[serde(default, rename = "where")]
     pub where_clause: Option<String>,
+    /// Load the first rows only: this many, counted in input order as
+    /// read (rejected ones included), after headers and skipped lines.
+    #[serde(default)]
+    pub limit: Option<u64>,
     /// The load's id in the journal; `None` to generate one. Running again
     /// with the same id continues the load.
     pub load_id: Option<String>,
@@ -92,6 +96,9 @@ impl LoadOptions {
         if self.chunk_size == 0 {
             return Err(Error::InvalidOptions(OptionsProblem::ChunkSizeZero));
         }
+        if self.limit.is_some() && self.where_clause.is_some() {
+            return Err(Error::InvalidOptions(OptionsProblem::LimitWithWhere));
+        }
         if self
             .inputs
             .iter()
@@ -135,6 +142,7 @@ impl LoadOptions {
             max_record_size: crate::frame::MAX_RECORD_BYTES,
             skip_lines: 0,
             where_clause: None,
+            limit: None,
             load_id: None,
             atomic: false,
             journal: true,

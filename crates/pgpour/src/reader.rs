@@ -10,8 +10,8 @@ use crate::chunk::{Batch, Chunk, Joiner};
 use crate::error::{Error, Position, Result};
 use crate::format::{FormatOptions, Header};
 use crate::frame::{
-    count_byte, end_of_data, trim_terminator, EndMarkers, Eol, Fields, Framer, RecordTooLong,
-    UnterminatedQuote,
+    count_byte, count_records, end_of_data, records_prefix, trim_terminator, EndMarkers, Eol,
+    Fields, Framer, RecordTooLong, UnterminatedQuote,
 };
 use crate::input::InputSpec;
 use crate::progress::Progress;
@@ -20,6 +20,9 @@ use crate::progress::Progress;
 /// chunks an earlier run committed.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct Segment {
+    /// Records of the committed chunks between the segment before (or the
+    /// input's start) and this one: counted toward `--limit` as read.
+    pub committed_before: u64,
     pub from: u64,
     /// Where the next committed chunk starts; `None` for the end of input.
     pub to: Option<u64>,
@@ -34,19 +37,22 @@ pub(crate) fn segments(
     (0..inputs)
         .map(|input| {
             let mut segments = Vec::new();
-            let (mut from, mut line) = (0, 1);
+            let (mut from, mut line, mut before) = (0, 1, 0);
             for c in committed.iter().filter(|c| c.input == input) {
                 if c.byte_start > from {
                     segments.push(Segment {
+                        committed_before: std::mem::take(&mut before),
                         from,
                         to: Some(c.byte_start),
                         first_line: line,
                     });
                 }
+                before += c.rows_loaded + c.rows_rejected;
                 from = c.byte_end;
                 line = c.first_line + c.lines;
             }
             segments.push(Segment {
+                committed_before: before,
                 from,
                 to: None,
                 first_line: line,
@@ -289,6 +295,8 @@ pub(crate) struct Reader<'a> {
     pub expected_header: &'a [String],
     /// Records skipped at the start of each input, before its header.
     pub skip_lines: u64,
+    /// Records to read in all, in input order (`--limit`); `None` for all.
+    pub limit: Option<u64>,
     /// Whether small inputs' chunks may share a batch: not when COPY's
     /// WHERE leaves rows out, whose count the server gives per COPY, and
     /// the journal needs per chunk.
@@ -315,6 +323,9 @@ struct Outbox<'a> {
     joiner: Joiner,
     /// Chunks made so far.
     seq: u64,
+    /// Records of the inputs up to here, in input order (those of
+    /// committed chunks skipped over included).
+    records: u64,
 }
 
 impl Outbox<'_> {
@@ -342,6 +353,8 @@ enum SegmentEnd {
     Read,
     /// At an end-of-data marker: the rest of the input is not data.
     EndMarker,
+    /// At `--limit`: nothing more of any input is read.
+    Limit,
     /// The load was stopped meanwhile.
     Stopped,
 }
@@ -366,14 +379,20 @@ impl Reader<'_> {
                 },
             ),
             seq: 0,
+            records: 0,
         };
-        for (index, input) in self.inputs.iter().enumerate() {
+        'inputs: for (index, input) in self.inputs.iter().enumerate() {
             for segment in &self.segments[index] {
+                out.records += segment.committed_before;
+                if self.limit.is_some_and(|limit| out.records >= limit) {
+                    break 'inputs;
+                }
                 let framer = Framer::new(self.format.syntax()).with_max_record(self.max_record);
                 match self.read_segment(index, input, segment, framer, &mut out)? {
                     SegmentEnd::Read => {}
                     // COPY reads nothing of an input after its marker.
                     SegmentEnd::EndMarker => break,
+                    SegmentEnd::Limit => break 'inputs,
                     SegmentEnd::Stopped => return Ok(ReadEnd::Stopped),
                 }
             }
@@ -459,6 +478,22 @@ impl Reader<'_> {
                 // others: not with the room its reads had.
                 data.shrink_to_fit();
             }
+            let limited = match self.limit {
+                Some(limit) => {
+                    let syntax = self.format.syntax();
+                    let left = limit.saturating_sub(out.records);
+                    let held = count_records(syntax, framer.eol(), &data);
+                    if held > left {
+                        data.truncate(records_prefix(syntax, framer.eol(), &data, left));
+                    }
+                    out.records += held.min(left);
+                    held >= left
+                }
+                None => false,
+            };
+            if data.is_empty() {
+                return Ok(SegmentEnd::Limit);
+            }
             let lines = self.count_lines(&framer, &data);
             let chunk = Chunk {
                 seq: out.seq,
@@ -474,6 +509,9 @@ impl Reader<'_> {
             if !out.send(chunk) {
                 // Every worker has gone: the load stopped.
                 return Ok(SegmentEnd::Stopped);
+            }
+            if limited {
+                return Ok(SegmentEnd::Limit);
             }
             if marker.is_some() {
                 return Ok(SegmentEnd::EndMarker);
@@ -553,6 +591,7 @@ mod tests {
             format: &format,
             expected_header: &[],
             skip_lines: 0,
+            limit: None,
             join_small_inputs: true,
             chunk_size: 64 << 10,
             max_record: LIMIT,

@@ -27,6 +27,10 @@ pub enum OptionsProblem {
     /// The options cannot be written to the journal.
     #[error("the options cannot be recorded in the journal: {reason}")]
     Unrecordable { reason: String },
+    /// A limit counts the rows read, which the journal cannot tell for
+    /// chunks whose rows a WHERE left out: a resume would read more.
+    #[error("a limit and a WHERE condition cannot go together")]
+    LimitWithWhere,
 }
 
 /// Format options that COPY would read otherwise than pgpour's framing,

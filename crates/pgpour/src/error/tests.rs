@@ -294,7 +294,8 @@ fn covers(error: &Error) {
             | OptionsProblem::StdinTwice
             | OptionsProblem::TableName { .. }
             | OptionsProblem::NameList { .. }
-            | OptionsProblem::Unrecordable { .. } => {}
+            | OptionsProblem::Unrecordable { .. }
+            | OptionsProblem::LimitWithWhere => {}
         },
         Error::InvalidFormat(p) => match p {
             FormatProblem::NotOneByte

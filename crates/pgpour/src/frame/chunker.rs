@@ -495,6 +495,20 @@ pub fn count_records(syntax: Syntax, eol: Option<Eol>, data: &[u8]) -> u64 {
     records + u64::from(last_end < data.len())
 }
 
+/// The bytes of the first `n` records of `data` (whole records as a chunk
+/// holds them): all of it when it holds no more.
+pub fn records_prefix(syntax: Syntax, eol: Option<Eol>, data: &[u8], n: u64) -> usize {
+    let mut framer = Framer::with_eol(syntax, eol);
+    let mut end = 0;
+    for _ in 0..n {
+        match framer.find_cut(&data[end..], 1, true) {
+            Some(len) => end += len,
+            None => break,
+        }
+    }
+    end
+}
+
 /// Whether `data`, whole records as a chunk holds them, ends with a
 /// record's terminator rather than inside a record (an unterminated last
 /// line, or a quote still open at the end of the input): only then may

@@ -33,7 +33,9 @@ mod hostile;
 #[cfg(test)]
 mod props;
 
-pub use chunker::{count_records, ends_terminated, Framer, RecordTooLong, MAX_RECORD_BYTES};
+pub use chunker::{
+    count_records, ends_terminated, records_prefix, Framer, RecordTooLong, MAX_RECORD_BYTES,
+};
 pub use end_marker::{end_of_data, EndMarkers};
 pub use fields::{trim_terminator, FieldDecoder, Fields, UnterminatedQuote};
 pub(crate) use first_record::first_terminator;

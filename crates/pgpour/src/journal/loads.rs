@@ -29,7 +29,7 @@ pub enum Previous {
 fn identity(options: &serde_json::Value) -> serde_json::Value {
     // `where` is null in an entry older than --where, as in one without it.
     let keys = [
-        "inputs", "table", "columns", "format", "truncate", "atomic", "where",
+        "inputs", "table", "columns", "format", "truncate", "atomic", "where", "limit",
     ];
     let mut identity: serde_json::Map<String, serde_json::Value> = keys
         .iter()

@@ -62,6 +62,8 @@ pub(crate) struct Plan {
     pub skip_lines: u64,
     /// Whether COPY's WHERE may leave rows out (`--where`).
     pub filtering: bool,
+    /// Rows to read in all (`--limit`).
+    pub limit: Option<u64>,
     /// Rejected rows tolerated before the load stops; `None` for no limit.
     pub max_errors: Option<u64>,
     /// Empty the table with the load's first chunk (which a resumed load
@@ -238,6 +240,7 @@ impl Plan {
             max_record_size: options.max_record_size,
             skip_lines: options.skip_lines,
             filtering: options.where_clause.is_some(),
+            limit: options.limit,
             max_errors: options.max_errors,
             truncate: options.truncate,
             indexes_left_alone: indexes_left_alone(options, total),

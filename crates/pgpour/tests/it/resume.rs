@@ -241,3 +241,80 @@ fn a_resumed_run_counts_what_is_left_as_the_whole() {
     assert_eq!(s.input_bytes_total, body.len() as u64 - committed as u64);
     assert_eq!(s.input_bytes_read, s.input_bytes_total, "ends at 100%");
 }
+
+/// `--limit`: the first N rows in input order, whatever the chunks and
+/// the workers, and a resumed load reads no further than its first run
+/// would have.
+#[test]
+fn a_limit_loads_the_first_rows_and_holds_across_a_resume() {
+    let db = shared_cluster().create_database("resume_limit");
+    let mut client = db.client();
+    client.batch_execute("CREATE TABLE t (n int)").unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let inputs: Vec<InputSpec> = (0..3)
+        .map(|file| {
+            let path = dir.path().join(format!("part-{file}.csv"));
+            let rows: String = (1..=10)
+                .map(|i| match file * 10 + i {
+                    12 => "bad\n".to_string(),
+                    n => format!("{n}\n"),
+                })
+                .collect();
+            std::fs::write(&path, rows).unwrap();
+            InputSpec::File(path)
+        })
+        .collect();
+    let loaded = |client: &mut postgres::Client| -> Vec<i32> {
+        client
+            .query("SELECT n FROM t ORDER BY n", &[])
+            .unwrap()
+            .iter()
+            .map(|r| r.get(0))
+            .collect()
+    };
+    for (workers, chunk_size) in [(1, 1), (2, 7), (2, 1 << 20)] {
+        client.batch_execute("TRUNCATE t").unwrap();
+        let load_id = format!("limit-{workers}-{chunk_size}");
+        let mut options = LoadOptions::new(
+            inputs.clone(),
+            TableName::parse("t").unwrap(),
+            FormatOptions::new(Format::Csv),
+        );
+        options.load_id = Some(load_id.clone());
+        options.workers = Some(workers);
+        options.chunk_size = chunk_size;
+        options.limit = Some(15);
+        options.reject_file = Some(dir.path().join(format!("{load_id}.rejects.csv")));
+        load(&db, &options).expect_err("the bad row (12) stops the first run");
+        let mut changes = ResumeChanges::default();
+        changes.max_errors = Some(None);
+        let summary = pgpour::resume(
+            &connect(&db),
+            &load_id,
+            &changes,
+            &Progress::default(),
+            &AtomicBool::new(false),
+        )
+        .unwrap_or_else(|f| panic!("{load_id}: {}", f.error));
+        let expected: Vec<i32> = (1..=15).filter(|&n| n != 12).collect();
+        assert_eq!(loaded(&mut client), expected, "{load_id}");
+        assert_eq!(summary.rows_rejected, 1, "{load_id}");
+    }
+    // Not with --where, whose left-out rows the journal does not count.
+    let mut options = LoadOptions::new(
+        inputs,
+        TableName::parse("t").unwrap(),
+        FormatOptions::new(Format::Csv),
+    );
+    options.limit = Some(5);
+    options.where_clause = Some("n > 1".into());
+    let failure = load(&db, &options).unwrap_err();
+    assert!(
+        matches!(
+            failure.error,
+            Error::InvalidOptions(pgpour::OptionsProblem::LimitWithWhere)
+        ),
+        "{}",
+        failure.error
+    );
+}

@@ -288,7 +288,11 @@ fn where_loads_the_rows_copy_where_loads() {
         let summary = run(&db, &options).unwrap_or_else(|f| panic!("{}", f.error));
         pgpour_testkit::assert_same_rows(&mut client, "where", None);
         assert_eq!(
-            (summary.rows_loaded, summary.rows_rejected, summary.rows_filtered),
+            (
+                summary.rows_loaded,
+                summary.rows_rejected,
+                summary.rows_filtered
+            ),
             (200, 1, 400),
             "chunk size {chunk_size}"
         );
@@ -305,11 +309,7 @@ fn where_that_is_not_one_condition_is_refused_before_anything_runs() {
         .batch_execute("CREATE TABLE t (n int); INSERT INTO t VALUES (7)")
         .unwrap();
     let dir = tempfile::tempdir().unwrap();
-    for condition in [
-        "true); DELETE FROM t; SELECT (1",
-        "true) -- ",
-        "nope > 1",
-    ] {
+    for condition in ["true); DELETE FROM t; SELECT (1", "true) -- ", "nope > 1"] {
         let mut options = options(&dir, "t", None, b"1\n");
         options.where_clause = Some(condition.into());
         let err = run(&db, &options).unwrap_err().error;

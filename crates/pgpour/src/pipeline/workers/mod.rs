@@ -147,6 +147,7 @@ pub(super) fn run(
             max_record: plan.max_record_size,
             skip_lines: plan.skip_lines,
             join_small_inputs: !plan.filtering,
+            limit: plan.limit,
             end_markers: crate::frame::EndMarkers::of_server(target.server_version_num),
             header_out: &setup.sink.header,
             progress: setup.progress,
