@@ -91,10 +91,16 @@ fn run_load(mut config: LoadConfig) -> Result<ExitCode> {
     let cancel = install_interrupt_handler("finishing the chunks in flight");
     let mut outcome = run_engine(&config, &cancel);
     // A server that asks for a password none was given for: asked on the
-    // terminal, as psql does, and the load run again (nothing was done).
+    // terminal, as psql does, and the load run again: a journaled load
+    // goes on where it stopped, one without the journal only if nothing
+    // was committed (the server may ask only after a restart, mid-load).
+    let may_run_again = |f: &pgpour::LoadFailure| {
+        config.load.journal || f.summary.rows_loaded + f.summary.rows_rejected == 0
+    };
     if let Some(typed) = outcome
         .as_ref()
         .err()
+        .filter(|f| may_run_again(f))
         .and_then(|f| password_prompt::ask(&f.error))
     {
         config.connect = config.connect.with_password(&typed);

@@ -17,42 +17,53 @@ use crate::input::InputSpec;
 use crate::progress::Progress;
 
 /// A stretch of one input to read: all of it, or on resume a gap between
-/// chunks an earlier run committed.
+/// chunks an earlier run committed, or (`--limit`) a run of those chunks,
+/// read only to count its records.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct Segment {
-    /// Records of the committed chunks between the segment before (or the
-    /// input's start) and this one: counted toward `--limit` as read.
-    pub committed_before: u64,
+    /// Committed already: counted toward `--limit`, not sent. Its records
+    /// are counted as the reader frames them, not taken from the journal's
+    /// row counts (a trigger that skips rows makes those fewer).
+    pub committed: bool,
     pub from: u64,
     /// Where the next committed chunk starts; `None` for the end of input.
     pub to: Option<u64>,
     pub first_line: u64,
 }
 
-/// The segments still to read of each input, given the committed chunks.
+/// The segments still to read of each input, given the committed chunks;
+/// with `count_committed`, the committed chunks too, to be counted.
 pub(crate) fn segments(
     inputs: usize,
     committed: &[crate::chunk_range::CommittedChunk],
+    count_committed: bool,
 ) -> Vec<Vec<Segment>> {
     (0..inputs)
         .map(|input| {
             let mut segments = Vec::new();
-            let (mut from, mut line, mut before) = (0, 1, 0);
+            let (mut from, mut line) = (0, 1);
             for c in committed.iter().filter(|c| c.input == input) {
                 if c.byte_start > from {
                     segments.push(Segment {
-                        committed_before: std::mem::take(&mut before),
+                        committed: false,
                         from,
                         to: Some(c.byte_start),
                         first_line: line,
                     });
                 }
-                before += c.rows_loaded + c.rows_rejected;
+                if count_committed {
+                    segments.push(Segment {
+                        committed: true,
+                        from: c.byte_start,
+                        to: Some(c.byte_end),
+                        first_line: c.first_line,
+                    });
+                }
                 from = c.byte_end;
                 line = c.first_line + c.lines;
             }
             segments.push(Segment {
-                committed_before: before,
+                committed: false,
                 from,
                 to: None,
                 first_line: line,
@@ -298,8 +309,8 @@ pub(crate) struct Reader<'a> {
     /// Records to read in all, in input order (`--limit`); `None` for all.
     pub limit: Option<u64>,
     /// Whether small inputs' chunks may share a batch: not when COPY's
-    /// WHERE leaves rows out, whose count the server gives per COPY, and
-    /// the journal needs per chunk.
+    /// WHERE leaves rows out (its chunks go one by one the careful way,
+    /// each journal row with the server's count of its rows).
     pub join_small_inputs: bool,
     pub chunk_size: usize,
     /// A record longer than this (terminator included) is refused as soon
@@ -383,12 +394,16 @@ impl Reader<'_> {
         };
         'inputs: for (index, input) in self.inputs.iter().enumerate() {
             for segment in &self.segments[index] {
-                out.records += segment.committed_before;
                 if self.limit.is_some_and(|limit| out.records >= limit) {
                     break 'inputs;
                 }
                 let framer = Framer::new(self.format.syntax()).with_max_record(self.max_record);
-                match self.read_segment(index, input, segment, framer, &mut out)? {
+                let read = self.read_segment(index, input, segment, framer, &mut out);
+                // The small inputs held before a bad one still go.
+                let read = read.inspect_err(|_| {
+                    out.flush();
+                })?;
+                match read {
                     SegmentEnd::Read => {}
                     // COPY reads nothing of an input after its marker.
                     SegmentEnd::EndMarker => break,
@@ -506,7 +521,7 @@ impl Reader<'_> {
             };
             offset += chunk.data.len() as u64;
             line += lines;
-            if !out.send(chunk) {
+            if !segment.committed && !out.send(chunk) {
                 // Every worker has gone: the load stopped.
                 return Ok(SegmentEnd::Stopped);
             }
@@ -587,7 +602,7 @@ mod tests {
         let (stop, cancel) = (AtomicBool::new(false), AtomicBool::new(false));
         let reader = Reader {
             inputs: &inputs,
-            segments: &segments(1, &[]),
+            segments: &segments(1, &[], false),
             format: &format,
             expected_header: &[],
             skip_lines: 0,

@@ -416,9 +416,14 @@ fn load_pass(context: &Passes, options: &LoadOptions) -> Result<Pass, Box<LoadFa
         } => (done_chunks, own_reject_file),
     };
     let before = Totals::of(&done_chunks);
-    let segments = crate::reader::segments(plan.inputs.len(), &done_chunks);
+    // A --limit counts the records of what committed: read again, framed.
+    let count_committed = plan.limit.is_some();
+    let segments = crate::reader::segments(plan.inputs.len(), &done_chunks, count_committed);
     // A resumed run reads only what is left: the progress's whole is that.
-    let skipped = crate::reader::bytes_not_read(&plan.inputs, &done_chunks);
+    let skipped = match count_committed {
+        true => 0,
+        false => crate::reader::bytes_not_read(&plan.inputs, &done_chunks),
+    };
     let _ =
         progress
             .input_bytes_total

@@ -121,7 +121,11 @@ impl Worker<'_> {
         };
         let truncate = self.target.truncate_sql();
         let before = (first && self.truncate).then_some(truncate.as_str());
-        let fast = before.is_none() && !batch.iter().any(|c| self.loader.needs_care(c));
+        // Under --where the server's count of each chunk's rows goes in its
+        // journal row, in its transaction: the careful path's way.
+        let fast = before.is_none()
+            && !self.plan.filtering
+            && !batch.iter().any(|c| self.loader.needs_care(c));
         let Some(live) = stream.as_mut().filter(|_| fast) else {
             // The TRUNCATE goes with the first chunk, on the driver's
             // session; so does a chunk that needs the careful path from
