@@ -62,12 +62,13 @@ impl RunLock {
 }
 
 impl Drop for RunLock {
-    /// Unlocks before the session closes: a closed session's lock goes only
-    /// when its backend has exited, a moment later, and a run started right
-    /// after this one ended would find the load still "running". The unlock
-    /// and the end of the session go in one write, unanswered: the server
-    /// reads the unlock first, well before another run, which must open a
-    /// session of its own, can ask for the lock.
+    /// Lets the lock go with its session, without waiting. The protocol's
+    /// session goes with a Terminate message, which the backend
+    /// reads and exits on at once, its locks with it, sending nothing back
+    /// (an unlock sent with it was answered into a closed socket, which
+    /// the server logged as a broken pipe at every load's end). Another run
+    /// asking a moment later waits for that (`ENDING_RUN_GRACE`). The
+    /// driver's session is unlocked first: its close waits anyway.
     fn drop(&mut self) {
         let session = self.session.get_mut().unwrap_or_else(|p| p.into_inner());
         let (high, low) = lock_key(&self.load_id);
@@ -76,7 +77,7 @@ impl Drop for RunLock {
             high as i32, low as i32
         );
         match session.take() {
-            Some(LockSession::Wire(wire)) => unlock_and_close(wire, &unlock),
+            Some(LockSession::Wire(wire)) => wire.close(),
             Some(LockSession::Driver(mut client)) => {
                 let _ = client.simple_query(&unlock);
             }
@@ -85,15 +86,8 @@ impl Drop for RunLock {
     }
 }
 
-/// Sends `unlock` and ends the session, without waiting for an answer.
-fn unlock_and_close(mut wire: Wire, unlock: &str) {
-    if wire.query(unlock).is_ok() {
-        wire.close();
-    }
-}
-
-/// The run lock's session: on the protocol's message level, where the
-/// unlock at the end goes without waiting for its answer (see `Drop`); on
+/// The run lock's session: on the protocol's message level, where it ends
+/// without waiting for anything (see `Drop`); on
 /// the driver where that level cannot open one (an authentication it does
 /// not speak).
 enum LockSession {
