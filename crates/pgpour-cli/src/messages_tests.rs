@@ -142,6 +142,7 @@ fn target_and_input_errors_name_the_flags() {
     says(
         Error::HeaderMismatch {
             file: "v.csv".into(),
+            line: 1,
             found: vec!["a".into(), "NULL".into()],
             expected: vec!["a".into(), "b".into()],
         },

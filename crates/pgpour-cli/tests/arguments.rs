@@ -415,4 +415,24 @@ fn skip_lines_skips_each_files_first_records_before_the_header() {
         vec![6, 6],
         "physical lines, the skipped ones counted"
     );
+    // A header that is not the columns' is named at its own line.
+    let misnamed = dir.path().join("misnamed.csv");
+    std::fs::write(&misnamed, "Report\n\"made\ntoday\"\nx,y\n1,a\n").unwrap();
+    let out = pgpour(
+        &[
+            "load",
+            misnamed.to_str().unwrap(),
+            "-t",
+            "t",
+            "-d",
+            &conninfo,
+            "--skip-lines",
+            "2",
+            "--header",
+            "match",
+        ],
+        None,
+    );
+    let stderr = text(&out.stderr);
+    assert!(stderr.contains("misnamed.csv:4: header"), "{stderr}");
 }

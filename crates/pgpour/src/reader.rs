@@ -455,7 +455,7 @@ impl Reader<'_> {
             line += preamble.skipped_lines;
             if header {
                 if self.format.header == Header::Match {
-                    self.check_header(input, &preamble.header)?;
+                    self.check_header(input, &preamble.header, line)?;
                 }
                 line += self.count_lines(&framer, &preamble.header);
                 let _ = self.header_out.set(preamble.header);
@@ -541,7 +541,7 @@ impl Reader<'_> {
 
     /// Checks a header line as COPY's HEADER MATCH does: its
     /// values, decoded like data, must be the column names, none NULL.
-    fn check_header(&self, input: &InputSpec, record: &[u8]) -> Result<()> {
+    fn check_header(&self, input: &InputSpec, record: &[u8], line: u64) -> Result<()> {
         let mut fields = Fields::default();
         let decoded = self
             .format
@@ -568,13 +568,14 @@ impl Reader<'_> {
             Err(UnterminatedQuote) => Err(Error::Data {
                 position: Position {
                     file: input.name(),
-                    line: 1,
+                    line,
                     column: None,
                 },
                 message: "the header line ends inside quotes".to_string(),
             }),
             Ok(()) => Err(Error::HeaderMismatch {
                 file: input.name(),
+                line,
                 found: shown.into_iter().map(str::to_string).collect(),
                 expected: self.expected_header.to_vec(),
             }),

@@ -77,10 +77,18 @@ const COMMON_DELIMITERS: &[u8] = b",\t;|:";
 
 /// What `row`, refused in a load of `columns` read with `format`, points
 /// to, if anything.
-pub(crate) fn hint(row: &BadRow, columns: &[String], format: &FormatOptions) -> Option<RowHint> {
+pub(crate) fn hint(
+    row: &BadRow,
+    columns: &[String],
+    format: &FormatOptions,
+    skip_lines: u64,
+) -> Option<RowHint> {
     let record = trim_terminator(&row.bytes);
     let fields = decoded(record, format)?;
-    if row.line == 1 && format.header == Header::None && names_columns(&fields, columns) {
+    // A file's first line of data: after the lines --skip-lines skipped
+    // (each one line, as they usually are).
+    let first_line = 1 + skip_lines;
+    if row.line == first_line && format.header == Header::None && names_columns(&fields, columns) {
         return Some(RowHint::Header);
     }
     let encoding_is_utf8 = format
@@ -127,14 +135,19 @@ pub(crate) fn field_count_hint(
 
 /// `error` with the hint its refused row gives, when it stopped the load
 /// at a row.
-pub(crate) fn with_hint(error: Error, columns: &[String], format: &FormatOptions) -> Error {
+pub(crate) fn with_hint(
+    error: Error,
+    columns: &[String],
+    format: &FormatOptions,
+    skip_lines: u64,
+) -> Error {
     match error {
         Error::Rejected {
             row,
             max_errors,
             hint: None,
         } => {
-            let hint = hint(&row, columns, format);
+            let hint = hint(&row, columns, format, skip_lines);
             Error::Rejected {
                 row,
                 max_errors,
@@ -199,16 +212,19 @@ mod tests {
         let csv = FormatOptions::new(Format::Csv);
         let cols = columns(&["country", "year", "pop"]);
         let header = row(1, b"country,Year, pop\n");
-        assert_eq!(hint(&header, &cols, &csv), Some(RowHint::Header));
+        assert_eq!(hint(&header, &cols, &csv, 0), Some(RowHint::Header));
         // Not on another line, nor when the names are not the columns'.
         assert_ne!(
-            hint(&row(2, b"country,year,pop\n"), &cols, &csv),
+            hint(&row(2, b"country,year,pop\n"), &cols, &csv, 0),
             Some(RowHint::Header)
         );
-        assert_eq!(hint(&row(1, b"Chad,x,3\n"), &cols, &csv), None);
+        assert_eq!(hint(&row(1, b"Chad,x,3\n"), &cols, &csv, 0), None);
         let mut with_header = csv.clone();
         with_header.header = Header::Skip;
-        assert_ne!(hint(&header, &cols, &with_header), Some(RowHint::Header));
+        assert_ne!(hint(&header, &cols, &with_header, 0), Some(RowHint::Header));
+        // After two lines skipped, the header is on line 3.
+        let skipped = row(3, b"country,year,pop\n");
+        assert_eq!(hint(&skipped, &cols, &csv, 2), Some(RowHint::Header));
     }
 
     #[test]
@@ -216,20 +232,20 @@ mod tests {
         let csv = FormatOptions::new(Format::Csv);
         let cols = columns(&["a", "b", "c"]);
         assert_eq!(
-            hint(&row(4, b"1;\"x;y\";3\n"), &cols, &csv),
+            hint(&row(4, b"1;\"x;y\";3\n"), &cols, &csv, 0),
             Some(RowHint::FieldCount {
                 fields: 1,
                 columns: 3,
                 splits_with: Some(b';'),
             })
         );
-        let hinted = hint(&row(4, b"1\t2\t3\n"), &cols, &csv).unwrap();
+        let hinted = hint(&row(4, b"1\t2\t3\n"), &cols, &csv, 0).unwrap();
         assert_eq!(
             hinted.to_string(),
             "the line has 1 field where 3 columns are loaded; split at tab it has 3"
         );
         assert_eq!(
-            hint(&row(4, b"1,2\n"), &cols, &csv),
+            hint(&row(4, b"1,2\n"), &cols, &csv, 0),
             Some(RowHint::FieldCount {
                 fields: 2,
                 columns: 3,
@@ -243,19 +259,19 @@ mod tests {
         let csv = FormatOptions::new(Format::Csv);
         let cols = columns(&["name"]);
         assert_eq!(
-            hint(&row(2, b"M\xfcller\n"), &cols, &csv),
+            hint(&row(2, b"M\xfcller\n"), &cols, &csv, 0),
             Some(RowHint::Encoding {
                 encodings: "LATIN1 (or WIN1252)"
             })
         );
         assert_eq!(
-            hint(&row(2, b"\x93quoted\x94\n"), &cols, &csv),
+            hint(&row(2, b"\x93quoted\x94\n"), &cols, &csv, 0),
             Some(RowHint::Encoding {
                 encodings: "WIN1252"
             })
         );
         let mut latin1 = csv.clone();
         latin1.encoding = Some("LATIN1".into());
-        assert_eq!(hint(&row(2, b"M\xfcller\n"), &cols, &latin1), None);
+        assert_eq!(hint(&row(2, b"M\xfcller\n"), &cols, &latin1, 0), None);
     }
 }

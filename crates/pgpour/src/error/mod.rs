@@ -194,9 +194,11 @@ pub enum Error {
     InputChanged { input: String, how: InputChange },
 
     /// The header line does not name the columns loaded (HEADER MATCH).
-    #[error("{file}:1: header {found:?} does not match the columns {expected:?}")]
+    #[error("{file}:{line}: header {found:?} does not match the columns {expected:?}")]
     HeaderMismatch {
         file: String,
+        /// The header's line: 1, or after the lines `--skip-lines` skipped.
+        line: u64,
         /// The header's names as read, `NULL` for a null one.
         found: Vec<String>,
         expected: Vec<String>,

@@ -71,6 +71,7 @@ fn every_error() -> Vec<Error> {
         Error::StdinNotRereadable,
         Error::HeaderMismatch {
             file: "v.csv".into(),
+            line: 1,
             found: vec!["a".into(), "NULL".into()],
             expected: vec!["a".into(), "b".into()],
         },

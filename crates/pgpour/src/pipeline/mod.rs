@@ -381,7 +381,8 @@ fn load_pass(context: &Passes, options: &LoadOptions) -> Result<Pass, Box<LoadFa
         s
     };
     let fail = |error| {
-        let error = crate::row_hint::with_hint(error, &plan.target.columns, &plan.format);
+        let error =
+            crate::row_hint::with_hint(error, &plan.target.columns, &plan.format, plan.skip_lines);
         let mut summary = summary(false);
         if plan.atomic.is_some() {
             // Nothing of an atomic load that failed is visible.
