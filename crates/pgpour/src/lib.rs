@@ -66,8 +66,8 @@ mod workers_from;
 
 pub use conn::ConnectOptions;
 pub use error::{
-    BadRow, ConnectionProblem, Error, FormatProblem, InputChange, Mismatch, OptionsProblem,
-    Position, Result, ServerError,
+    delimiter_name, BadRow, ConnectionProblem, Error, FormatProblem, InputChange, Mismatch,
+    OptionsProblem, Position, Result, RowHint, ServerError,
 };
 pub use format::{Format, FormatOptions, Header};
 pub use frame::MAX_RECORD_BYTES;
@@ -83,7 +83,6 @@ pub use reader::header_names;
 pub use reject::RejectSink;
 pub use report::{LoadSummary, PhaseTime};
 pub use resume::{resume, resume_options, ResumeChanges};
-pub use row_hint::{delimiter_name, RowHint};
 pub use sequences::SequencePlan;
 pub use sql::{parse_column_list, quote_ident, TableName};
 pub use workers_from::WorkersFrom;

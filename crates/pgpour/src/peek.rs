@@ -5,10 +5,11 @@
 use std::io::Read;
 use std::sync::atomic::AtomicU64;
 
+use crate::error::RowHint;
 use crate::format::{FormatOptions, Header};
 use crate::frame::{trim_terminator, Framer};
 use crate::input::InputSpec;
-use crate::row_hint::{field_count_hint, names_columns, RowHint};
+use crate::row_hint::{field_count_hint, names_columns};
 
 /// Inputs whose first lines `--explain` reads; the rest are only listed.
 pub const PEEKED_INPUTS: usize = 100;

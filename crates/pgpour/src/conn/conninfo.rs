@@ -8,8 +8,8 @@ use std::str::FromStr;
 
 use postgres::Config;
 
-use super::url::{url_options, URL_SCHEMES};
-use crate::error::{ConnectionProblem, Error, Result};
+use super::url::{syntax, url_options, URL_SCHEMES};
+use crate::error::Result;
 
 /// A `--db` string as its options: key and value pairs, decoded, in order
 /// (the last of a key wins, as in libpq).
@@ -77,13 +77,6 @@ impl ConnString {
             syntax(&cause.map_or_else(|| e.to_string(), |c| c.to_string()))
         })
     }
-}
-
-/// A connection string that does not parse, and why.
-pub(super) fn syntax(reason: &str) -> Error {
-    Error::InvalidConnection(ConnectionProblem::Syntax {
-        reason: reason.to_string(),
-    })
 }
 
 /// Splits a conninfo string into its pairs as libpq's `conninfo_parse`

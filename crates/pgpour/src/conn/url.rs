@@ -7,8 +7,14 @@
 //!
 //! `postgres://[user[:password]@][host[:port][,...]][/dbname][?key=value&...]`
 
-use super::conninfo::syntax;
-use crate::error::Result;
+use crate::error::{ConnectionProblem, Error, Result};
+
+/// A connection string that does not parse, and why.
+pub(super) fn syntax(reason: &str) -> Error {
+    Error::InvalidConnection(ConnectionProblem::Syntax {
+        reason: reason.to_string(),
+    })
+}
 
 pub(super) const URL_SCHEMES: [&str; 2] = ["postgresql://", "postgres://"];
 

@@ -10,10 +10,12 @@ use std::path::PathBuf;
 use crate::quote::quote_ident;
 use crate::sqlstate::{blame, Blame};
 
+mod hint;
 mod problems;
 #[cfg(test)]
 mod tests;
 
+pub use hint::{delimiter_name, RowHint};
 pub use problems::{ConnectionProblem, FormatProblem, InputChange, Mismatch, OptionsProblem};
 
 /// A place in the input: file, 1-based physical line, optional column name.
@@ -225,7 +227,7 @@ pub enum Error {
         row: Box<BadRow>,
         max_errors: u64,
         /// What the row says about the load's options, if anything.
-        hint: Option<crate::row_hint::RowHint>,
+        hint: Option<RowHint>,
     },
 
     /// The reject file's path is one of the inputs.

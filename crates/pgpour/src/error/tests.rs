@@ -90,7 +90,7 @@ fn every_error() -> Vec<Error> {
         Error::Rejected {
             row: bad_row(),
             max_errors: 2,
-            hint: Some(crate::row_hint::RowHint::Header),
+            hint: Some(super::RowHint::Header),
         },
         Error::RejectFileIsInput {
             path: "v.csv".into(),

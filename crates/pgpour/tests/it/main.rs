@@ -14,4 +14,5 @@ mod rejects;
 mod resume;
 mod round_trips;
 mod same_as_copy;
+mod small_files;
 mod targets;
