@@ -135,7 +135,7 @@ fn inputs_line(plan: &pgpour::Explain) -> String {
         (Some(size), true) => format!(", {}", HumanBytes(size)),
         _ => String::new(),
     };
-    let mut names: Vec<&str> = plan
+    let names: Vec<&str> = plan
         .inputs
         .iter()
         .take(NAMED)
@@ -157,7 +157,6 @@ fn inputs_line(plan: &pgpour::Explain) -> String {
     };
     let delimiter = pgpour::delimiter_name(plan.delimiter.bytes().next().unwrap_or(b','));
     let s = if count == 1 { "" } else { "s" };
-    names.dedup();
     format!(
         "  inputs   {} file{s}{size} ({format}, delimiter {delimiter}, {header}): {}{more}",
         HumanCount(count as u64),

@@ -454,21 +454,27 @@ fn an_unreachable_server_is_named_with_what_to_check() {
     );
 }
 
-/// A server that asks for a password, none given and no terminal to ask
-/// on: the message says where a password can be given.
-#[test]
-fn a_password_the_server_asks_for_says_where_to_give_it() {
+/// A database with `t (n int)`, a file of `body` to load into it, and a
+/// connection string over TCP that gives no password (an empty password
+/// file: none from ~/.pgpass either); `None` for an external cluster.
+struct PasswordAsked {
+    db: pgpour_testkit::TestDb<'static>,
+    _dir: tempfile::TempDir,
+    file: std::path::PathBuf,
+    conninfo: String,
+}
+
+fn password_asked(name: &str, body: &str) -> Option<PasswordAsked> {
     let cluster = shared_cluster();
     let Some((host, port)) = cluster.tcp() else {
         eprintln!("skipped: the cluster is external (PGPOUR_TEST_DB)");
-        return;
+        return None;
     };
-    let db = cluster.create_database("hint_password");
+    let db = cluster.create_database(name);
     db.client().batch_execute("CREATE TABLE t (n int)").unwrap();
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("in.csv");
-    std::fs::write(&file, "1\n").unwrap();
-    // An empty password file: no password from ~/.pgpass either.
+    std::fs::write(&file, body).unwrap();
     let passfile = dir.path().join("pgpass");
     std::fs::write(&passfile, "").unwrap();
     let conninfo = format!(
@@ -476,10 +482,23 @@ fn a_password_the_server_asks_for_says_where_to_give_it() {
         db.name,
         passfile.display()
     );
-    let out = pgpour(
-        &["load", file.to_str().unwrap(), "-t", "t", "-d", &conninfo],
-        None,
-    );
+    Some(PasswordAsked {
+        db,
+        _dir: dir,
+        file,
+        conninfo,
+    })
+}
+
+/// A server that asks for a password, none given and no terminal to ask
+/// on: the message says where a password can be given.
+#[test]
+fn a_password_the_server_asks_for_says_where_to_give_it() {
+    let Some(setup) = password_asked("hint_password", "1\n") else {
+        return;
+    };
+    let file = setup.file.to_str().unwrap();
+    let out = pgpour(&["load", file, "-t", "t", "-d", &setup.conninfo], None);
     let stderr = text(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{stderr}");
     assert!(
@@ -494,11 +513,6 @@ fn a_password_the_server_asks_for_says_where_to_give_it() {
 /// does, and the load goes on with it (the terminal made by `script`).
 #[test]
 fn on_a_terminal_the_password_is_asked_for() {
-    let cluster = shared_cluster();
-    let Some((host, port)) = cluster.tcp() else {
-        eprintln!("skipped: the cluster is external (PGPOUR_TEST_DB)");
-        return;
-    };
     if std::process::Command::new("script")
         .arg("--version")
         .output()
@@ -507,22 +521,14 @@ fn on_a_terminal_the_password_is_asked_for() {
         eprintln!("skipped: no `script` to make a terminal");
         return;
     }
-    let db = cluster.create_database("hint_password_prompt");
-    db.client().batch_execute("CREATE TABLE t (n int)").unwrap();
-    let dir = tempfile::tempdir().unwrap();
-    let file = dir.path().join("in.csv");
-    std::fs::write(&file, "1\n2\n").unwrap();
-    let passfile = dir.path().join("pgpass");
-    std::fs::write(&passfile, "").unwrap();
-    let conninfo = format!(
-        "host={host} port={port} user=postgres dbname={} sslmode=disable passfile={}",
-        db.name,
-        passfile.display()
-    );
+    let Some(setup) = password_asked("hint_password_prompt", "1\n2\n") else {
+        return;
+    };
     let command = format!(
-        "{} load {} -t t -d '{conninfo}' -q",
+        "{} load {} -t t -d '{}' -q",
         env!("CARGO_BIN_EXE_pgpour"),
-        file.display()
+        setup.file.display(),
+        setup.conninfo
     );
     let mut child = std::process::Command::new("script")
         .args(["-qec", &command, "/dev/null"])
@@ -541,7 +547,8 @@ fn on_a_terminal_the_password_is_asked_for() {
     let shown = text(&out.stdout);
     assert!(shown.contains("Password for user postgres:"), "{shown}");
     assert_eq!(out.status.code(), Some(0), "{shown}{}", text(&out.stderr));
-    let rows: i64 = db
+    let rows: i64 = setup
+        .db
         .client()
         .query_one("SELECT count(*) FROM t", &[])
         .unwrap()

@@ -97,3 +97,45 @@ fn make_client_certificate(dir: &Path, user: &str) -> Result<ClientCertificate, 
         key_pkcs1: dir.join("client-rsa.key"),
     })
 }
+
+/// A cluster of the test's own that lets `user`, made a login role, in over
+/// TCP with a client certificate alone; `base` is how to reach it without
+/// the certificate: `host=... port=... user=USER sslmode=verify-full
+/// sslrootcert=...`, to which a test adds its `dbname` and `sslcert`.
+pub struct CertificateLogin {
+    pub cluster: Cluster,
+    pub certificate: ClientCertificate,
+    pub base: String,
+}
+
+impl CertificateLogin {
+    /// `None`, said on stderr, without an openssl command (no TLS then).
+    pub fn start(user: &str) -> Option<CertificateLogin> {
+        let cluster = Cluster::start(crate::Durability::Fast).unwrap_or_else(|e| panic!("{e}"));
+        let certificate = match cluster.require_client_certificate(user) {
+            Ok(Some(certificate)) => certificate,
+            Ok(None) => {
+                eprintln!("skipped: no openssl command, so no TLS and no client certificates");
+                return None;
+            }
+            Err(e) => panic!("{e}"),
+        };
+        let (Some((host, port)), Some(server_cert)) = (cluster.tcp(), cluster.server_certificate())
+        else {
+            panic!("an owned cluster with TLS has a TCP address and a certificate");
+        };
+        let base = format!(
+            "host={host} port={port} user={user} sslmode=verify-full sslrootcert={}",
+            server_cert.display()
+        );
+        cluster
+            .client("postgres")
+            .batch_execute(&format!("CREATE ROLE {user} LOGIN"))
+            .unwrap_or_else(|e| panic!("{e:?}"));
+        Some(CertificateLogin {
+            cluster,
+            certificate,
+            base,
+        })
+    }
+}

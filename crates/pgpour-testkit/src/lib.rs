@@ -28,7 +28,7 @@ mod client_cert;
 mod compare;
 pub mod datasets;
 
-pub use client_cert::ClientCertificate;
+pub use client_cert::{CertificateLogin, ClientCertificate};
 pub use compare::assert_same_rows;
 
 use std::path::{Path, PathBuf};

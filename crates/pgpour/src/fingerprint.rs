@@ -27,36 +27,14 @@ enum Hash {
     Fnv1a,
 }
 
-/// Inputs from which the fingerprints are taken on two threads: each is
-/// an open, a stat and a read, which thousands of small files feel at the
-/// load's start.
-const TWO_THREADS_FROM: usize = 64;
-
 fn fingerprints_with(inputs: &[InputSpec], hash: Hash) -> Result<serde_json::Value> {
-    let of = |inputs: &[InputSpec]| -> Result<Vec<serde_json::Value>> {
-        inputs
-            .iter()
-            .map(|input| match input {
-                InputSpec::Stdin => Ok(serde_json::json!({ "name": "<stdin>" })),
-                InputSpec::File(path) => fingerprint(path, hash).map_err(Error::io(path)),
-            })
-            .collect()
-    };
-    let mut out = match inputs.len() {
-        n if n < TWO_THREADS_FROM => of(inputs)?,
-        n => {
-            let (first, second) = inputs.split_at(n / 2);
-            let (first, second) = std::thread::scope(|s| {
-                let second = s.spawn(|| of(second));
-                (of(first), second.join())
-            });
-            let second = second.unwrap_or_else(|p| std::panic::resume_unwind(p));
-            let mut out = first?;
-            out.extend(second?);
-            out
-        }
-    };
-    out.shrink_to_fit();
+    let mut out = Vec::new();
+    for input in inputs {
+        out.push(match input {
+            InputSpec::Stdin => serde_json::json!({ "name": "<stdin>" }),
+            InputSpec::File(path) => fingerprint(path, hash).map_err(Error::io(path))?,
+        });
+    }
     Ok(serde_json::Value::Array(out))
 }
 

@@ -75,8 +75,14 @@ impl InputSpec {
         let InputSpec::File(path) = self else {
             return Ok(Compression::None);
         };
-        let mut magic = [0u8; 4];
         let mut file = File::open(path).map_err(|e| self.error(e))?;
+        self.compression_of(&mut file)
+    }
+
+    /// How `file`, this input opened, is compressed; it is read from its
+    /// start, and left after its first bytes.
+    fn compression_of(&self, file: &mut File) -> Result<Compression> {
+        let mut magic = [0u8; 4];
         let n = file.read(&mut magic).map_err(|e| self.error(e))?;
         Ok(Compression::detect(&magic[..n]))
     }
@@ -94,9 +100,9 @@ impl InputSpec {
         let InputSpec::File(path) = self else {
             return Err(Error::StdinNotRereadable);
         };
-        if self.compression()? == Compression::None {
+        let mut file = File::open(path).map_err(|e| self.error(e))?;
+        if self.compression_of(&mut file)? == Compression::None {
             use std::io::{Seek, SeekFrom};
-            let mut file = File::open(path).map_err(|e| self.error(e))?;
             file.seek(SeekFrom::Start(offset))
                 .map_err(|e| self.error(e))?;
             return Ok(Box::new(CountingReader {

@@ -96,7 +96,7 @@ impl ConnectOptions {
 
 #[cfg(test)]
 mod tests {
-    use pgpour_testkit::{Cluster, Durability};
+    use pgpour_testkit::CertificateLogin;
 
     use super::*;
 
@@ -109,27 +109,11 @@ mod tests {
     /// not show it.)
     #[test]
     fn a_wire_session_presents_the_client_certificate() {
-        let cluster = Cluster::start(Durability::Fast).unwrap_or_else(|e| panic!("{e}"));
-        let certificate = match cluster.require_client_certificate(USER) {
-            Ok(Some(certificate)) => certificate,
-            Ok(None) => {
-                eprintln!("skipped: no openssl command, so no TLS and no client certificates");
-                return;
-            }
-            Err(e) => panic!("{e}"),
+        let Some(login) = CertificateLogin::start(USER) else {
+            return;
         };
-        let (Some((host, port)), Some(server_cert)) = (cluster.tcp(), cluster.server_certificate())
-        else {
-            panic!("an owned cluster with TLS has a TCP address and a certificate");
-        };
-        (cluster.client("postgres"))
-            .batch_execute(&format!("CREATE ROLE {USER} LOGIN"))
-            .unwrap_or_else(|e| panic!("{e:?}"));
-        let base = format!(
-            "host={host} port={port} user={USER} dbname=postgres sslmode=verify-full \
-             sslrootcert={}",
-            server_cert.display()
-        );
+        let certificate = &login.certificate;
+        let base = format!("{} dbname=postgres", login.base);
         let no_home = |name: &str| (name == "HOME").then(|| "/nonexistent".to_string());
         let with_certificate = format!(
             "{base} sslcert={} sslkey={}",

@@ -4,7 +4,7 @@
 //! without it is refused.
 
 use pgpour::ConnectOptions;
-use pgpour_testkit::{Cluster, Durability};
+use pgpour_testkit::CertificateLogin;
 
 use crate::connection::{load_three_rows, resolve, three_rows, try_resolve};
 use crate::harness::load_via;
@@ -13,33 +13,15 @@ const USER: &str = "cert_loader";
 
 #[test]
 fn a_client_certificate_logs_in_where_the_server_asks_for_one() {
-    let cluster = Cluster::start(Durability::Fast).unwrap_or_else(|e| panic!("{e}"));
-    let certificate = match cluster.require_client_certificate(USER) {
-        Ok(Some(certificate)) => certificate,
-        Ok(None) => {
-            eprintln!("skipped: no openssl command, so no TLS and no client certificates");
-            return;
-        }
-        Err(e) => panic!("{e}"),
+    let Some(login) = CertificateLogin::start(USER) else {
+        return;
     };
-    let (Some((host, port)), Some(server_cert)) = (cluster.tcp(), cluster.server_certificate())
-    else {
-        panic!("an owned cluster with TLS has a TCP address and a certificate");
-    };
-    let mut admin = cluster.client("postgres");
-    // One at a time: CREATE DATABASE cannot share a transaction.
-    for sql in [
-        format!("CREATE ROLE {USER} LOGIN"),
-        format!("CREATE DATABASE certs OWNER {USER}"),
-    ] {
-        admin
-            .batch_execute(&sql)
-            .unwrap_or_else(|e| panic!("{sql}: {e:?}"));
-    }
-    let base = format!(
-        "host={host} port={port} user={USER} dbname=certs sslmode=verify-full sslrootcert={}",
-        server_cert.display()
-    );
+    let certificate = &login.certificate;
+    let sql = format!("CREATE DATABASE certs OWNER {USER}");
+    (login.cluster.client("postgres"))
+        .batch_execute(&sql)
+        .unwrap_or_else(|e| panic!("{sql}: {e:?}"));
+    let base = format!("{} dbname=certs", login.base);
     // No ~/.postgresql here: what is presented is what the options say.
     let env = [("HOME", "/nonexistent")];
     let with_key = |key: &std::path::Path| -> ConnectOptions {

@@ -137,11 +137,13 @@ fn a_small_load_waits_for_few_round_trips() {
     // The load's first session does the start and the end, one streams the
     // chunks, one holds the run lock: no more.
     assert!(stats.len() <= 3, "{stats:?}");
-    // 7 when this was written (155 with the handshakes before the chunks
-    // streamed, 58 before the start and the end were batched): the first
-    // session reads the catalog, registers the load with the plans' reads,
-    // and ends it (3); the loading session tries the COPY, then streams the
-    // chunk (2); the run lock's session takes the lock and lets it go (2).
+    // 6 now (7 when the run lock's session still sent an unlock at the
+    // end, 155 with the handshakes before the chunks streamed, 58 before
+    // the start and the end were batched): the first session reads the
+    // catalog, registers the load with the plans' reads, and ends it (3);
+    // the loading session tries the COPY, then streams the chunk (2); the
+    // run lock's session takes the lock (1) and ends with a Terminate,
+    // which waits for nothing.
     assert!(turns <= 8, "{turns} turns after the handshakes: {stats:?}");
 }
 

@@ -261,10 +261,11 @@ impl Worker<'_> {
                 let counted: u64 = journaled.iter().sum();
                 if let (Some(last), Some(chunk)) = (journaled.last_mut(), batch.last()) {
                     if rows != counted {
-                        // COPY's WHERE left rows out (then a batch is one
-                        // chunk), or the client miscounted the records (a
-                        // bug): put right in the journal (on the last
-                        // chunk, for a batch) before anything reads it.
+                        // The client miscounted the records: a bug, put
+                        // right in the journal (on the last chunk, for a
+                        // batch) before anything reads the count. (Loads
+                        // with --where, whose counts differ by design, go
+                        // the careful way.)
                         *last = (*last + rows).saturating_sub(counted);
                         let client = self.careful_client(careful)?;
                         crate::journal::correct_rows(
