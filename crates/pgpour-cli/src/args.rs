@@ -8,7 +8,7 @@ mod values;
 
 use clap::{Args, Parser, Subcommand};
 
-pub use values::{FormatArg, HeaderArg, MaxErrors};
+pub use values::{FormatArg, HeaderArg, MaxErrors, WireFormatArg};
 
 #[derive(Debug, Parser)]
 #[command(
@@ -527,6 +527,15 @@ pub struct LoadArgs {
     /// then takes values 100 at a time, and up to 99 per worker go unused.
     #[arg(long)]
     pub keep_sequences: bool,
+
+    /// How rows go to the server (COPY's FORMAT on the wire). `auto`
+    /// sends binary when the table's column types make the server
+    /// faster that way (dates, timestamps, floats, uuids...: --explain
+    /// says why), `text` sends rows as read, `binary` always encodes them.
+    /// A binary row is always the value the server would read from the
+    /// text; a chunk with a value pgpour cannot vouch for goes as read.
+    #[arg(long, value_name = "FORMAT", default_value = "auto")]
+    pub wire_format: WireFormatArg,
 
     /// Say what the load would do (table, COPY statement, workers, commits,
     /// which indexes are rebuilt and why others are not), and load nothing.

@@ -64,6 +64,7 @@ impl LoadConfig {
                 load.journal = !args.no_journal;
                 load.keep_indexes = args.keep_indexes;
                 load.keep_sequences = args.keep_sequences;
+                load.wire_format = args.wire_format.into();
                 load
             },
             resume: None,

@@ -48,7 +48,7 @@ pub fn summary_text(s: &LoadSummary) -> String {
     format!(
         "pgpour: {status} {} rows into {}{resumed}{}\n  \
          rows     {} read = {} loaded + {} rejected{}\n  \
-         input    {} file{} ({} read, {} loaded, {})\n  \
+         input    {} file{} ({} read, {} loaded, {}{})\n  \
          time     {:.2} s  |  {} rows/s  |  {}/s{}\n  \
          workers  {}{workers_note}{atomic}{restored}{rejects}",
         HumanCount(s.rows_loaded),
@@ -72,6 +72,11 @@ pub fn summary_text(s: &LoadSummary) -> String {
         match s.format {
             pgpour::Format::Csv => "csv",
             pgpour::Format::Text => "text",
+        },
+        match s.bytes_binary {
+            0 => String::new(),
+            b if b == s.bytes_loaded => ", sent binary".to_string(),
+            b => format!(", {} of it sent binary", HumanBytes(b)),
         },
         s.seconds,
         HumanCount(s.rows_per_second as u64),
@@ -169,6 +174,7 @@ pub fn explain_text(plan: &pgpour::Explain) -> String {
     let mut lines = vec![
         format!("pgpour: would load {}", plan.table_sql),
         format!("  copy     {}", plan.copy_sql),
+        format!("  send     {}", plan.wire_format_why),
         format!(
             "  workers  {}{}",
             plan.workers,

@@ -16,6 +16,7 @@ use std::ops::Range;
 
 use postgres::{GenericClient, Transaction};
 
+use crate::binary::{Encoded, RowEncoder};
 use crate::chunk::Chunk;
 use crate::copy_context::CopyContext;
 use crate::error::{BadRow, Error, ServerError};
@@ -30,6 +31,8 @@ use crate::wire::COPY_MESSAGE_BYTES;
 pub(crate) struct Loaded {
     pub rows: u64,
     pub rejected: Vec<BadRow>,
+    /// Whether its rows went binary.
+    pub binary: bool,
 }
 
 /// Loads chunks for one worker; shared settings of the load.
@@ -49,6 +52,9 @@ pub(crate) struct ChunkLoader<'a> {
     /// Where rejected rows go, written before their chunk commits; `None`
     /// when chunks only commit with the whole load (`--atomic`).
     pub sink: Option<&'a RejectSink>,
+    /// Sends a chunk whole in binary when it can (never on the careful
+    /// path, whose COPY lines must be the input's).
+    pub binary: Option<&'a RowEncoder>,
 }
 
 /// How a COPY failed.
@@ -85,8 +91,7 @@ impl<'a> ChunkLoader<'a> {
                 tx.batch_execute(sql)
                     .map_err(|e| Failure::Fatal(fatal(e)))?;
             }
-            let whole = 0..chunk.data.len();
-            let rows = self.copy(&mut tx, std::slice::from_ref(&whole), &chunk.data)?;
+            let (rows, binary) = self.copy_whole(&mut tx, chunk)?;
             self.journal_chunk(&mut tx, chunk, rows, &[])
                 .map_err(Failure::Fatal)?;
             tx.commit()
@@ -94,7 +99,7 @@ impl<'a> ChunkLoader<'a> {
                     Some(doubt) => Failure::Fatal(doubt),
                     None => self.classify(e),
                 })?;
-            Ok(rows)
+            Ok((rows, binary))
         })();
         if first.is_err() && self.sink.is_none() {
             // In the load's transaction (--atomic) the chunk was a savepoint
@@ -106,9 +111,10 @@ impl<'a> ChunkLoader<'a> {
             }
         }
         match first {
-            Ok(rows) => Ok(Loaded {
+            Ok((rows, binary)) => Ok(Loaded {
                 rows,
                 rejected: Vec::new(),
+                binary,
             }),
             Err(Failure::Fatal(e)) => Err(e),
             Err(Failure::Row { copy_line, server }) => {
@@ -133,9 +139,9 @@ impl<'a> ChunkLoader<'a> {
         client: &mut impl GenericClient,
         chunk: &Chunk,
         file: &str,
-        server: ServerError,
+        server: Option<ServerError>,
     ) -> Result<Loaded, Error> {
-        let hint = match self.classify_server(server) {
+        let hint = match server.and_then(|server| self.classify_server(server)) {
             Some(Failure::Row { copy_line, server }) => Some((copy_line, server)),
             _ => None,
         };
@@ -382,7 +388,7 @@ impl<'a> ChunkLoader<'a> {
     ) -> Result<Result<u64, Failure>, Error> {
         let mut savepoint = tx.savepoint("pgpour_rows").map_err(fatal)?;
         let ranges = at.records.runs(list);
-        let result = self.copy(&mut savepoint, &ranges, &at.chunk.data);
+        let result = self.copy(&mut savepoint, self.copy_sql, &ranges, &at.chunk.data);
         match result {
             Ok(rows) => {
                 savepoint.commit().map_err(fatal)?;
@@ -399,14 +405,37 @@ impl<'a> ChunkLoader<'a> {
         }
     }
 
-    /// Sends the byte ranges of `data` as one COPY.
+    /// Sends the whole chunk as one COPY: in binary when the load may and
+    /// the encoder vouches for every value. A refusal of the binary COPY
+    /// does not say which input line is at fault (its lines are rows):
+    /// the careful path starts without a head start.
+    fn copy_whole(&self, tx: &mut Transaction<'_>, chunk: &Chunk) -> Result<(u64, bool), Failure> {
+        let mut encoded = Encoded::default();
+        if let Some(encoder) = self.binary {
+            if encoder.encode(std::slice::from_ref(chunk), &mut encoded) {
+                let whole = 0..encoded.bytes.len();
+                let sql = encoder.copy_sql.as_str();
+                return match self.copy(tx, sql, &[whole], &encoded.bytes) {
+                    Ok(rows) => Ok((rows, true)),
+                    Err(Failure::Row { server, .. }) => Err(Failure::Data(server)),
+                    Err(other) => Err(other),
+                };
+            }
+        }
+        let whole = 0..chunk.data.len();
+        let rows = self.copy(tx, self.copy_sql, &[whole], &chunk.data)?;
+        Ok((rows, false))
+    }
+
+    /// Sends the byte ranges of `data` as one COPY `sql`.
     fn copy(
         &self,
         tx: &mut Transaction<'_>,
+        sql: &str,
         ranges: &[Range<usize>],
         data: &[u8],
     ) -> Result<u64, Failure> {
-        let mut writer = tx.copy_in(self.copy_sql).map_err(|e| self.classify(e))?;
+        let mut writer = tx.copy_in(sql).map_err(|e| self.classify(e))?;
         // Many modest CopyData messages rather than one big one: the server
         // reads a whole message before parsing it, so big messages stop the
         // network transfer and the server's parsing from overlapping.

@@ -14,6 +14,7 @@
 
 use std::collections::VecDeque;
 
+use crate::binary::{Encoded, RowEncoder};
 use crate::chunk::Batch;
 use crate::conn::ConnectOptions;
 use crate::error::{Error, ServerError};
@@ -32,6 +33,8 @@ pub(crate) struct StreamSetup<'a> {
     pub run_token: &'a str,
     /// Sessions opened ahead, taken before opening one.
     pub warm: &'a WarmSessions,
+    /// Sends batches in binary when it can.
+    pub binary: Option<&'a RowEncoder>,
 }
 
 /// How a batch sent on the fast path ended.
@@ -43,10 +46,16 @@ pub(crate) enum Settled {
         batch: Batch,
         rows: u64,
         journaled: Vec<u64>,
+        /// Whether it went binary.
+        binary: bool,
     },
     /// The server refused a row: nothing committed, the careful path
-    /// finds the bad rows.
-    Refused { batch: Batch, server: ServerError },
+    /// finds the bad rows. `server` says which, unless the batch went
+    /// binary (whose lines are not the input's).
+    Refused {
+        batch: Batch,
+        server: Option<ServerError>,
+    },
     /// The session broke before the answer, or the server failed the
     /// query for a reason that may pass (an error can follow the commit: a
     /// backend ended on its way back to idle): the batch may have
@@ -63,6 +72,8 @@ struct InFlight {
     /// The rows each chunk's journal row says.
     journaled: Vec<u64>,
     batch: Batch,
+    /// Whether it went binary.
+    binary: bool,
 }
 
 /// One worker's fast-path session and the batches it has in flight.
@@ -73,6 +84,8 @@ pub(crate) struct ChunkStream<'a> {
     /// broken is lost with it, and must never be answered by the next.
     session: u64,
     in_flight: VecDeque<InFlight>,
+    /// The binary COPY of the batch being sent.
+    encoded: Encoded,
 }
 
 impl<'a> ChunkStream<'a> {
@@ -82,6 +95,7 @@ impl<'a> ChunkStream<'a> {
             wire: None,
             session: 0,
             in_flight: VecDeque::new(),
+            encoded: Encoded::default(),
         }
     }
 
@@ -112,7 +126,12 @@ impl<'a> ChunkStream<'a> {
             .iter()
             .map(|c| count_records(self.setup.syntax, c.eol, &c.data))
             .collect();
-        let sql = self.batch_sql(&batch, &journaled);
+        let binary = self
+            .setup
+            .binary
+            .filter(|b| b.encode(&batch, &mut self.encoded));
+        let copy_sql = binary.map_or(self.setup.copy_sql, |b| b.copy_sql.as_str());
+        let sql = self.batch_sql(copy_sql, &batch, &journaled);
         if sql.contains('\0') {
             // A query is a C string: a half-written message would leave the
             // session waiting for an answer to a query never sent.
@@ -128,9 +147,13 @@ impl<'a> ChunkStream<'a> {
         }
         if let Some(wire) = self.wire.as_mut() {
             // A failed write shows again when the answer is read.
+            let encoded = &self.encoded.bytes;
             let _ = wire
                 .query(&sql)
-                .and_then(|()| batch.iter().try_for_each(|c| wire.copy_data(&c.data)))
+                .and_then(|()| match binary {
+                    Some(_) => wire.copy_data(encoded),
+                    None => batch.iter().try_for_each(|c| wire.copy_data(&c.data)),
+                })
                 .map(|()| wire.copy_done())
                 .and_then(|()| wire.flush());
         }
@@ -138,6 +161,7 @@ impl<'a> ChunkStream<'a> {
             session: self.session,
             journaled,
             batch,
+            binary: binary.is_some(),
         });
         Ok(())
     }
@@ -148,6 +172,7 @@ impl<'a> ChunkStream<'a> {
             session,
             journaled,
             batch,
+            binary,
         } = self.in_flight.pop_front()?;
         let wire = match self.wire.as_mut() {
             Some(wire) if session == self.session => wire,
@@ -164,13 +189,14 @@ impl<'a> ChunkStream<'a> {
             }
         };
         if let Some(server) = answer.error {
-            return Some(self.refused(batch, server));
+            return Some(self.refused(batch, server, binary));
         }
         Some(match copy_rows(&answer.tags) {
             Some(rows) => Settled::Loaded {
                 batch,
                 rows,
                 journaled,
+                binary,
             },
             None => {
                 // Not the answer to this query: out of step, so lost.
@@ -182,7 +208,7 @@ impl<'a> ChunkStream<'a> {
 
     /// What a refusal means: the journal row's own errors first (they name
     /// pgpour's table), then who is to blame.
-    fn refused(&self, batch: Batch, server: ServerError) -> Settled {
+    fn refused(&self, batch: Batch, server: ServerError, binary: bool) -> Settled {
         let load_id = self.setup.load_id.to_string();
         let journal =
             server.schema.as_deref() == Some("pgpour") && server.table.as_deref() == Some("chunks");
@@ -198,7 +224,10 @@ impl<'a> ChunkStream<'a> {
                 error: Error::ChunkCommittedByOtherRun { load_id },
             },
             _ => match blame(&server.sqlstate) {
-                Blame::Row => Settled::Refused { batch, server },
+                Blame::Row => Settled::Refused {
+                    batch,
+                    server: (!binary).then_some(server),
+                },
                 Blame::Transient => Settled::Lost { batch },
                 Blame::Load => Settled::Failed {
                     batch,
@@ -219,7 +248,7 @@ impl<'a> ChunkStream<'a> {
     /// written for another reason (a rule or trigger someone added after
     /// the trust check) divide by zero, so that the data never commits
     /// without its journal rows: the careful path then says why.
-    fn batch_sql(&self, batch: &Batch, journaled: &[u64]) -> String {
+    fn batch_sql(&self, copy_sql: &str, batch: &Batch, journaled: &[u64]) -> String {
         let values: Vec<String> = batch
             .iter()
             .zip(journaled)
@@ -244,7 +273,7 @@ impl<'a> ChunkStream<'a> {
              FROM (VALUES {values}) AS c(input, byte_start, byte_end, first_line, lines, rows) \
              LEFT JOIN owner ON true RETURNING 1) \
              SELECT 1 OPERATOR(pg_catalog./) (SELECT (pg_catalog.count(*) OPERATOR(pg_catalog.=) {n})::pg_catalog.int4 FROM written)",
-            copy = self.setup.copy_sql,
+            copy = copy_sql,
             token = quote_literal(self.setup.run_token),
             values = values.join(", "),
             n = batch.len(),

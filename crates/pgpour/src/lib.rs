@@ -24,6 +24,7 @@
 //! [`forget_matching`], with the types they take and give. `frame` is
 //! public too: the record framer, a pure push parser, usable on its own.
 
+mod binary;
 mod chunk;
 mod chunk_range;
 mod commit_mode;
@@ -64,6 +65,7 @@ mod warm;
 mod wire;
 mod workers_from;
 
+pub use binary::WireFormat;
 pub use conn::ConnectOptions;
 pub use error::{
     delimiter_name, BadRow, ConnectionProblem, Error, FormatProblem, InputChange, Mismatch,

@@ -68,6 +68,9 @@ pub struct LoadOptions {
     /// `sequences`).
     #[serde(default)]
     pub keep_sequences: bool,
+    /// How chunks go to the server: as read, or in binary (see `binary`).
+    #[serde(default)]
+    pub wire_format: crate::binary::WireFormat,
 }
 
 fn yes() -> bool {
@@ -148,6 +151,7 @@ impl LoadOptions {
             journal: true,
             keep_indexes: false,
             keep_sequences: false,
+            wire_format: crate::binary::WireFormat::Auto,
         }
     }
 }

@@ -33,12 +33,18 @@ pub struct Target {
     pub server_version_num: i32,
     /// How many prepared transactions the server allows at once.
     pub max_prepared_transactions: i64,
+    /// Each loaded column's type, in file order: its oid and its name.
+    pub column_types: Vec<(u32, String)>,
+    /// The session's TimeZone setting.
+    pub time_zone: String,
 }
 
 struct Column {
     name: String,
     generated: bool,
     check: ColumnCheck,
+    type_oid: u32,
+    type_name: String,
 }
 
 impl Target {
@@ -59,14 +65,16 @@ impl Target {
         let sql = format!(
             "{before}SELECT r.oid::pg_catalog.oid::text, n.nspname::text, c.relname::text, \
                (SELECT pg_catalog.json_agg(pg_catalog.json_build_array(a.attname, \
-                         a.attgenerated <> '', a.atttypid::pg_catalog.regtype::text) \
+                         a.attgenerated <> '', a.atttypid::pg_catalog.regtype::text, \
+                         a.atttypid::pg_catalog.int8) \
                        ORDER BY a.attnum) \
                 FROM pg_catalog.pg_attribute a \
                 WHERE a.attrelid = r.oid AND a.attnum > 0 AND NOT a.attisdropped)::text, \
                pg_catalog.current_setting('server_encoding'), \
                pg_catalog.current_setting('server_version_num'), \
                pg_catalog.current_setting('max_prepared_transactions'), \
-               pg_catalog.array_to_json(pg_catalog.current_schemas(false))::text \
+               pg_catalog.array_to_json(pg_catalog.current_schemas(false))::text, \
+               pg_catalog.current_setting('TimeZone') \
              FROM (SELECT pg_catalog.to_regclass({}) AS oid) r \
              LEFT JOIN pg_catalog.pg_class c ON c.oid = r.oid \
              LEFT JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace{after}",
@@ -95,11 +103,11 @@ impl Target {
         let oid: u32 = text(0).parse().unwrap_or_default();
         let relation = text(2);
         let qualified = format!("{}.{}", quote_ident(&text(1)), quote_ident(&relation));
-        let described: Vec<(String, bool, String)> =
+        let described: Vec<(String, bool, String, u32)> =
             serde_json::from_str(&text(3)).unwrap_or_default();
         let table_columns: Vec<Column> = described
             .into_iter()
-            .map(|(name, generated, type_name)| Column {
+            .map(|(name, generated, type_name, type_oid)| Column {
                 name,
                 generated,
                 check: match type_name.as_str() {
@@ -108,6 +116,8 @@ impl Target {
                     "bigint" => ColumnCheck::BIGINT,
                     _ => ColumnCheck::Any,
                 },
+                type_oid,
+                type_name,
             })
             .collect();
         let server_encoding = text(4);
@@ -123,14 +133,20 @@ impl Target {
             Some(wanted) => check_columns(&qualified, &table_columns, wanted)?,
         };
         let copy_sql = copy_sql(&qualified, Some(&columns), format);
+        let column = |name: &String| table_columns.iter().find(|c| &c.name == name);
         let checks = columns
             .iter()
             .map(|name| {
-                let check = table_columns
-                    .iter()
-                    .find(|c| &c.name == name)
-                    .map_or(ColumnCheck::Any, |c| c.check);
-                (name.clone(), check)
+                (
+                    name.clone(),
+                    column(name).map_or(ColumnCheck::Any, |c| c.check),
+                )
+            })
+            .collect();
+        let column_types = columns
+            .iter()
+            .map(|name| {
+                column(name).map_or((0, String::new()), |c| (c.type_oid, c.type_name.clone()))
             })
             .collect();
         Ok(Target {
@@ -144,7 +160,19 @@ impl Target {
             server_encoding,
             server_version_num,
             max_prepared_transactions,
+            column_types,
+            time_zone: text(8),
         })
+    }
+
+    /// The COPY of the same columns in binary.
+    pub fn binary_copy_sql(&self) -> String {
+        let quoted: Vec<String> = self.columns.iter().map(|c| quote_ident(c)).collect();
+        format!(
+            "COPY {} ({}) FROM STDIN WITH (FORMAT binary)",
+            self.qualified,
+            quoted.join(", ")
+        )
     }
 
     /// Runs the COPY on no data, in the caller's transaction (which the

@@ -63,6 +63,8 @@ pub struct Progress {
     pub bytes_loaded: AtomicU64,
     /// Rows of committed chunks that `--where` left out.
     pub rows_filtered: AtomicU64,
+    /// Of `bytes_loaded`, those whose rows went binary.
+    pub bytes_binary: AtomicU64,
     phases: Mutex<Phases>,
 }
 
@@ -75,6 +77,7 @@ pub struct Snapshot {
     pub rows_rejected: u64,
     pub bytes_loaded: u64,
     pub rows_filtered: u64,
+    pub bytes_binary: u64,
 }
 
 impl Progress {
@@ -86,6 +89,7 @@ impl Progress {
             rows_rejected: self.rows_rejected.load(Ordering::Relaxed),
             bytes_loaded: self.bytes_loaded.load(Ordering::Relaxed),
             rows_filtered: self.rows_filtered.load(Ordering::Relaxed),
+            bytes_binary: self.bytes_binary.load(Ordering::Relaxed),
         }
     }
 

@@ -38,6 +38,9 @@ pub struct LoadSummary {
     pub input_bytes: u64,
     /// Decompressed bytes whose rows were committed or rejected.
     pub bytes_loaded: u64,
+    /// Of `bytes_loaded`, those whose rows went to the server in binary
+    /// (see `--wire-format`).
+    pub bytes_binary: u64,
     /// Rows of the committed chunks: always `rows_loaded + rows_rejected`.
     pub rows_read: u64,
     pub rows_loaded: u64,
@@ -116,6 +119,7 @@ impl LoadSummary {
             files: 0,
             input_bytes: 0,
             bytes_loaded: 0,
+            bytes_binary: 0,
             rows_read: 0,
             rows_filtered: 0,
             rows_loaded: 0,
@@ -163,6 +167,7 @@ impl LoadSummary {
             files: options.inputs.len(),
             input_bytes: p.input_bytes_read,
             bytes_loaded: p.bytes_loaded,
+            bytes_binary: p.bytes_binary,
             rows_read: p.rows_loaded + p.rows_rejected + p.rows_filtered,
             rows_filtered: p.rows_filtered,
             rows_loaded: p.rows_loaded,

@@ -16,6 +16,27 @@ pub enum FormatArg {
     Text,
 }
 
+/// `--wire-format`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum WireFormatArg {
+    /// Binary when the table's types make it pay.
+    Auto,
+    /// Rows as read.
+    Text,
+    /// Binary whenever the table's types allow it.
+    Binary,
+}
+
+impl From<WireFormatArg> for pgpour::WireFormat {
+    fn from(arg: WireFormatArg) -> Self {
+        match arg {
+            WireFormatArg::Auto => pgpour::WireFormat::Auto,
+            WireFormatArg::Text => pgpour::WireFormat::Text,
+            WireFormatArg::Binary => pgpour::WireFormat::Binary,
+        }
+    }
+}
+
 /// `--header`'s value; `--header` alone means `true`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub enum HeaderArg {

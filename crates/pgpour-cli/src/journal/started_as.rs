@@ -66,6 +66,11 @@ pub fn command_line(options: &LoadOptions) -> String {
             flag(name, None);
         }
     }
+    match options.wire_format {
+        pgpour::WireFormat::Auto => {}
+        pgpour::WireFormat::Text => flag("wire-format", Some("text".into())),
+        pgpour::WireFormat::Binary => flag("wire-format", Some("binary".into())),
+    }
     if let Some(id) = &options.load_id {
         flag("load-id", Some(id.clone()));
     }

@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 
 use postgres::Client;
 
+use crate::binary::WireChoice;
 use crate::commit_mode::CommitMode;
 use crate::conn::ConnectOptions;
 use crate::error::{Error, Result};
@@ -73,6 +74,8 @@ pub(crate) struct Plan {
     pub indexes_left_alone: Option<LeftAlone>,
     /// Why the sequences' CACHE stays as it is, if it does.
     pub sequences_left_alone: Option<LeftAlone>,
+    /// Whether chunks go binary, and why.
+    pub wire: WireChoice,
 }
 
 /// The load's first session: it decides, prepares, and ends the load.
@@ -198,7 +201,11 @@ pub(super) fn decide(
                 .map_err(Error::db("setting up the session"))?;
         }
     }
-    Ok((client, Plan::make(options, total, target, round_trip)))
+    let mut wire = crate::binary::choose(options.wire_format, &target, &options.format)?;
+    if let Some(encoder) = wire.encoder.as_mut() {
+        encoder.copy_sql = crate::plan::with_where(&encoder.copy_sql, condition);
+    }
+    Ok((client, Plan::make(options, total, target, round_trip, wire)))
 }
 
 impl Plan {
@@ -207,6 +214,7 @@ impl Plan {
         total: Option<u64>,
         target: Target,
         round_trip: Duration,
+        wire: WireChoice,
     ) -> Plan {
         let mut workers = options.workers.unwrap_or_else(default_workers).max(1);
         let mut workers_from = match options.workers {
@@ -245,6 +253,7 @@ impl Plan {
             truncate: options.truncate,
             indexes_left_alone: indexes_left_alone(options, total),
             sequences_left_alone: sequences_left_alone(options, total),
+            wire,
         }
     }
 

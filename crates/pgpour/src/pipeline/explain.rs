@@ -18,6 +18,10 @@ pub struct Explain {
     /// The table as SQL names it: `"schema"."table"`.
     pub table_sql: String,
     pub copy_sql: String,
+    /// How chunks go to the server: `text` (as read) or `binary`.
+    pub wire_format: &'static str,
+    /// Why.
+    pub wire_format_why: String,
     /// The inputs' format as the load reads them.
     pub format: crate::format::Format,
     /// `none`, `skip` or `match`.
@@ -65,6 +69,11 @@ pub fn explain(connect: &ConnectOptions, options: &LoadOptions) -> Result<Explai
         table: plan.target.relation.clone(),
         table_sql: plan.target.qualified.clone(),
         copy_sql: plan.target.copy_sql.clone(),
+        wire_format: match plan.wire.encoder {
+            Some(_) => "binary",
+            None => "text",
+        },
+        wire_format_why: plan.wire.why.clone(),
         format: plan.format.format,
         header: match plan.format.header {
             crate::format::Header::None => "none",

@@ -36,6 +36,21 @@ pub fn load_via(
     )
 }
 
+/// Each run as text and as binary: every case of the suite is loaded both
+/// ways wherever the table's types allow binary.
+pub fn wire_formats<T: Copy>(runs: &[T]) -> Vec<(T, pgpour::WireFormat)> {
+    let wires = [pgpour::WireFormat::Text, pgpour::WireFormat::Binary];
+    runs.iter()
+        .flat_map(|&run| wires.map(|wire| (run, wire)))
+        .collect()
+}
+
+/// Whether a load failed only because `--wire-format binary` cannot load
+/// its table (a type that goes only as text...).
+pub fn binary_impossible(error: &pgpour::Error) -> bool {
+    matches!(error, pgpour::Error::Target(why) if why.contains("--wire-format binary cannot load"))
+}
+
 /// One input case. `columns` of the table (SQL), the file fields' target
 /// columns, format options and the input files.
 pub struct Case {
@@ -190,20 +205,24 @@ impl Case {
         );
         let dir = tempfile::tempdir().unwrap();
         let inputs = self.write_files(dir.path());
-        for (workers, chunk_size) in [(1, 1), (3, 1), (3, 7), (2, pgpour::DEFAULT_CHUNK_SIZE)] {
-            let options = self.options(inputs.clone(), workers, chunk_size);
-            let summary = pgpour::load(
+        let runs = [(1, 1), (3, 1), (3, 7), (2, pgpour::DEFAULT_CHUNK_SIZE)];
+        for ((workers, chunk_size), wire) in wire_formats(&runs) {
+            let mut options = self.options(inputs.clone(), workers, chunk_size);
+            options.wire_format = wire;
+            let loaded = pgpour::load(
                 &connect(&db),
                 &options,
                 &Progress::default(),
                 &AtomicBool::new(false),
-            )
-            .unwrap_or_else(|f| {
-                panic!(
-                    "{name} (workers {workers}, chunk {chunk_size}): {}",
+            );
+            let summary = match loaded {
+                Err(f) if binary_impossible(&f.error) => continue,
+                Ok(summary) => summary,
+                Err(f) => panic!(
+                    "{name} (workers {workers}, chunk {chunk_size}, {wire:?}): {}",
                     f.error
-                )
-            });
+                ),
+            };
             assert_eq!(summary.rows_loaded, expected_rows, "{name}: rows loaded");
             assert!(!summary.interrupted);
             assert_same_rows(&mut client, name, self.load_columns.as_deref());

@@ -96,6 +96,7 @@ pub(super) fn run(
         journal: plan.journal.then_some(load_id.as_str()),
         run_token: setup.run.map_or("", |r| r.token.as_str()),
         sink: plan.atomic.is_none().then_some(setup.sink),
+        binary: plan.wire.encoder.as_ref(),
     };
     let committed_ranges: Mutex<Vec<(usize, u64, u64)>> = Mutex::new(Vec::new());
     let committed = AtomicU64::new(0);
@@ -174,8 +175,8 @@ enum FirstTry {
     /// Sends the chunk whole first.
     Whole,
     /// The server refused a row of it on the fast path: the careful path
-    /// at once.
-    Refused(crate::error::ServerError),
+    /// at once, from the row refused when the server said which.
+    Refused(Option<crate::error::ServerError>),
     /// Its session broke before its answer: a new session, and the journal
     /// asked whether it committed after all.
     AfterLostSession,
@@ -299,6 +300,12 @@ impl Worker<'_> {
             loaded.rejected.len() as u64,
             chunk.data.len() as u64,
         );
+        if loaded.binary {
+            let bytes = chunk.data.len() as u64;
+            self.progress
+                .bytes_binary
+                .fetch_add(bytes, Ordering::Relaxed);
+        }
         self.committed.fetch_add(1, Ordering::SeqCst);
     }
 }
@@ -437,6 +444,10 @@ impl Worker<'_> {
         // Its rows were taken out of the reject file when the commit
         // seemed to fail: they belong there after all.
         self.sink.write(&rejected)?;
-        Ok(Some(Loaded { rows, rejected }))
+        Ok(Some(Loaded {
+            rows,
+            rejected,
+            binary: false,
+        }))
     }
 }

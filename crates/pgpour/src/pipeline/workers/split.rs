@@ -19,7 +19,7 @@ impl Worker<'_> {
     pub(super) fn refused(
         &self,
         mut batch: Batch,
-        server: ServerError,
+        server: Option<ServerError>,
         careful: &mut CarefulSession,
         again: &mut Again,
     ) -> Result<bool> {
@@ -64,7 +64,7 @@ impl Worker<'_> {
                 .iter()
                 .map(|c| count_records(syntax, c.eol, &c.data))
                 .collect();
-            self.count_streamed(&rest, &journaled);
+            self.count_streamed(&rest, &journaled, false);
         } else if first_of_load {
             self.one_by_one(careful, None, rest, FirstTry::Whole)?;
         } else {

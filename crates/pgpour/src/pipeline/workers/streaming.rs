@@ -50,6 +50,7 @@ impl Worker<'_> {
             load_id,
             run_token: self.loader.run_token,
             warm: self.warm,
+            binary: self.plan.wire.encoder.as_ref(),
         }));
         let mut result = self.stream_batches(&mut stream, &mut careful, rx);
         match (&result, stream.as_mut()) {
@@ -62,10 +63,13 @@ impl Worker<'_> {
                 // either way), none loaded carefully.
                 while let Some(settled) = live.settle() {
                     if let Settled::Loaded {
-                        batch, journaled, ..
+                        batch,
+                        journaled,
+                        binary,
+                        ..
                     } = settled
                     {
-                        self.count_streamed(&batch, &journaled);
+                        self.count_streamed(&batch, &journaled, binary);
                     }
                 }
             }
@@ -207,10 +211,13 @@ impl Worker<'_> {
                 (
                     Some(_),
                     Settled::Loaded {
-                        batch, journaled, ..
+                        batch,
+                        journaled,
+                        binary,
+                        ..
                     },
                 ) => {
-                    self.count_streamed(&batch, &journaled);
+                    self.count_streamed(&batch, &journaled, binary);
                     Ok(true)
                 }
                 (Some(_), _) => Ok(false),
@@ -233,11 +240,12 @@ impl Worker<'_> {
 
     /// Counts the chunks of a batch that committed on the fast path, each
     /// with the rows its journal row says.
-    pub(super) fn count_streamed(&self, batch: &[Chunk], journaled: &[u64]) {
+    pub(super) fn count_streamed(&self, batch: &[Chunk], journaled: &[u64], binary: bool) {
         for (chunk, &rows) in batch.iter().zip(journaled) {
             let loaded = Loaded {
                 rows,
                 rejected: Vec::new(),
+                binary,
             };
             self.count(chunk, &loaded);
         }
@@ -257,6 +265,7 @@ impl Worker<'_> {
                 batch,
                 rows,
                 mut journaled,
+                binary,
             } => {
                 let counted: u64 = journaled.iter().sum();
                 if let (Some(last), Some(chunk)) = (journaled.last_mut(), batch.last()) {
@@ -276,7 +285,7 @@ impl Worker<'_> {
                         )?;
                     }
                 }
-                self.count_streamed(&batch, &journaled);
+                self.count_streamed(&batch, &journaled, binary);
                 Ok(true)
             }
             Settled::Failed { batch, error } => {

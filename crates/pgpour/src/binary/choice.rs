@@ -1,0 +1,248 @@
+//! Whether a load's chunks go to the server as binary, and how each column
+//! is encoded: decided once per load from the table's column types, the
+//! format options and the session's settings.
+
+use super::{numbers, others, times, RowEncoder};
+use crate::error::{Error, Result};
+use crate::format::FormatOptions;
+use crate::plan::Target;
+
+/// How chunks go to the server: COPY's FORMAT on the wire.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum WireFormat {
+    /// Binary where the table's types make it pay, else as read.
+    #[default]
+    Auto,
+    /// As read: csv or text, parsed by the server.
+    Text,
+    /// Binary whenever the table's types allow it.
+    Binary,
+}
+
+/// A column's type, as far as the encoder is concerned.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum ColumnType {
+    Bool,
+    Int2,
+    Int4,
+    Int8,
+    Float4,
+    Float8,
+    Numeric,
+    /// text, varchar, char and json: the bytes as they are.
+    Text,
+    Jsonb,
+    Date,
+    Time,
+    Timestamp,
+    /// `zoneless_is_utc`: the session's TimeZone is UTC, so a value
+    /// without an offset is UTC.
+    Timestamptz {
+        zoneless_is_utc: bool,
+    },
+    Uuid,
+    Bytea,
+    /// bit and varbit.
+    Bits,
+}
+
+/// Time zone names that are UTC at every date.
+const UTC_NAMES: &[&str] = &[
+    "UTC",
+    "Etc/UTC",
+    "GMT",
+    "Etc/GMT",
+    "UCT",
+    "Etc/UCT",
+    "Universal",
+    "Etc/Universal",
+    "Zulu",
+    "Etc/Zulu",
+];
+
+impl ColumnType {
+    /// The encoder's type for a column of type `oid` (a built-in type's
+    /// fixed oid), `None` for any other (arrays, enums, domains, ranges,
+    /// user types...).
+    pub fn of_oid(oid: u32, time_zone: &str) -> Option<ColumnType> {
+        Some(match oid {
+            16 => ColumnType::Bool,
+            17 => ColumnType::Bytea,
+            20 => ColumnType::Int8,
+            21 => ColumnType::Int2,
+            23 => ColumnType::Int4,
+            25 | 114 | 1042 | 1043 => ColumnType::Text,
+            700 => ColumnType::Float4,
+            701 => ColumnType::Float8,
+            1082 => ColumnType::Date,
+            1083 => ColumnType::Time,
+            1114 => ColumnType::Timestamp,
+            1184 => ColumnType::Timestamptz {
+                zoneless_is_utc: UTC_NAMES.contains(&time_zone),
+            },
+            1560 | 1562 => ColumnType::Bits,
+            1700 => ColumnType::Numeric,
+            2950 => ColumnType::Uuid,
+            3802 => ColumnType::Jsonb,
+            _ => return None,
+        })
+    }
+
+    /// Appends `text`'s binary value (length first); false when the
+    /// encoder does not vouch for reading `text` as the server would.
+    #[inline]
+    pub fn encode(self, text: &[u8], out: &mut Vec<u8>) -> bool {
+        match self {
+            ColumnType::Bool => numbers::boolean(text, out),
+            ColumnType::Int2 => numbers::int2(text, out),
+            ColumnType::Int4 => numbers::int4(text, out),
+            ColumnType::Int8 => numbers::int8(text, out),
+            ColumnType::Float4 => numbers::float4(text, out),
+            ColumnType::Float8 => numbers::float8(text, out),
+            ColumnType::Numeric => numbers::numeric(text, out),
+            ColumnType::Text => others::text(text, out),
+            ColumnType::Jsonb => others::jsonb(text, out),
+            ColumnType::Date => times::date(text, out),
+            ColumnType::Time => times::time(text, out),
+            ColumnType::Timestamp => times::timestamp(text, out),
+            ColumnType::Timestamptz { zoneless_is_utc } => {
+                times::timestamptz(text, zoneless_is_utc, out)
+            }
+            ColumnType::Uuid => others::uuid(text, out),
+            ColumnType::Bytea => others::bytea(text, out),
+            ColumnType::Bits => others::bits(text, out),
+        }
+    }
+
+    /// Server time saved per value by reading binary rather than text, in
+    /// nanoseconds, as measured on one-column tables
+    /// (`bench/results/2026-11-24-binary-types.md`).
+    fn saving_ns(self) -> i64 {
+        match self {
+            ColumnType::Bool => 2,
+            ColumnType::Int2 | ColumnType::Int4 => 24,
+            ColumnType::Int8 => 33,
+            ColumnType::Float4 => 88,
+            ColumnType::Float8 => 104,
+            ColumnType::Numeric => 36,
+            // Short strings cost a little as binary, long ones save the
+            // server's scan for delimiters.
+            ColumnType::Text | ColumnType::Bytea => 0,
+            ColumnType::Jsonb => 57,
+            ColumnType::Date => 136,
+            ColumnType::Time => 80,
+            ColumnType::Timestamp => 195,
+            ColumnType::Timestamptz { .. } => 170,
+            ColumnType::Uuid => 357,
+            ColumnType::Bits => 16,
+        }
+    }
+}
+
+/// Binary pays when the server saves at least this much per row: below
+/// it, the client's encoding (about as much per value again, on the same
+/// cores) and binary's longer rows eat the gain. Integer-and-string
+/// tables such as `(bigint, text)` stay text; a row with a few dates,
+/// numbers or uuids goes binary.
+const WORTH_NS_PER_ROW: i64 = 200;
+
+/// What the planner chose, and why, for `--explain`.
+#[derive(Clone, Debug)]
+pub(crate) struct WireChoice {
+    /// `Some` when chunks go binary (those the encoder vouches for).
+    pub encoder: Option<RowEncoder>,
+    pub why: String,
+}
+
+/// Chooses how the load's chunks go, for `asked`. `--wire-format binary`
+/// on a table that cannot go binary is an error that says why.
+pub(crate) fn choose(
+    asked: WireFormat,
+    target: &Target,
+    format: &FormatOptions,
+) -> Result<WireChoice> {
+    let text = |why: String| WireChoice { encoder: None, why };
+    if asked == WireFormat::Text {
+        return Ok(text("text, as asked (--wire-format text)".into()));
+    }
+    let blocked = match why_not_binary(target, format) {
+        Ok(columns) => Err(columns),
+        Err(why) => Ok(why),
+    };
+    let columns = match (blocked, asked) {
+        (Err(columns), _) => columns,
+        (Ok(why), WireFormat::Binary) => {
+            return Err(Error::Target(format!(
+                "--wire-format binary cannot load {}: {why}; use --wire-format auto or text",
+                target.qualified
+            )))
+        }
+        (Ok(why), _) => return Ok(text(format!("text: {why}"))),
+    };
+    let saving: i64 = columns.iter().map(|c| c.saving_ns()).sum();
+    let estimate = format!("the server saves about {saving} ns per row reading binary");
+    if asked == WireFormat::Auto && saving < WORTH_NS_PER_ROW {
+        return Ok(text(format!(
+            "text: {estimate}, under the {WORTH_NS_PER_ROW} ns that pays for encoding"
+        )));
+    }
+    let why = match asked {
+        WireFormat::Binary => "binary, as asked (--wire-format binary)".to_string(),
+        _ => format!("binary: {estimate}"),
+    };
+    Ok(WireChoice {
+        encoder: Some(RowEncoder {
+            syntax: format.syntax(),
+            delimiter: format.delimiter(),
+            null: format.null_string(),
+            columns,
+            copy_sql: target.binary_copy_sql(),
+        }),
+        why: format!("{why}; a chunk with a value it cannot vouch for goes as text"),
+    })
+}
+
+/// The encoder's column types, or why the table's chunks must go as text.
+fn why_not_binary(
+    target: &Target,
+    format: &FormatOptions,
+) -> std::result::Result<Vec<ColumnType>, String> {
+    if target.columns.is_empty() {
+        return Err("no column is loaded".into());
+    }
+    if !format.force_null.is_empty() || !format.force_not_null.is_empty() {
+        return Err("FORCE_NULL and FORCE_NOT_NULL are the server's text parser's".into());
+    }
+    let input_utf8 = format.encoding.as_deref().is_none_or(|e| {
+        matches!(
+            e.to_ascii_uppercase().replace(['-', '_'], "").as_str(),
+            "UTF8" | "UNICODE"
+        )
+    });
+    if !input_utf8 {
+        return Err(format!(
+            "the input's ENCODING is {} (binary strings are read as UTF8)",
+            format.encoding.as_deref().unwrap_or_default()
+        ));
+    }
+    if target.server_encoding != "UTF8" {
+        return Err(format!(
+            "the database's encoding is {}, not UTF8",
+            target.server_encoding
+        ));
+    }
+    target
+        .columns
+        .iter()
+        .zip(&target.column_types)
+        .map(|(name, (oid, type_name))| {
+            ColumnType::of_oid(*oid, &target.time_zone).ok_or_else(|| {
+                format!(
+                    "column {} is of type {type_name}, which goes only as text",
+                    crate::sql::quote_ident(name)
+                )
+            })
+        })
+        .collect()
+}

@@ -1,0 +1,292 @@
+//! Numbers and booleans, accepted only in spellings every supported server
+//! reads the same way and to the same value: no blanks, no `0x`, no `_`
+//! (PostgreSQL 16 reads `0x1F` and `1_000` as integers, 15 does not), no
+//! `NaN` or `Infinity`. Anything else is refused, and its chunk goes as
+//! text for the server to read.
+
+use super::put_value;
+
+/// `[+-]?[0-9]+` as an integer within `min..=max`.
+pub(super) fn integer(text: &[u8], min: i64, max: i64) -> Option<i64> {
+    let (negative, digits) = match text.first()? {
+        b'-' => (true, &text[1..]),
+        b'+' => (false, &text[1..]),
+        _ => (false, text),
+    };
+    if digits.is_empty() || digits.len() > 40 {
+        return None;
+    }
+    let mut magnitude: u64 = 0;
+    for &d in digits {
+        let digit = d.wrapping_sub(b'0');
+        if digit > 9 {
+            return None;
+        }
+        magnitude = magnitude.checked_mul(10)?.checked_add(u64::from(digit))?;
+    }
+    let value = if negative {
+        -i128::from(magnitude)
+    } else {
+        i128::from(magnitude)
+    };
+    let value = i64::try_from(value).ok()?;
+    (min..=max).contains(&value).then_some(value)
+}
+
+pub(super) fn int2(text: &[u8], out: &mut Vec<u8>) -> bool {
+    let Some(v) = integer(text, i16::MIN.into(), i16::MAX.into()) else {
+        return false;
+    };
+    put_value(out, &(v as i16).to_be_bytes());
+    true
+}
+
+pub(super) fn int4(text: &[u8], out: &mut Vec<u8>) -> bool {
+    let Some(v) = integer(text, i32::MIN.into(), i32::MAX.into()) else {
+        return false;
+    };
+    put_value(out, &(v as i32).to_be_bytes());
+    true
+}
+
+pub(super) fn int8(text: &[u8], out: &mut Vec<u8>) -> bool {
+    let Some(v) = integer(text, i64::MIN, i64::MAX) else {
+        return false;
+    };
+    put_value(out, &v.to_be_bytes());
+    true
+}
+
+/// The booleans every server spells alike, in any case. (The server also
+/// takes prefixes such as `tr` and blanks around the word: refused here.)
+pub(super) fn boolean(text: &[u8], out: &mut Vec<u8>) -> bool {
+    if text.len() > 5 {
+        return false;
+    }
+    let mut lower = [0u8; 5];
+    for (l, t) in lower.iter_mut().zip(text) {
+        *l = t.to_ascii_lowercase();
+    }
+    let value = match &lower[..text.len()] {
+        b"t" | b"true" | b"y" | b"yes" | b"on" | b"1" => 1,
+        b"f" | b"false" | b"n" | b"no" | b"off" | b"0" => 0,
+        _ => return false,
+    };
+    put_value(out, &[value]);
+    true
+}
+
+/// Whether `text` is a plain decimal number for floats:
+/// `[+-]? digits [. digits] [e [+-] digits]`, with at least one digit
+/// before the exponent; and whether a digit other than 0 is in it.
+fn plain_float(text: &[u8]) -> Option<bool> {
+    let mut i = usize::from(matches!(text.first(), Some(b'+' | b'-')));
+    let (mut digits, mut nonzero) = (0, false);
+    let mut point = false;
+    while let Some(&c) = text.get(i) {
+        match c {
+            b'0'..=b'9' => {
+                digits += 1;
+                nonzero |= c != b'0';
+            }
+            b'.' if !point => point = true,
+            _ => break,
+        }
+        i += 1;
+    }
+    if digits == 0 {
+        return None;
+    }
+    if let Some(b'e' | b'E') = text.get(i) {
+        i += 1;
+        i += usize::from(matches!(text.get(i), Some(b'+' | b'-')));
+        let start = i;
+        while text.get(i).is_some_and(u8::is_ascii_digit) {
+            i += 1;
+        }
+        if i == start {
+            return None;
+        }
+    }
+    (i == text.len()).then_some(nonzero)
+}
+
+/// Both parsers are correctly rounded (the server's is the C library's
+/// `strtod`/`strtof`): the same text gives the same bits. Values the server
+/// would call out of range, and subnormal ones, are refused.
+pub(super) fn float8(text: &[u8], out: &mut Vec<u8>) -> bool {
+    let Some(nonzero) = plain_float(text) else {
+        return false;
+    };
+    let Some(v) = std::str::from_utf8(text)
+        .ok()
+        .and_then(|s| s.parse::<f64>().ok())
+    else {
+        return false;
+    };
+    if !(v.is_normal() || (v == 0.0 && !nonzero)) {
+        return false;
+    }
+    put_value(out, &v.to_bits().to_be_bytes());
+    true
+}
+
+pub(super) fn float4(text: &[u8], out: &mut Vec<u8>) -> bool {
+    let Some(nonzero) = plain_float(text) else {
+        return false;
+    };
+    let Some(v) = std::str::from_utf8(text)
+        .ok()
+        .and_then(|s| s.parse::<f32>().ok())
+    else {
+        return false;
+    };
+    if !(v.is_normal() || (v == 0.0 && !nonzero)) {
+        return false;
+    }
+    put_value(out, &v.to_bits().to_be_bytes());
+    true
+}
+
+/// More digits than this and the chunk goes as text: far beyond any
+/// typmod's precision (1000), and the server's own limits are not met.
+const MAX_NUMERIC_DIGITS: usize = 1000;
+
+/// `[+-]? digits [. digits]` (or `[+-]? . digits`) in the binary form of
+/// numeric: base-10000 digits around the decimal point, and the display
+/// scale the text had (`1.50` keeps 2). The column's precision and scale
+/// are applied by the server on receipt exactly as on input: rounded half
+/// away from zero, too many digits refused.
+pub(super) fn numeric(text: &[u8], out: &mut Vec<u8>) -> bool {
+    let (negative, body) = match text.first() {
+        Some(b'-') => (true, &text[1..]),
+        Some(b'+') => (false, &text[1..]),
+        _ => (false, text),
+    };
+    let (int_part, frac_part) = match memchr::memchr(b'.', body) {
+        Some(p) => (&body[..p], &body[p + 1..]),
+        None => (body, &body[..0]),
+    };
+    if int_part.is_empty() && frac_part.is_empty()
+        || int_part.len() + frac_part.len() > MAX_NUMERIC_DIGITS
+        || !int_part.iter().chain(frac_part).all(u8::is_ascii_digit)
+    {
+        return false;
+    }
+    // Base-10000 groups aligned on the decimal point: the integer part
+    // padded on the left, the fraction on the right, to whole groups.
+    let int_groups = int_part.len().div_ceil(4);
+    let frac_groups = frac_part.len().div_ceil(4);
+    let mut groups: Vec<i16> = Vec::with_capacity(int_groups + frac_groups);
+    let lead = int_groups * 4 - int_part.len();
+    let digit_at = |k: usize| -> u8 {
+        // The k-th digit of the padded integer-and-fraction string.
+        if k < lead {
+            0
+        } else if k < lead + int_part.len() {
+            int_part[k - lead] - b'0'
+        } else {
+            frac_part
+                .get(k - lead - int_part.len())
+                .map_or(0, |d| d - b'0')
+        }
+    };
+    for g in 0..int_groups + frac_groups {
+        let mut group = 0i16;
+        for k in 0..4 {
+            group = group * 10 + i16::from(digit_at(g * 4 + k));
+        }
+        groups.push(group);
+    }
+    let mut weight = int_groups as i32 - 1;
+    let leading_zeros = groups.iter().take_while(|&&g| g == 0).count();
+    weight -= leading_zeros as i32;
+    let mut digits = &groups[leading_zeros..];
+    while let Some((0, rest)) = digits.split_last() {
+        digits = rest;
+    }
+    let sign: u16 = if negative && !digits.is_empty() {
+        0x4000
+    } else {
+        0
+    };
+    if digits.is_empty() {
+        weight = 0;
+    }
+    let len = 8 + 2 * digits.len();
+    out.extend_from_slice(&(len as i32).to_be_bytes());
+    out.extend_from_slice(&(digits.len() as i16).to_be_bytes());
+    out.extend_from_slice(&(weight as i16).to_be_bytes());
+    out.extend_from_slice(&sign.to_be_bytes());
+    out.extend_from_slice(&(frac_part.len() as i16).to_be_bytes());
+    for d in digits {
+        out.extend_from_slice(&d.to_be_bytes());
+    }
+    true
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn encoded(f: fn(&[u8], &mut Vec<u8>) -> bool, text: &str) -> Option<Vec<u8>> {
+        let mut out = Vec::new();
+        f(text.as_bytes(), &mut out).then(|| out[4..].to_vec())
+    }
+
+    #[test]
+    fn integers_take_plain_digits_only() {
+        assert_eq!(integer(b"-32768", -32768, 32767), Some(-32768));
+        assert_eq!(integer(b"+007", -32768, 32767), Some(7));
+        for bad in ["32768", " 1", "1 ", "0x1F", "1_000", "", "-", "1.0", "1e3"] {
+            assert_eq!(integer(bad.as_bytes(), -32768, 32767), None, "{bad}");
+        }
+        assert_eq!(
+            integer(b"-9223372036854775808", i64::MIN, i64::MAX),
+            Some(i64::MIN)
+        );
+        assert_eq!(integer(b"9223372036854775808", i64::MIN, i64::MAX), None);
+        assert_eq!(integer(&[b'9'; 30], i64::MIN, i64::MAX), None);
+    }
+
+    #[test]
+    fn floats_refuse_what_the_server_would_read_otherwise() {
+        assert!(encoded(float8, "1.5e3").is_some());
+        assert!(encoded(float8, "-0").is_some());
+        assert!(encoded(float8, ".5").is_some());
+        for bad in [
+            "NaN", "inf", "Infinity", "1e400", "1e-400", "4e-320", " 1", "e5", "1e",
+        ] {
+            assert!(encoded(float8, bad).is_none(), "{bad}");
+        }
+        assert!(encoded(float4, "1e39").is_none());
+        assert!(encoded(float4, "1e-45").is_none());
+    }
+
+    #[test]
+    fn numerics_keep_their_scale() {
+        // 12345.678: two integer groups (1, 2345), one fraction group 6780.
+        let bytes = encoded(numeric, "12345.678").unwrap();
+        let words: Vec<i16> = bytes
+            .chunks(2)
+            .map(|w| i16::from_be_bytes([w[0], w[1]]))
+            .collect();
+        assert_eq!(words, [3, 1, 0, 3, 1, 2345, 6780]);
+        let zero = encoded(numeric, "-0.00").unwrap();
+        assert_eq!(zero, [0, 0, 0, 0, 0, 0, 0, 2]);
+        let small = encoded(numeric, "0.0001").unwrap();
+        assert_eq!(small, [0, 1, 0xff, 0xff, 0, 0, 0, 4, 0, 1]);
+        for bad in ["", ".", "1e5", "NaN", " 1", "1,5", "--1"] {
+            assert!(encoded(numeric, bad).is_none(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn booleans_are_whole_words() {
+        assert_eq!(encoded(boolean, "YES"), Some(vec![1]));
+        assert_eq!(encoded(boolean, "off"), Some(vec![0]));
+        for bad in ["tr", " t", "2", "", "truee"] {
+            assert!(encoded(boolean, bad).is_none(), "{bad}");
+        }
+    }
+}

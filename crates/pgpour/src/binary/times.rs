@@ -1,0 +1,224 @@
+//! Dates and times in ISO 8601's order only (`2024-02-29`,
+//! `2024-02-29 13:45:00.25`, `13:45`): read the same under every DateStyle.
+//! Years 1 to 9999, no `epoch`, `infinity` or BC, no leap second, at most
+//! microseconds. A timestamptz without an offset is taken only where the
+//! session's TimeZone is UTC; otherwise, and for anything else, the chunk
+//! goes as text.
+
+use super::put_value;
+
+/// Days from 1970-01-01 to 2000-01-01, PostgreSQL's epoch.
+const POSTGRES_EPOCH_DAYS: i64 = 10_957;
+const MICROS_PER_DAY: i64 = 86_400_000_000;
+
+/// `n` ASCII digits as a number.
+fn digits(text: &[u8]) -> Option<i64> {
+    let mut value = 0i64;
+    for &d in text {
+        let digit = d.wrapping_sub(b'0');
+        if digit > 9 {
+            return None;
+        }
+        value = value * 10 + i64::from(digit);
+    }
+    Some(value)
+}
+
+/// Days since 1970-01-01 of a Gregorian date (Howard Hinnant's
+/// `days_from_civil`).
+fn days_from_civil(year: i64, month: i64, day: i64) -> i64 {
+    let y = if month <= 2 { year - 1 } else { year };
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let mp = (month + 9) % 12;
+    let doy = (153 * mp + 2) / 5 + day - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    era * 146_097 + doe - 719_468
+}
+
+fn days_in_month(year: i64, month: i64) -> i64 {
+    match month {
+        2 if year % 4 == 0 && (year % 100 != 0 || year % 400 == 0) => 29,
+        2 => 28,
+        4 | 6 | 9 | 11 => 30,
+        _ => 31,
+    }
+}
+
+/// `YYYY-MM-DD` as days since 2000-01-01.
+fn date_days(text: &[u8]) -> Option<i64> {
+    if text.len() != 10 || text[4] != b'-' || text[7] != b'-' {
+        return None;
+    }
+    let (year, month, day) = (
+        digits(&text[..4])?,
+        digits(&text[5..7])?,
+        digits(&text[8..])?,
+    );
+    let valid = year >= 1 && (1..=12).contains(&month) && day >= 1;
+    if !valid || day > days_in_month(year, month) {
+        return None;
+    }
+    Some(days_from_civil(year, month, day) - POSTGRES_EPOCH_DAYS)
+}
+
+/// `HH:MM[:SS[.ffffff]]` as microseconds since midnight, hours below 24.
+fn time_micros(text: &[u8]) -> Option<i64> {
+    if text.len() < 5 || text[2] != b':' {
+        return None;
+    }
+    let (hour, minute) = (digits(&text[..2])?, digits(&text[3..5])?);
+    let mut micros = 0;
+    let mut second = 0;
+    if text.len() > 5 {
+        if text.len() < 8 || text[5] != b':' {
+            return None;
+        }
+        second = digits(&text[6..8])?;
+        if text.len() > 8 {
+            let fraction = &text[9..];
+            if text[8] != b'.' || fraction.is_empty() || fraction.len() > 6 {
+                return None;
+            }
+            micros = digits(fraction)? * 10i64.pow(6 - fraction.len() as u32);
+        }
+    }
+    if hour > 23 || minute > 59 || second > 59 {
+        return None;
+    }
+    Some(((hour * 60 + minute) * 60 + second) * 1_000_000 + micros)
+}
+
+/// A timestamp's date and time, apart: `YYYY-MM-DD HH:MM...` or with `T`.
+fn local_micros(text: &[u8]) -> Option<i64> {
+    if text.len() < 16 || !matches!(text[10], b' ' | b'T') {
+        return None;
+    }
+    Some(date_days(&text[..10])? * MICROS_PER_DAY + time_micros(&text[11..])?)
+}
+
+/// Where a trailing UTC offset starts (`Z`, `+HH`, `-HH:MM`, `+HHMM`), and
+/// the offset in seconds east of UTC.
+fn offset(text: &[u8]) -> Option<(usize, i64)> {
+    if text.last() == Some(&b'Z') {
+        return Some((text.len() - 1, 0));
+    }
+    // The sign of the offset: after the time, whose shortest is `HH:MM`.
+    let start = text.len().checked_sub(6)?;
+    let at = start + text[start..].iter().position(|&c| c == b'+' || c == b'-')?;
+    let zone = &text[at + 1..];
+    let (hours, minutes) = match zone.len() {
+        2 => (digits(zone)?, 0),
+        4 => (digits(&zone[..2])?, digits(&zone[2..])?),
+        5 if zone[2] == b':' => (digits(&zone[..2])?, digits(&zone[3..])?),
+        _ => return None,
+    };
+    if hours > 15 || minutes > 59 {
+        return None;
+    }
+    let seconds = (hours * 60 + minutes) * 60;
+    Some((at, if text[at] == b'-' { -seconds } else { seconds }))
+}
+
+pub(super) fn date(text: &[u8], out: &mut Vec<u8>) -> bool {
+    let Some(days) = date_days(text) else {
+        return false;
+    };
+    put_value(out, &(days as i32).to_be_bytes());
+    true
+}
+
+pub(super) fn time(text: &[u8], out: &mut Vec<u8>) -> bool {
+    let Some(micros) = time_micros(text) else {
+        return false;
+    };
+    put_value(out, &micros.to_be_bytes());
+    true
+}
+
+/// A timestamp without time zone: one written with an offset is refused
+/// (the server would drop the offset without a word).
+pub(super) fn timestamp(text: &[u8], out: &mut Vec<u8>) -> bool {
+    let Some(micros) = local_micros(text) else {
+        return false;
+    };
+    put_value(out, &micros.to_be_bytes());
+    true
+}
+
+/// A timestamp with time zone: its offset, or the session's UTC when
+/// `zoneless_is_utc`.
+pub(super) fn timestamptz(text: &[u8], zoneless_is_utc: bool, out: &mut Vec<u8>) -> bool {
+    let (local, east) = match offset(text) {
+        Some((at, east)) => (&text[..at], east),
+        None if zoneless_is_utc => (text, 0),
+        None => return false,
+    };
+    let Some(micros) = local_micros(local) else {
+        return false;
+    };
+    put_value(out, &(micros - east * 1_000_000).to_be_bytes());
+    true
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn micros(f: impl Fn(&[u8], &mut Vec<u8>) -> bool, text: &str) -> Option<i64> {
+        let mut out = Vec::new();
+        f(text.as_bytes(), &mut out).then(|| {
+            let mut bytes = [0u8; 8];
+            bytes[8 - (out.len() - 4)..].copy_from_slice(&out[4..]);
+            i64::from_be_bytes(bytes)
+        })
+    }
+
+    #[test]
+    fn dates_count_from_2000() {
+        assert_eq!(micros(date, "2000-01-01"), Some(0));
+        assert_eq!(micros(date, "2000-03-01"), Some(60));
+        assert_eq!(date_days(b"1999-12-31"), Some(-1));
+        assert_eq!(date_days(b"0001-01-01"), Some(-730_119));
+        for bad in [
+            "2023-02-29",
+            "0000-01-01",
+            "2024-13-01",
+            "24-01-01",
+            "epoch",
+            "2024-1-01",
+        ] {
+            assert_eq!(date_days(bad.as_bytes()), None, "{bad}");
+        }
+    }
+
+    #[test]
+    fn timestamps_take_offsets_only_with_zone() {
+        let day = MICROS_PER_DAY;
+        assert_eq!(micros(timestamp, "2000-01-02 00:00:00"), Some(day));
+        assert_eq!(micros(timestamp, "2000-01-01T00:00:01.5"), Some(1_500_000));
+        assert_eq!(micros(timestamp, "2000-01-01 00:00+02"), None);
+        let tz = |t: &[u8], o: &mut Vec<u8>| timestamptz(t, false, o);
+        assert_eq!(micros(tz, "2000-01-01 02:00:00+02"), Some(0));
+        assert_eq!(micros(tz, "2000-01-01 00:00:00-0130"), Some(5_400_000_000));
+        assert_eq!(micros(tz, "2000-01-01 00:00:00Z"), Some(0));
+        assert_eq!(micros(tz, "2000-01-01 00:00:00"), None);
+        let utc = |t: &[u8], o: &mut Vec<u8>| timestamptz(t, true, o);
+        assert_eq!(micros(utc, "2000-01-01 00:00:00"), Some(0));
+        for bad in [
+            "2000-01-01 24:00:00",
+            "2000-01-01 00:00:60",
+            "2000-01-01 00:00:00.1234567",
+        ] {
+            assert_eq!(micros(timestamp, bad), None, "{bad}");
+        }
+    }
+
+    #[test]
+    fn times_are_below_a_day() {
+        assert_eq!(micros(time, "00:00"), Some(0));
+        assert_eq!(micros(time, "23:59:59.999999"), Some(MICROS_PER_DAY - 1));
+        assert_eq!(micros(time, "24:00:00"), None);
+        assert_eq!(micros(time, "1:00:00"), None);
+    }
+}
