@@ -35,13 +35,14 @@ pub enum Command {
     /// Load files (or stdin) into an existing table.
     #[command(long_about = LOAD_ABOUT)]
     Load(Box<LoadArgs>),
-    /// Write a deterministic benchmark dataset (votes, extract, kv, customer).
+    /// Write a deterministic benchmark dataset (votes, extract, kv, customer, lineitem).
     #[command(
         long_about = "Write a deterministic benchmark dataset: the same name, row count and seed \
 always give the same bytes.\n\n  votes    username,link,score (csv), like the Reddit votes of the \
 bulk-insert write-ups\n  extract  29 tab-separated columns of ints, numerics, text and bit; empty \
 means NULL (load with --null '')\n  kv       id,value (csv), value = id as text\n  customer the 21-column customer table of DBT-2 (TPC-C), csv; \
-its table has a primary key and a second index\n\nExamples:\n  \
+its table has a primary key and a second index\n  lineitem TPC-H's 16-column lineitem, csv: keys, \
+numeric(15,2) prices, dates, flags and quoted comments\n\nExamples:\n  \
 pgpour gen votes --rows 7500000 -o votes.csv\n  pgpour gen kv --rows 10 \n  pgpour gen extract --ddl"
     )]
     Gen(GenArgs),
@@ -179,7 +180,7 @@ fn bench_about() -> String {
 
 #[derive(Debug, Args)]
 pub struct BenchArgs {
-    /// Built-in dataset: votes, extract, kv or customer (see `pgpour gen`).
+    /// Built-in dataset: votes, extract, kv, customer or lineitem (see `pgpour gen`).
     #[arg(long, default_value = "votes")]
     pub dataset: String,
 
@@ -611,7 +612,7 @@ pub struct FormatArgs {
 
 #[derive(Debug, Args)]
 pub struct GenArgs {
-    /// votes, extract, kv or customer.
+    /// votes, extract, kv, customer or lineitem.
     pub dataset: String,
 
     /// Number of rows.

@@ -11,6 +11,10 @@
 //! * customer: the 21-column customer table of DBT-2 (TPC-C) as csv, with a
 //!   primary key on an ascending integer and a second index on a random
 //!   integer column, like the pg_bulkload project's COPY comparison.
+//! * lineitem: TPC-H's 16-column lineitem as csv (keys, numeric(15,2)
+//!   quantities and prices, one-letter flags, dates, padded char fields
+//!   and quoted comments), with dbgen's value shapes: orders of 1 to 7
+//!   lines, no index.
 
 use std::io::{self, Write};
 use std::str::FromStr;
@@ -21,6 +25,7 @@ pub enum Dataset {
     Extract,
     Kv,
     Customer,
+    Lineitem,
 }
 
 /// COPY's FORMAT for a dataset's file. (The test kit cannot name the
@@ -39,19 +44,21 @@ impl FromStr for Dataset {
             "extract" => Ok(Dataset::Extract),
             "kv" => Ok(Dataset::Kv),
             "customer" => Ok(Dataset::Customer),
+            "lineitem" => Ok(Dataset::Lineitem),
             other => Err(format!(
-                "unknown dataset {other:?} (votes, extract, kv, customer)"
+                "unknown dataset {other:?} (votes, extract, kv, customer, lineitem)"
             )),
         }
     }
 }
 
 impl Dataset {
-    pub const ALL: [Dataset; 4] = [
+    pub const ALL: [Dataset; 5] = [
         Dataset::Votes,
         Dataset::Extract,
         Dataset::Kv,
         Dataset::Customer,
+        Dataset::Lineitem,
     ];
 
     pub fn name(self) -> &'static str {
@@ -60,13 +67,14 @@ impl Dataset {
             Dataset::Extract => "extract",
             Dataset::Kv => "kv",
             Dataset::Customer => "customer",
+            Dataset::Lineitem => "lineitem",
         }
     }
 
     /// File extension that makes pgpour pick the right format.
     pub fn extension(self) -> &'static str {
         match self {
-            Dataset::Votes | Dataset::Kv | Dataset::Customer => "csv",
+            Dataset::Votes | Dataset::Kv | Dataset::Customer | Dataset::Lineitem => "csv",
             Dataset::Extract => "tsv",
         }
     }
@@ -74,7 +82,7 @@ impl Dataset {
     /// COPY's FORMAT that reads the generated file as intended.
     pub fn copy_format(self) -> CopyFormat {
         match self {
-            Dataset::Votes | Dataset::Kv | Dataset::Customer => CopyFormat::Csv,
+            Dataset::Votes | Dataset::Kv | Dataset::Customer | Dataset::Lineitem => CopyFormat::Csv,
             Dataset::Extract => CopyFormat::Text,
         }
     }
@@ -83,7 +91,7 @@ impl Dataset {
     /// default for its format: extract leaves nullable columns empty.
     pub fn null(self) -> Option<&'static str> {
         match self {
-            Dataset::Votes | Dataset::Kv | Dataset::Customer => None,
+            Dataset::Votes | Dataset::Kv | Dataset::Customer | Dataset::Lineitem => None,
             Dataset::Extract => Some(""),
         }
     }
@@ -95,6 +103,7 @@ impl Dataset {
             Dataset::Kv => &["id", "value"],
             Dataset::Extract => &EXTRACT_COLUMNS.map(|(name, _)| name),
             Dataset::Customer => &CUSTOMER_COLUMNS.map(|(name, _)| name),
+            Dataset::Lineitem => &LINEITEM_COLUMNS.map(|(name, _)| name),
         };
         names.iter().map(|s| s.to_string()).collect()
     }
@@ -110,6 +119,13 @@ impl Dataset {
             Dataset::Kv => format!("CREATE TABLE {table} (id bigint PRIMARY KEY, value text)"),
             Dataset::Extract => {
                 let cols: Vec<String> = EXTRACT_COLUMNS
+                    .iter()
+                    .map(|(name, ty)| format!("{name} {ty}"))
+                    .collect();
+                format!("CREATE TABLE {table} ({})", cols.join(", "))
+            }
+            Dataset::Lineitem => {
+                let cols: Vec<String> = LINEITEM_COLUMNS
                     .iter()
                     .map(|(name, ty)| format!("{name} {ty}"))
                     .collect();
@@ -148,6 +164,7 @@ impl Dataset {
         let mut line = Vec::with_capacity(512);
         let mut user = Vec::new();
         let mut user_rows_left = 0;
+        let mut order = Order::default();
         for i in 0..rows {
             line.clear();
             if let Some(every) = bad_every.filter(|&n| n > 0 && (i + 1) % n == 0) {
@@ -172,6 +189,7 @@ impl Dataset {
                 Dataset::Kv => write!(line, "{0},{0}", i + 1)?,
                 Dataset::Extract => extract_row(&mut rng, &mut line)?,
                 Dataset::Customer => customer_row(i + 1, &mut rng, &mut line)?,
+                Dataset::Lineitem => lineitem_row(&mut order, &mut rng, &mut line)?,
             }
             line.push(b'\n');
             out.write_all(&line)?;
@@ -184,7 +202,7 @@ impl Dataset {
     fn bad_row(self, n: u64, line: &mut Vec<u8>) {
         let sep = match self {
             Dataset::Extract => "\t",
-            Dataset::Votes | Dataset::Kv | Dataset::Customer => ",",
+            Dataset::Votes | Dataset::Kv | Dataset::Customer | Dataset::Lineitem => ",",
         };
         let width = self.columns().len();
         let fields: Vec<&[u8]> = match n % 4 {
@@ -369,6 +387,154 @@ fn customer_row(id: u64, rng: &mut SplitMix64, line: &mut Vec<u8>) -> io::Result
     Ok(())
 }
 
+const LINEITEM_COLUMNS: [(&str, &str); 16] = [
+    ("l_orderkey", "bigint NOT NULL"),
+    ("l_partkey", "int NOT NULL"),
+    ("l_suppkey", "int NOT NULL"),
+    ("l_linenumber", "int NOT NULL"),
+    ("l_quantity", "numeric(15, 2) NOT NULL"),
+    ("l_extendedprice", "numeric(15, 2) NOT NULL"),
+    ("l_discount", "numeric(15, 2) NOT NULL"),
+    ("l_tax", "numeric(15, 2) NOT NULL"),
+    ("l_returnflag", "char(1) NOT NULL"),
+    ("l_linestatus", "char(1) NOT NULL"),
+    ("l_shipdate", "date NOT NULL"),
+    ("l_commitdate", "date NOT NULL"),
+    ("l_receiptdate", "date NOT NULL"),
+    ("l_shipinstruct", "char(25) NOT NULL"),
+    ("l_shipmode", "char(10) NOT NULL"),
+    ("l_comment", "varchar(44) NOT NULL"),
+];
+
+/// The order whose lines are being written: its key, order date (days
+/// since 1992-01-01) and lines left.
+#[derive(Default)]
+struct Order {
+    key: u64,
+    date: u64,
+    lines_left: u64,
+    line: u64,
+}
+
+/// One lineitem row with dbgen's shapes: 1 to 7 lines per order, order
+/// keys sparse as in dbgen (8 used of every 32), prices from the part key,
+/// ship, commit and receipt dates a few months from the order's.
+fn lineitem_row(order: &mut Order, rng: &mut SplitMix64, line: &mut Vec<u8>) -> io::Result<()> {
+    const INSTRUCT: [&str; 4] = [
+        "DELIVER IN PERSON",
+        "COLLECT COD",
+        "NONE",
+        "TAKE BACK RETURN",
+    ];
+    const MODES: [&str; 7] = ["REG AIR", "AIR", "RAIL", "SHIP", "TRUCK", "MAIL", "FOB"];
+    const WORDS: [&str; 16] = [
+        "furiously",
+        "quickly",
+        "carefully",
+        "blithely",
+        "slyly",
+        "ideas",
+        "deposits",
+        "requests",
+        "packages",
+        "accounts",
+        "final",
+        "regular",
+        "express",
+        "pending",
+        "ironic",
+        "even",
+    ];
+    if order.lines_left == 0 {
+        order.key += 1 + u64::from(order.key % 8 == 7) * 24;
+        order.date = rng.below(2406 - 151);
+        order.lines_left = 1 + rng.below(7);
+        order.line = 0;
+    }
+    order.lines_left -= 1;
+    order.line += 1;
+    let part = 1 + rng.below(200_000);
+    let quantity = 1 + rng.below(50);
+    // dbgen's retail price: 90000 + (part/10 % 20001) + 100 * (part % 1000), in cents.
+    let price = 90_000 + (part / 10) % 20_001 + 100 * (part % 1000);
+    let cents = quantity * price;
+    let ship = order.date + 1 + rng.below(121);
+    let commit = order.date + 30 + rng.below(61);
+    let receipt = ship + 1 + rng.below(30);
+    // Shipped before 1995-06-17 (day 1263) means returned or accepted.
+    let (flag, status) = match receipt <= 1263 {
+        true => (["R", "A"][rng.below(2) as usize], "F"),
+        false => ("N", if ship > 1263 { "O" } else { "F" }),
+    };
+    write!(
+        line,
+        "{},{part},{},{},{quantity}.00,{}.{:02},0.{:02},0.{:02},{flag},{status},",
+        order.key,
+        1 + rng.below(10_000),
+        order.line,
+        cents / 100,
+        cents % 100,
+        rng.below(11),
+        rng.below(9),
+    )?;
+    for day in [ship, commit, receipt] {
+        push_date(line, day);
+        line.push(b',');
+    }
+    write!(
+        line,
+        "{},{},\"",
+        INSTRUCT[rng.below(4) as usize],
+        MODES[rng.below(7) as usize]
+    )?;
+    let start = line.len();
+    let target = 10 + rng.below(34) as usize;
+    while line.len() - start < target {
+        if line.len() > start {
+            line.push(b' ');
+        }
+        line.extend_from_slice(WORDS[rng.below(16) as usize].as_bytes());
+    }
+    line.truncate(start + target);
+    line.push(b'"');
+    Ok(())
+}
+
+/// `day` days after 1992-01-01 as `YYYY-MM-DD`.
+fn push_date(line: &mut Vec<u8>, day: u64) {
+    let (mut year, mut left) = (1992, day);
+    loop {
+        let days = if year % 4 == 0 { 366 } else { 365 };
+        if left < days {
+            break;
+        }
+        left -= days;
+        year += 1;
+    }
+    let mut month = 1;
+    for days in [
+        31,
+        if year % 4 == 0 { 29 } else { 28 },
+        31,
+        30,
+        31,
+        30,
+        31,
+        31,
+        30,
+        31,
+        30,
+        31,
+    ] {
+        if left < days {
+            break;
+        }
+        left -= days;
+        month += 1;
+    }
+    let _ = write!(line, "{year}-{month:02}-{:02}", left + 1);
+}
+
 /// Appends `min..=max` random letters and digits, ten per random number.
 fn random_letters(rng: &mut SplitMix64, min: u64, max: u64, out: &mut Vec<u8>) {
     const ALPHABET: &[u8] = b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789ab";
@@ -464,12 +630,13 @@ mod tests {
 
     /// FNV-1a of 2000 rows, seed 5, every 7th row bad, in `Dataset::ALL`
     /// order, as the generator wrote them when it moved here from
-    /// pgpour-bench.
-    const PINNED: [u64; 4] = [
+    /// pgpour-bench (lineitem: when it was added).
+    const PINNED: [u64; 5] = [
         0xab97_a6c0_caec_0208,
         0xf83e_ce08_e5ca_77b2,
         0xfc62_9bc9_4ee8_3e99,
         0xcd2b_3ea6_09eb_a517,
+        0x7ec1_f9b8_e8c0_8936,
     ];
 
     #[test]

@@ -65,7 +65,7 @@ mod warm;
 mod wire;
 mod workers_from;
 
-pub use binary::WireFormat;
+pub use binary::{encode_for_bench, WireFormat};
 pub use conn::ConnectOptions;
 pub use error::{
     delimiter_name, BadRow, ConnectionProblem, Error, FormatProblem, InputChange, Mismatch,

@@ -89,6 +89,34 @@ impl ColumnType {
         })
     }
 
+    /// The encoder's type for a built-in type named as in `pg_type`.
+    pub fn of_name(name: &str) -> Option<ColumnType> {
+        let oid = match name {
+            "bool" => 16,
+            "bytea" => 17,
+            "int8" => 20,
+            "int2" => 21,
+            "int4" => 23,
+            "text" => 25,
+            "json" => 114,
+            "float4" => 700,
+            "float8" => 701,
+            "bpchar" => 1042,
+            "varchar" => 1043,
+            "date" => 1082,
+            "time" => 1083,
+            "timestamp" => 1114,
+            "timestamptz" => 1184,
+            "bit" => 1560,
+            "varbit" => 1562,
+            "numeric" => 1700,
+            "uuid" => 2950,
+            "jsonb" => 3802,
+            _ => return None,
+        };
+        ColumnType::of_oid(oid, "UTC")
+    }
+
     /// Appends `text`'s binary value (length first); false when the
     /// encoder does not vouch for reading `text` as the server would.
     #[inline]
@@ -113,6 +141,21 @@ impl ColumnType {
             ColumnType::Bytea => others::bytea(text, out),
             ColumnType::Bits => others::bits(text, out),
         }
+    }
+
+    /// The encoder that reads a value of this type from the start of the
+    /// rest of a record, for the types that can tell where their value
+    /// ends (see `rows::Values::typed`).
+    #[inline]
+    pub fn prefix_encoder(self) -> Option<fn(&[u8], &mut Vec<u8>) -> Option<usize>> {
+        Some(match self {
+            ColumnType::Int2 => numbers::int2_prefix,
+            ColumnType::Int4 => numbers::int4_prefix,
+            ColumnType::Int8 => numbers::int8_prefix,
+            ColumnType::Numeric => numbers::numeric_prefix,
+            ColumnType::Date => times::date_prefix,
+            _ => return None,
+        })
     }
 
     /// Server time saved per value by reading binary rather than text, in

@@ -13,16 +13,23 @@ pub(super) fn integer(text: &[u8], min: i64, max: i64) -> Option<i64> {
         b'+' => (false, &text[1..]),
         _ => (false, text),
     };
-    if digits.is_empty() || digits.len() > 40 {
+    if digits.is_empty() {
+        return None;
+    }
+    // Up to 19 digits cannot overflow a u64 (10^19 < 2^64): no checked
+    // multiplication, whose overflow test costs more than the digit.
+    let zeros = digits.iter().take_while(|&&d| d == b'0').count();
+    let significant = &digits[zeros.min(digits.len() - 1)..];
+    if significant.len() > 19 {
         return None;
     }
     let mut magnitude: u64 = 0;
-    for &d in digits {
+    for &d in significant {
         let digit = d.wrapping_sub(b'0');
         if digit > 9 {
             return None;
         }
-        magnitude = magnitude.checked_mul(10)?.checked_add(u64::from(digit))?;
+        magnitude = magnitude * 10 + u64::from(digit);
     }
     let value = if negative {
         -i128::from(magnitude)
@@ -31,6 +38,39 @@ pub(super) fn integer(text: &[u8], min: i64, max: i64) -> Option<i64> {
     };
     let value = i64::try_from(value).ok()?;
     (min..=max).contains(&value).then_some(value)
+}
+
+/// How long the integer at the start of `text` is: a sign, then digits.
+#[inline]
+fn integer_len(text: &[u8]) -> usize {
+    let sign = usize::from(matches!(text.first(), Some(b'+' | b'-')));
+    sign + text[sign..].iter().take_while(|c| c.is_ascii_digit()).count()
+}
+
+/// `int2` for the integer at the start of `text`; the bytes it took.
+pub(super) fn int2_prefix(text: &[u8], out: &mut Vec<u8>) -> Option<usize> {
+    let n = integer_len(text);
+    int2(&text[..n], out).then_some(n)
+}
+
+pub(super) fn int4_prefix(text: &[u8], out: &mut Vec<u8>) -> Option<usize> {
+    let n = integer_len(text);
+    int4(&text[..n], out).then_some(n)
+}
+
+pub(super) fn int8_prefix(text: &[u8], out: &mut Vec<u8>) -> Option<usize> {
+    let n = integer_len(text);
+    int8(&text[..n], out).then_some(n)
+}
+
+/// `numeric` for the number at the start of `text`: a sign, digits, a
+/// point, digits.
+pub(super) fn numeric_prefix(text: &[u8], out: &mut Vec<u8>) -> Option<usize> {
+    let mut n = integer_len(text);
+    if text.get(n) == Some(&b'.') {
+        n += 1 + text[n + 1..].iter().take_while(|c| c.is_ascii_digit()).count();
+    }
+    numeric(&text[..n], out).then_some(n)
 }
 
 pub(super) fn int2(text: &[u8], out: &mut Vec<u8>) -> bool {
@@ -148,9 +188,9 @@ pub(super) fn float4(text: &[u8], out: &mut Vec<u8>) -> bool {
     true
 }
 
-/// More digits than this and the chunk goes as text: far beyond any
-/// typmod's precision (1000), and the server's own limits are not met.
-const MAX_NUMERIC_DIGITS: usize = 1000;
+/// More digits than this and the chunk goes as text: far beyond the
+/// numbers of real files, well within the server's limits.
+const MAX_NUMERIC_GROUPS: usize = 64;
 
 /// `[+-]? digits [. digits]` (or `[+-]? . digits`) in the binary form of
 /// numeric: base-10000 digits around the decimal point, and the display
@@ -163,60 +203,56 @@ pub(super) fn numeric(text: &[u8], out: &mut Vec<u8>) -> bool {
         Some(b'+') => (false, &text[1..]),
         _ => (false, text),
     };
-    let (int_part, frac_part) = match memchr::memchr(b'.', body) {
+    let (int_part, frac_part) = match body.iter().position(|&c| c == b'.') {
         Some(p) => (&body[..p], &body[p + 1..]),
         None => (body, &body[..0]),
     };
-    if int_part.is_empty() && frac_part.is_empty()
-        || int_part.len() + frac_part.len() > MAX_NUMERIC_DIGITS
-        || !int_part.iter().chain(frac_part).all(u8::is_ascii_digit)
+    let int_groups = int_part.len().div_ceil(4);
+    let frac_groups = frac_part.len().div_ceil(4);
+    if int_part.is_empty() && frac_part.is_empty() || int_groups + frac_groups > MAX_NUMERIC_GROUPS
     {
         return false;
     }
     // Base-10000 groups aligned on the decimal point: the integer part
     // padded on the left, the fraction on the right, to whole groups.
-    let int_groups = int_part.len().div_ceil(4);
-    let frac_groups = frac_part.len().div_ceil(4);
-    let mut groups: Vec<i16> = Vec::with_capacity(int_groups + frac_groups);
-    let lead = int_groups * 4 - int_part.len();
-    let digit_at = |k: usize| -> u8 {
-        // The k-th digit of the padded integer-and-fraction string.
-        if k < lead {
-            0
-        } else if k < lead + int_part.len() {
-            int_part[k - lead] - b'0'
-        } else {
-            frac_part
-                .get(k - lead - int_part.len())
-                .map_or(0, |d| d - b'0')
+    let mut groups = [0u16; MAX_NUMERIC_GROUPS];
+    let mut k = 0;
+    let mut group = 0u16;
+    let mut filled = (4 - int_part.len() % 4) % 4;
+    for &d in int_part.iter().chain(frac_part) {
+        let digit = d.wrapping_sub(b'0');
+        if digit > 9 {
+            return false;
         }
-    };
-    for g in 0..int_groups + frac_groups {
-        let mut group = 0i16;
-        for k in 0..4 {
-            group = group * 10 + i16::from(digit_at(g * 4 + k));
+        group = group * 10 + u16::from(digit);
+        filled += 1;
+        if filled == 4 {
+            groups[k] = group;
+            (k, group, filled) = (k + 1, 0, 0);
         }
-        groups.push(group);
     }
-    let mut weight = int_groups as i32 - 1;
+    if filled > 0 {
+        // The fraction's last group, padded with zeros on the right.
+        groups[k] = group * 10u16.pow(4 - filled as u32);
+        k += 1;
+    }
+    let groups = &groups[..k];
     let leading_zeros = groups.iter().take_while(|&&g| g == 0).count();
-    weight -= leading_zeros as i32;
     let mut digits = &groups[leading_zeros..];
     while let Some((0, rest)) = digits.split_last() {
         digits = rest;
     }
-    let sign: u16 = if negative && !digits.is_empty() {
-        0x4000
-    } else {
-        0
+    let (weight, sign) = match digits.is_empty() {
+        true => (0, 0u16),
+        false => (
+            int_groups as i16 - 1 - leading_zeros as i16,
+            if negative { 0x4000 } else { 0 },
+        ),
     };
-    if digits.is_empty() {
-        weight = 0;
-    }
     let len = 8 + 2 * digits.len();
     out.extend_from_slice(&(len as i32).to_be_bytes());
     out.extend_from_slice(&(digits.len() as i16).to_be_bytes());
-    out.extend_from_slice(&(weight as i16).to_be_bytes());
+    out.extend_from_slice(&weight.to_be_bytes());
     out.extend_from_slice(&sign.to_be_bytes());
     out.extend_from_slice(&(frac_part.len() as i16).to_be_bytes());
     for d in digits {

@@ -8,7 +8,7 @@
 //! return or line feed that is not the input's line ending. Everything it
 //! does take, `frame::FieldDecoder` would read the same way.
 
-use memchr::{memchr, memchr2, memchr3};
+use memchr::{memchr, memchr2};
 
 use crate::frame::{Eol, Syntax};
 
@@ -30,6 +30,10 @@ pub(super) struct Values<'d> {
     delimiter: u8,
     null: &'d [u8],
     crlf: bool,
+    /// The bytes that end an unquoted run: the delimiter, CR, LF, and the
+    /// quote (csv) or backslash (text). Values are short: a lookup per
+    /// byte beats a vectorized search's start-up on each.
+    stops: [bool; 256],
     /// Holds a value whose quotes or escapes were undone.
     scratch: Vec<u8>,
 }
@@ -50,6 +54,14 @@ impl<'d> Values<'d> {
             Eol::CrLf => true,
             Eol::Cr => return None,
         };
+        let mut stops = [false; 256];
+        let special = match syntax {
+            Syntax::Csv { quote, .. } => quote,
+            Syntax::Text => b'\\',
+        };
+        for b in [delimiter, b'\r', b'\n', special] {
+            stops[usize::from(b)] = true;
+        }
         Some(Values {
             data,
             pos: 0,
@@ -57,6 +69,7 @@ impl<'d> Values<'d> {
             delimiter,
             null,
             crlf,
+            stops,
             scratch,
         })
     }
@@ -66,8 +79,14 @@ impl<'d> Values<'d> {
         self.scratch
     }
 
+    /// Whether no record is left.
+    pub fn at_end(&self) -> bool {
+        self.pos >= self.data.len()
+    }
+
     /// The next value. Call only after a value that did not end its record
     /// or at a record's start.
+    #[inline]
     pub fn next_value(&mut self) -> Step<'_> {
         if self.pos >= self.data.len() {
             return Step::End;
@@ -78,57 +97,71 @@ impl<'d> Values<'d> {
         }
     }
 
-    /// Whether the record ends at `at` (a delimiter does not): how many
-    /// bytes its ending takes; `None` for a byte that is neither.
-    fn ending_at(&self, at: usize) -> Option<Option<usize>> {
+    /// The next value, when `encode_prefix` (a typed encoder that reads
+    /// its value's longest possible spelling from the record and says how
+    /// many bytes it took) takes it whole: its end must be the value's
+    /// end, and it must not be the NULL string. Whether it ended its
+    /// record; `None`, with nothing written, to read it the general way.
+    /// Numbers and dates go this way: read once, not scanned first.
+    #[inline]
+    pub fn typed(
+        &mut self,
+        out: &mut Vec<u8>,
+        encode_prefix: impl FnOnce(&[u8], &mut Vec<u8>) -> Option<usize>,
+    ) -> Option<bool> {
+        let start = self.pos;
+        let at = out.len();
+        let n = encode_prefix(self.data.get(start..)?, out)?;
+        match self.ending_at(start + n) {
+            Some((last, next)) if self.data[start..start + n] != *self.null => {
+                self.pos = next;
+                Some(last)
+            }
+            _ => {
+                out.truncate(at);
+                None
+            }
+        }
+    }
+
+    /// The first stop byte at or after `from`, or the end of data.
+    #[inline]
+    fn run_end(&self, from: usize) -> usize {
+        let data = self.data;
+        let mut i = from;
+        while i < data.len() && !self.stops[usize::from(data[i])] {
+            i += 1;
+        }
+        i
+    }
+
+    /// How the value that ends at `at` ends: `Some(last, next)` for a
+    /// delimiter, the line ending or the end of data (whether the record
+    /// ends, and where the next value starts); `None` for any other byte.
+    #[inline]
+    fn ending_at(&self, at: usize) -> Option<(bool, usize)> {
         match self.data.get(at) {
-            None => Some(Some(0)),
-            Some(&c) if c == self.delimiter => Some(None),
-            Some(b'\n') if !self.crlf => Some(Some(1)),
-            Some(b'\r') if self.crlf && self.data.get(at + 1) == Some(&b'\n') => Some(Some(2)),
+            None => Some((true, at)),
+            Some(&c) if c == self.delimiter => Some((false, at + 1)),
+            Some(b'\n') if !self.crlf => Some((true, at + 1)),
+            Some(b'\r') if self.crlf && self.data.get(at + 1) == Some(&b'\n') => {
+                Some((true, at + 2))
+            }
             _ => None,
         }
     }
 
-    /// An unquoted run from `start` to `end` (a delimiter, a line feed or
-    /// the end of data): without its CR under CRLF, `None` when a CR or
-    /// line feed is where it must not be.
-    fn plain_run(&self, start: usize, end: usize) -> Option<(usize, usize)> {
-        let at_line_feed = self.data.get(end) == Some(&b'\n');
-        let mut stop = end;
-        if self.crlf && at_line_feed {
-            if stop == start || self.data[stop - 1] != b'\r' {
-                return None;
-            }
-            stop -= 1;
-        }
-        if memchr(b'\r', &self.data[start..stop]).is_some() {
-            return None;
-        }
-        // The run's end and the byte after its ending.
-        let next = match (at_line_feed, self.data.get(end)) {
-            (true, _) => end + 1,
-            (false, Some(_)) => end + 1,
-            (false, None) => end,
-        };
-        Some((stop, next))
-    }
-
+    #[inline]
     fn csv_value(&mut self, quote: u8, escape: u8) -> Step<'_> {
         let start = self.pos;
         let data = self.data;
         if data[start] != quote {
-            let end = memchr3(self.delimiter, b'\n', quote, &data[start..])
-                .map_or(data.len(), |k| start + k);
-            if data.get(end) == Some(&quote) {
-                return Step::Odd;
-            }
-            let Some((stop, next)) = self.plain_run(start, end) else {
+            let end = self.run_end(start);
+            let Some((last, next)) = self.ending_at(end) else {
                 return Step::Odd;
             };
-            let last = data.get(end) != Some(&self.delimiter);
             self.pos = next;
-            let raw = &data[start..stop];
+            let raw = &data[start..end];
             return Step::Value((raw != self.null).then_some(raw), last);
         }
         // A quoted value: runs up to each quote or escape, copied.
@@ -156,38 +189,31 @@ impl<'d> Values<'d> {
                 break;
             }
         }
-        let ending = match self.ending_at(i) {
-            Some(ending) => ending,
-            None => return Step::Odd,
+        let Some((last, next)) = self.ending_at(i) else {
+            return Step::Odd;
         };
-        self.pos = i + ending.unwrap_or(1);
-        Step::Value(Some(&self.scratch), ending.is_some())
+        self.pos = next;
+        Step::Value(Some(&self.scratch), last)
     }
 
+    #[inline]
     fn text_value(&mut self) -> Step<'_> {
         let start = self.pos;
         let data = self.data;
-        let end =
-            memchr3(self.delimiter, b'\n', b'\\', &data[start..]).map_or(data.len(), |k| start + k);
+        let mut end = self.run_end(start);
         if data.get(end) != Some(&b'\\') {
-            let Some((stop, next)) = self.plain_run(start, end) else {
+            let Some((last, next)) = self.ending_at(end) else {
                 return Step::Odd;
             };
-            let last = data.get(end) != Some(&self.delimiter);
             self.pos = next;
-            let raw = &data[start..stop];
+            let raw = &data[start..end];
             return Step::Value((raw != self.null).then_some(raw), last);
         }
         // Escapes: undone into the scratch buffer, run by run.
         self.scratch.clear();
-        let mut i = start;
-        let end = loop {
-            let j = memchr3(self.delimiter, b'\n', b'\\', &data[i..]).map_or(data.len(), |k| i + k);
-            self.scratch.extend_from_slice(&data[i..j]);
-            if data.get(j) != Some(&b'\\') {
-                break j;
-            }
-            let byte = match data.get(j + 1) {
+        self.scratch.extend_from_slice(&data[start..end]);
+        while data.get(end) == Some(&b'\\') {
+            let byte = match data.get(end + 1) {
                 Some(b'b') => 8,
                 Some(b'f') => 12,
                 Some(b'n') => b'\n',
@@ -198,18 +224,15 @@ impl<'d> Values<'d> {
                 Some(&other) => other,
             };
             self.scratch.push(byte);
-            i = j + 2;
-        };
-        let Some((stop, next)) = self.plain_run(start, end) else {
+            let from = end + 2;
+            end = self.run_end(from);
+            self.scratch.extend_from_slice(&data[from..end]);
+        }
+        let Some((last, next)) = self.ending_at(end) else {
             return Step::Odd;
         };
-        if stop < end {
-            // The CR of a CRLF: the value's runs took it.
-            self.scratch.pop();
-        }
-        let last = data.get(end) != Some(&self.delimiter);
         self.pos = next;
-        let is_null = &data[start..stop] == self.null;
+        let is_null = &data[start..end] == self.null;
         Step::Value((!is_null).then_some(&self.scratch), last)
     }
 }

@@ -128,6 +128,13 @@ pub(super) fn date(text: &[u8], out: &mut Vec<u8>) -> bool {
     true
 }
 
+/// `date` for the `YYYY-MM-DD` at the start of `text`.
+pub(super) fn date_prefix(text: &[u8], out: &mut Vec<u8>) -> Option<usize> {
+    let days = date_days(text.get(..10)?)?;
+    put_value(out, &(days as i32).to_be_bytes());
+    Some(10)
+}
+
 pub(super) fn time(text: &[u8], out: &mut Vec<u8>) -> bool {
     let Some(micros) = time_micros(text) else {
         return false;

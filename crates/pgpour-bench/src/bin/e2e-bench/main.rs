@@ -45,7 +45,7 @@ use table::Group;
              server, table and dataset; a markdown table on stdout, progress on stderr."
 )]
 struct Args {
-    /// Built-in dataset: votes, extract, kv or customer (see `pgpour gen`).
+    /// Built-in dataset: votes, extract, kv, customer or lineitem (see `pgpour gen`).
     #[arg(long, default_value = "votes")]
     dataset: Dataset,
 

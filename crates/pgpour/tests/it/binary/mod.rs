@@ -136,3 +136,55 @@ fn every_type_reads_the_same_in_sql_dmy_and_new_york() {
 fn every_type_reads_the_same_in_german_and_kolkata() {
     check_under("binary_german_kolkata", "German", "Asia/Kolkata");
 }
+
+/// A row the server refuses in a binary chunk (the encoder cannot know a
+/// value is too long for its column) is found on the text path: rejected
+/// with its own line and bytes, the other chunks still binary; and without
+/// --max-errors the error names the file, the line and the column.
+#[test]
+fn a_row_refused_in_a_binary_chunk_is_placed_by_its_line() {
+    let db = shared_cluster().create_database("binary_refused_row");
+    let mut client = db.client();
+    client
+        .batch_execute("CREATE TABLE t (id int, day date, name varchar(4))")
+        .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let mut data = String::new();
+    for id in 1..=3000 {
+        let name = if id == 2500 { "toolong" } else { "ok" };
+        data.push_str(&format!("{id},2024-01-{:02},\"{name}\"\n", 1 + id % 28));
+    }
+    let path = dir.path().join("days.csv");
+    std::fs::write(&path, &data).unwrap();
+    let rejects = dir.path().join("rejects.csv");
+    let mut options = LoadOptions::new(
+        vec![InputSpec::File(path)],
+        TableName::parse("t").unwrap(),
+        FormatOptions::new(Format::Csv),
+    );
+    options.wire_format = WireFormat::Binary;
+    options.workers = Some(2);
+    options.chunk_size = 16 << 10;
+    options.reject_file = Some(rejects.clone());
+
+    let failure = load(&db, &options).unwrap_err();
+    let text = failure.error.to_string();
+    assert!(text.contains("days.csv:2500, column name"), "{text}");
+
+    client.batch_execute("TRUNCATE t").unwrap();
+    options.max_errors = None;
+    options.replace_rejects = true;
+    let summary = load(&db, &options).unwrap_or_else(|f| panic!("{}", f.error));
+    assert_eq!((summary.rows_loaded, summary.rows_rejected), (2999, 1));
+    assert!(summary.bytes_binary > 0 && summary.bytes_binary < summary.bytes_loaded);
+    assert_eq!(
+        std::fs::read_to_string(&rejects).unwrap(),
+        "2500,2024-01-09,\"toolong\"\n"
+    );
+    let log = std::fs::read_to_string(format!("{}.jsonl", rejects.display())).unwrap();
+    let logged: serde_json::Value = serde_json::from_str(log.trim()).unwrap();
+    assert_eq!(
+        (logged["line"].as_u64(), logged["sqlstate"].as_str()),
+        (Some(2500), Some("22001"))
+    );
+}
