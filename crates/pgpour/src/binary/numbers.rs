@@ -44,7 +44,10 @@ pub(super) fn integer(text: &[u8], min: i64, max: i64) -> Option<i64> {
 #[inline]
 fn integer_len(text: &[u8]) -> usize {
     let sign = usize::from(matches!(text.first(), Some(b'+' | b'-')));
-    sign + text[sign..].iter().take_while(|c| c.is_ascii_digit()).count()
+    sign + text[sign..]
+        .iter()
+        .take_while(|c| c.is_ascii_digit())
+        .count()
 }
 
 /// `int2` for the integer at the start of `text`; the bytes it took.
@@ -66,11 +69,24 @@ pub(super) fn int8_prefix(text: &[u8], out: &mut Vec<u8>) -> Option<usize> {
 /// `numeric` for the number at the start of `text`: a sign, digits, a
 /// point, digits.
 pub(super) fn numeric_prefix(text: &[u8], out: &mut Vec<u8>) -> Option<usize> {
-    let mut n = integer_len(text);
-    if text.get(n) == Some(&b'.') {
-        n += 1 + text[n + 1..].iter().take_while(|c| c.is_ascii_digit()).count();
-    }
-    numeric(&text[..n], out).then_some(n)
+    let sign = usize::from(matches!(text.first(), Some(b'+' | b'-')));
+    let int_end = sign
+        + text[sign..]
+            .iter()
+            .take_while(|c| c.is_ascii_digit())
+            .count();
+    let (frac_start, end) = match text.get(int_end) {
+        Some(b'.') => {
+            let frac = &text[int_end + 1..];
+            (
+                int_end + 1,
+                int_end + 1 + frac.iter().take_while(|c| c.is_ascii_digit()).count(),
+            )
+        }
+        _ => (int_end, int_end),
+    };
+    let negative = text.first() == Some(&b'-');
+    numeric_parts(negative, &text[sign..int_end], &text[frac_start..end], out).then_some(end)
 }
 
 pub(super) fn int2(text: &[u8], out: &mut Vec<u8>) -> bool {
@@ -203,13 +219,22 @@ pub(super) fn numeric(text: &[u8], out: &mut Vec<u8>) -> bool {
         Some(b'+') => (false, &text[1..]),
         _ => (false, text),
     };
-    let (int_part, frac_part) = match body.iter().position(|&c| c == b'.') {
-        Some(p) => (&body[..p], &body[p + 1..]),
-        None => (body, &body[..0]),
-    };
+    match body.iter().position(|&c| c == b'.') {
+        Some(p) => numeric_parts(negative, &body[..p], &body[p + 1..], out),
+        None => numeric_parts(negative, body, &[], out),
+    }
+}
+
+/// Powers of ten that pad a group's last digits.
+const PAD: [u16; 4] = [1, 1000, 100, 10];
+
+/// `numeric` from the digits before and after the point.
+#[inline]
+fn numeric_parts(negative: bool, int_part: &[u8], frac_part: &[u8], out: &mut Vec<u8>) -> bool {
     let int_groups = int_part.len().div_ceil(4);
-    let frac_groups = frac_part.len().div_ceil(4);
-    if int_part.is_empty() && frac_part.is_empty() || int_groups + frac_groups > MAX_NUMERIC_GROUPS
+    let all_groups = int_groups + frac_part.len().div_ceil(4);
+    if all_groups == 0 && int_part.is_empty() && frac_part.is_empty()
+        || all_groups > MAX_NUMERIC_GROUPS
     {
         return false;
     }
@@ -233,12 +258,11 @@ pub(super) fn numeric(text: &[u8], out: &mut Vec<u8>) -> bool {
     }
     if filled > 0 {
         // The fraction's last group, padded with zeros on the right.
-        groups[k] = group * 10u16.pow(4 - filled as u32);
+        groups[k] = group * PAD[filled];
         k += 1;
     }
-    let groups = &groups[..k];
-    let leading_zeros = groups.iter().take_while(|&&g| g == 0).count();
-    let mut digits = &groups[leading_zeros..];
+    let leading_zeros = groups[..k].iter().take_while(|&&g| g == 0).count();
+    let mut digits = &groups[leading_zeros..k];
     while let Some((0, rest)) = digits.split_last() {
         digits = rest;
     }
@@ -249,15 +273,18 @@ pub(super) fn numeric(text: &[u8], out: &mut Vec<u8>) -> bool {
             if negative { 0x4000 } else { 0 },
         ),
     };
+    // Written whole from the stack: one copy into `out`, not one per word.
+    let mut value = [0u8; 12 + 2 * MAX_NUMERIC_GROUPS];
     let len = 8 + 2 * digits.len();
-    out.extend_from_slice(&(len as i32).to_be_bytes());
-    out.extend_from_slice(&(digits.len() as i16).to_be_bytes());
-    out.extend_from_slice(&weight.to_be_bytes());
-    out.extend_from_slice(&sign.to_be_bytes());
-    out.extend_from_slice(&(frac_part.len() as i16).to_be_bytes());
-    for d in digits {
-        out.extend_from_slice(&d.to_be_bytes());
+    value[..4].copy_from_slice(&(len as i32).to_be_bytes());
+    value[4..6].copy_from_slice(&(digits.len() as i16).to_be_bytes());
+    value[6..8].copy_from_slice(&weight.to_be_bytes());
+    value[8..10].copy_from_slice(&sign.to_be_bytes());
+    value[10..12].copy_from_slice(&(frac_part.len() as i16).to_be_bytes());
+    for (i, d) in digits.iter().enumerate() {
+        value[12 + 2 * i..14 + 2 * i].copy_from_slice(&d.to_be_bytes());
     }
+    out.extend_from_slice(&value[..4 + len]);
     true
 }
 

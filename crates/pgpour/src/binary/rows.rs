@@ -164,9 +164,26 @@ impl<'d> Values<'d> {
             let raw = &data[start..end];
             return Step::Value((raw != self.null).then_some(raw), last);
         }
-        // A quoted value: runs up to each quote or escape, copied.
+        // A quoted value. Most hold no quote or escape: taken as they lie.
+        let inner = start + 1;
+        let first = match escape == quote {
+            true => memchr(quote, &data[inner..]),
+            false => memchr2(quote, escape, &data[inner..]),
+        };
+        let Some(k) = first else {
+            return Step::Odd;
+        };
+        let close = inner + k;
+        if data[close] == quote && data.get(close + 1) != Some(&quote) {
+            let Some((last, next)) = self.ending_at(close + 1) else {
+                return Step::Odd;
+            };
+            self.pos = next;
+            return Step::Value(Some(&data[inner..close]), last);
+        }
+        // Otherwise runs up to each quote or escape, copied.
         self.scratch.clear();
-        let mut i = start + 1;
+        let mut i = inner;
         loop {
             let found = match escape == quote {
                 true => memchr(quote, &data[i..]),

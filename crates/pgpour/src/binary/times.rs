@@ -7,8 +7,8 @@
 
 use super::put_value;
 
-/// Days from 1970-01-01 to 2000-01-01, PostgreSQL's epoch.
-const POSTGRES_EPOCH_DAYS: i64 = 10_957;
+/// Days from 0001-01-01 to 2000-01-01, PostgreSQL's epoch.
+const POSTGRES_EPOCH_DAYS: i64 = 730_119;
 const MICROS_PER_DAY: i64 = 86_400_000_000;
 
 /// `n` ASCII digits as a number.
@@ -24,21 +24,23 @@ fn digits(text: &[u8]) -> Option<i64> {
     Some(value)
 }
 
-/// Days since 1970-01-01 of a Gregorian date (Howard Hinnant's
-/// `days_from_civil`).
+fn is_leap(year: i64) -> bool {
+    year % 4 == 0 && (year % 100 != 0 || year % 400 == 0)
+}
+
+/// Days before each month in a common year.
+const DAYS_BEFORE_MONTH: [i64; 13] = [0, 0, 31, 59, 90, 120, 151, 181, 212, 243, 273, 304, 334];
+
+/// Days since 0001-01-01 of a valid Gregorian date of year 1 or later.
 fn days_from_civil(year: i64, month: i64, day: i64) -> i64 {
-    let y = if month <= 2 { year - 1 } else { year };
-    let era = y.div_euclid(400);
-    let yoe = y - era * 400;
-    let mp = (month + 9) % 12;
-    let doy = (153 * mp + 2) / 5 + day - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    era * 146_097 + doe - 719_468
+    let y = year - 1;
+    let leap_day = i64::from(month > 2 && is_leap(year));
+    y * 365 + y / 4 - y / 100 + y / 400 + DAYS_BEFORE_MONTH[month as usize] + leap_day + day - 1
 }
 
 fn days_in_month(year: i64, month: i64) -> i64 {
     match month {
-        2 if year % 4 == 0 && (year % 100 != 0 || year % 400 == 0) => 29,
+        2 if is_leap(year) => 29,
         2 => 28,
         4 | 6 | 9 | 11 => 30,
         _ => 31,
