@@ -47,6 +47,10 @@ pub(crate) enum ColumnType {
     Bits,
 }
 
+/// Reads a value from the start of the rest of a record into `out`; the
+/// bytes it took, or `None` (nothing written).
+pub(crate) type PrefixEncoder = fn(&[u8], &mut Vec<u8>) -> Option<usize>;
+
 /// Time zone names that are UTC at every date.
 const UTC_NAMES: &[&str] = &[
     "UTC",
@@ -147,7 +151,7 @@ impl ColumnType {
     /// rest of a record, for the types that can tell where their value
     /// ends (see `rows::Values::typed`).
     #[inline]
-    pub fn prefix_encoder(self) -> Option<fn(&[u8], &mut Vec<u8>) -> Option<usize>> {
+    pub fn prefix_encoder(self) -> Option<PrefixEncoder> {
         Some(match self {
             ColumnType::Int2 => numbers::int2_prefix,
             ColumnType::Int4 => numbers::int4_prefix,
