@@ -412,7 +412,9 @@ impl<'a> ChunkLoader<'a> {
     fn copy_whole(&self, tx: &mut Transaction<'_>, chunk: &Chunk) -> Result<(u64, bool), Failure> {
         let mut encoded = Encoded::default();
         if let Some(encoder) = self.binary {
-            if encoder.encode(std::slice::from_ref(chunk), &mut encoded) {
+            let rows = || crate::frame::count_records(self.syntax, chunk.eol, &chunk.data);
+            let pays = encoder.pays(chunk.data.len(), rows);
+            if pays && encoder.encode(std::slice::from_ref(chunk), &mut encoded) {
                 let whole = 0..encoded.bytes.len();
                 let sql = encoder.copy_sql.as_str();
                 return match self.copy(tx, sql, &[whole], &encoded.bytes) {

@@ -126,10 +126,12 @@ impl<'a> ChunkStream<'a> {
             .iter()
             .map(|c| count_records(self.setup.syntax, c.eol, &c.data))
             .collect();
+        let bytes = batch.iter().map(|c| c.data.len()).sum();
+        let rows = || journaled.iter().sum();
         let binary = self
             .setup
             .binary
-            .filter(|b| b.encode(&batch, &mut self.encoded));
+            .filter(|b| b.pays(bytes, rows) && b.encode(&batch, &mut self.encoded));
         let copy_sql = binary.map_or(self.setup.copy_sql, |b| b.copy_sql.as_str());
         let sql = self.batch_sql(copy_sql, &batch, &journaled);
         if sql.contains('\0') {

@@ -2,6 +2,7 @@
 //! is encoded: decided once per load from the table's column types, the
 //! format options and the session's settings.
 
+use super::worth::Worth;
 use super::{numbers, others, times, RowEncoder};
 use crate::error::{Error, Result};
 use crate::format::FormatOptions;
@@ -161,38 +162,7 @@ impl ColumnType {
             _ => return None,
         })
     }
-
-    /// Server time saved per value by reading binary rather than text, in
-    /// nanoseconds, as measured on one-column tables
-    /// (`bench/results/2026-11-24-binary-types.md`).
-    fn saving_ns(self) -> i64 {
-        match self {
-            ColumnType::Bool => 2,
-            ColumnType::Int2 | ColumnType::Int4 => 24,
-            ColumnType::Int8 => 33,
-            ColumnType::Float4 => 88,
-            ColumnType::Float8 => 104,
-            ColumnType::Numeric => 36,
-            // Short strings cost a little as binary, long ones save the
-            // server's scan for delimiters.
-            ColumnType::Text | ColumnType::Bytea => 0,
-            ColumnType::Jsonb => 57,
-            ColumnType::Date => 136,
-            ColumnType::Time => 80,
-            ColumnType::Timestamp => 195,
-            ColumnType::Timestamptz { .. } => 170,
-            ColumnType::Uuid => 357,
-            ColumnType::Bits => 16,
-        }
-    }
 }
-
-/// Binary pays when the server saves at least this much per row: below
-/// it, the client's encoding (about as much per value again, on the same
-/// cores) and binary's longer rows eat the gain. Integer-and-string
-/// tables such as `(bigint, text)` stay text; a row with a few dates,
-/// numbers or uuids goes binary.
-const WORTH_NS_PER_ROW: i64 = 200;
 
 /// What the planner chose, and why, for `--explain`.
 #[derive(Clone, Debug)]
@@ -227,16 +197,19 @@ pub(crate) fn choose(
         }
         (Ok(why), _) => return Ok(text(format!("text: {why}"))),
     };
-    let saving: i64 = columns.iter().map(|c| c.saving_ns()).sum();
-    let estimate = format!("the server saves about {saving} ns per row reading binary");
-    if asked == WireFormat::Auto && saving < WORTH_NS_PER_ROW {
-        return Ok(text(format!(
-            "text: {estimate}, under the {WORTH_NS_PER_ROW} ns that pays for encoding"
-        )));
-    }
+    let worth = Worth::of(&columns);
+    let chunks = match (asked, worth.break_even_row_bytes()) {
+        (WireFormat::Binary, _) => String::new(),
+        (_, None) => return Ok(text(format!("text: {}", worth.never_pays()))),
+        (_, Some(0)) => format!(" ({})", worth.describe()),
+        (_, Some(bytes)) => format!(
+            " for chunks whose rows average {bytes} bytes or more ({})",
+            worth.describe()
+        ),
+    };
     let why = match asked {
         WireFormat::Binary => "binary, as asked (--wire-format binary)".to_string(),
-        _ => format!("binary: {estimate}"),
+        _ => format!("binary{chunks}"),
     };
     Ok(WireChoice {
         encoder: Some(RowEncoder {
@@ -245,6 +218,7 @@ pub(crate) fn choose(
             null: format.null_string(),
             columns,
             copy_sql: target.binary_copy_sql(),
+            worth: (asked == WireFormat::Auto).then_some(worth),
         }),
         why: format!("{why}; a chunk with a value it cannot vouch for goes as text"),
     })

@@ -19,6 +19,7 @@ mod numbers;
 mod others;
 mod rows;
 mod times;
+mod worth;
 
 pub use choice::WireFormat;
 pub(crate) use choice::{choose, ColumnType, WireChoice};
@@ -49,6 +50,8 @@ pub(crate) struct RowEncoder {
     pub columns: Vec<ColumnType>,
     /// `COPY ... FROM STDIN WITH (FORMAT binary)` for the same columns.
     pub copy_sql: String,
+    /// When binary pays for a chunk (`None`: always, as asked).
+    pub worth: Option<worth::Worth>,
 }
 
 /// A worker's buffers, kept from one chunk to the next.
@@ -59,6 +62,14 @@ pub(crate) struct Encoded {
 }
 
 impl RowEncoder {
+    /// Whether a batch of `bytes` holding `rows` records is worth sending
+    /// binary: rows wide enough in strings, whose scan binary saves the
+    /// server, or typed columns that save it enough anyway.
+    /// `rows` counts them, only when needed.
+    pub fn pays(&self, bytes: usize, rows: impl FnOnce() -> u64) -> bool {
+        self.worth.as_ref().is_none_or(|w| w.pays(bytes, rows()))
+    }
+
     /// Encodes `chunks` as one binary COPY stream into `into.bytes`; false
     /// (and the bytes to be ignored) when a record or value is not one the
     /// encoder vouches for.
@@ -154,6 +165,7 @@ pub fn encode_for_bench(
         null: format.null_string(),
         columns,
         copy_sql: String::new(),
+        worth: None,
     };
     let chunk = Chunk {
         seq: 0,
@@ -197,6 +209,7 @@ mod tests {
             null: Vec::new(),
             columns,
             copy_sql: String::new(),
+            worth: None,
         }
     }
 

@@ -188,3 +188,61 @@ fn a_row_refused_in_a_binary_chunk_is_placed_by_its_line() {
         (Some(2500), Some("22001"))
     );
 }
+
+/// `auto` sends binary only where it pays: a table of dates always, a
+/// table of a number and a string only when the strings are long (binary
+/// saves the server their scan), never a table of integers; `--explain`
+/// says which and why.
+#[test]
+fn auto_sends_binary_where_it_pays() {
+    let db = shared_cluster().create_database("binary_auto");
+    let mut client = db.client();
+    client
+        .batch_execute(
+            "CREATE TABLE dates (a date, b date, c date); CREATE TABLE notes (id int, note text); \
+             CREATE TABLE ints (a int, b int)",
+        )
+        .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let cases = [
+        (
+            "dates",
+            "2024-01-02,2024-02-03,2024-03-04\n".repeat(2000),
+            true,
+        ),
+        ("notes", "1,short\n".repeat(2000), false),
+        (
+            "notes",
+            format!("2,{}\n", "long ".repeat(80)).repeat(2000),
+            true,
+        ),
+        ("ints", "1,2\n".repeat(2000), false),
+    ];
+    for (i, (table, data, binary)) in cases.into_iter().enumerate() {
+        let path = dir.path().join(format!("{i}.csv"));
+        std::fs::write(&path, data).unwrap();
+        let options = LoadOptions::new(
+            vec![InputSpec::File(path)],
+            TableName::parse(table).unwrap(),
+            FormatOptions::new(Format::Csv),
+        );
+        let explained = pgpour::explain(&crate::harness::connect(&db), &options).unwrap();
+        let summary = load(&db, &options).unwrap_or_else(|f| panic!("{}", f.error));
+        let sent_binary = summary.bytes_binary == summary.bytes_loaded;
+        assert_eq!(
+            sent_binary, binary,
+            "{table} case {i}: {}",
+            explained.wire_format_why
+        );
+        assert!(summary.bytes_binary == 0 || sent_binary, "{table} case {i}");
+        let planned = match table {
+            "ints" => "text",
+            _ => "binary",
+        };
+        assert_eq!(
+            explained.wire_format, planned,
+            "{}",
+            explained.wire_format_why
+        );
+    }
+}
