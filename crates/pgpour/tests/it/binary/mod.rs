@@ -246,3 +246,105 @@ fn auto_sends_binary_where_it_pays() {
         );
     }
 }
+
+/// Random spellings near each type's (digits, signs, points, exponents,
+/// blanks, `0x`, `_`, letters...): every one the server's input function
+/// takes loads through binary COPY as COPY reads it, whether the encoder
+/// took it or left its chunk (a record per chunk here) to the server; every
+/// one it refuses is rejected. A spelling the encoder misread would show
+/// as a different value, or as a bad row loaded.
+#[test]
+fn random_spellings_are_encoded_right_or_left_to_the_server() {
+    let db = shared_cluster().create_database("binary_spellings");
+    let mut client = db.client();
+    let rng = &mut values::Rng::new(7);
+    // Each type: spellings it takes, and bytes to change them with.
+    let types: [(&str, &[&str], &[u8]); 8] = [
+        ("int4", &["12345", "-7", "+0042"], b"0123456789+- xX_"),
+        ("int8", &["9223372036854775807", "-12"], b"0123456789-+_ "),
+        (
+            "numeric(9,3)",
+            &["1234.5678", "-0.0005", ".5"],
+            b"0123456789.-+eE ",
+        ),
+        (
+            "float8",
+            &["1.5e10", "-0.25", "123"],
+            b"0123456789.-+eEinfINF",
+        ),
+        ("date", &["2024-02-29", "1999-12-31"], b"0123456789-/ ."),
+        (
+            "timestamptz",
+            &["2024-02-29 12:34:56.5+02", "2000-01-01T00:00:00Z"],
+            b"0123456789-: .T+Z",
+        ),
+        ("bool", &["true", "off", "Y"], b"tfyn01TFYNoOeE "),
+        (
+            "uuid",
+            &["a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11"],
+            b"0123456789abcdefABCDEF-{}",
+        ),
+    ];
+    let dir = tempfile::tempdir().unwrap();
+    for (i, (sql, seeds, alphabet)) in types.into_iter().enumerate() {
+        let (mut all, mut taken) = (Vec::new(), Vec::new());
+        for _ in 0..400 {
+            // A spelling it takes, with up to three bytes changed, put in
+            // or taken out.
+            let mut value: Vec<u8> = seeds[rng.below(seeds.len() as u64) as usize].into();
+            for _ in 0..rng.below(4) {
+                let at = rng.below(value.len() as u64 + 1) as usize;
+                let byte = alphabet[rng.below(alphabet.len() as u64) as usize];
+                match rng.below(3) {
+                    0 => value.insert(at, byte),
+                    1 if at < value.len() => value[at] = byte,
+                    _ if at < value.len() => drop(value.remove(at)),
+                    _ => value.push(byte),
+                }
+            }
+            let value = String::from_utf8(value).unwrap();
+            // The server's input function says whether it reads it.
+            if client
+                .query_one(format!("SELECT $1::text::{sql}").as_str(), &[&value])
+                .is_ok()
+            {
+                taken.push(format!("{},{}\n", all.len(), csv_field(&value)));
+            }
+            all.push(value);
+        }
+        assert!(
+            taken.len() > 10,
+            "{sql}: too few spellings the server reads"
+        );
+        let (expected, actual) = (format!("expected_{i}"), format!("actual_{i}"));
+        client
+            .batch_execute(&format!(
+                "CREATE TABLE {expected} (id int, v {sql}); CREATE TABLE {actual} (id int, v {sql})"
+            ))
+            .unwrap();
+        let mut writer = client
+            .copy_in(format!("COPY {expected} FROM STDIN WITH (FORMAT csv)").as_str())
+            .unwrap();
+        std::io::Write::write_all(&mut writer, taken.concat().as_bytes()).unwrap();
+        writer.finish().unwrap();
+        let path = dir.path().join(format!("{i}.csv"));
+        std::fs::write(&path, csv_of(&all)).unwrap();
+        let mut options = LoadOptions::new(
+            vec![InputSpec::File(path)],
+            TableName::parse(&actual).unwrap(),
+            FormatOptions::new(Format::Csv),
+        );
+        options.wire_format = WireFormat::Binary;
+        options.chunk_size = 1;
+        options.max_errors = None;
+        options.reject_file = Some(dir.path().join(format!("{i}.rejected.csv")));
+        let summary = load(&db, &options).unwrap_or_else(|f| panic!("{sql}: {}", f.error));
+        assert_eq!(
+            summary.rows_rejected,
+            (all.len() - taken.len()) as u64,
+            "{sql}: every spelling the server refuses is rejected"
+        );
+        let wrong = differences(&mut client, &expected, &actual, sql);
+        assert!(wrong.is_empty(), "{sql}:\n{}", wrong.join("\n"));
+    }
+}
