@@ -204,6 +204,18 @@ fn sigkill_at_random_moments_then_resume_loads_every_row_once() {
     );
 }
 
+/// The same with every chunk sent as binary COPY: the journal keeps the
+/// input's byte ranges whatever goes on the wire.
+#[test]
+fn sigkill_of_a_binary_load_then_resume_loads_every_row_once() {
+    let extra = ["--wire-format", "binary"];
+    let (killed, _) = kill_and_resume("kill_binary", PLAIN_TABLE, &extra, 10, |_, _| {});
+    assert!(
+        killed >= 4,
+        "only {killed} of 10 runs were killed while loading"
+    );
+}
+
 /// A table whose load drops two indexes and raises a sequence's cache:
 /// wherever the kill lands, resume loads every row once and puts the table
 /// back as it was.
