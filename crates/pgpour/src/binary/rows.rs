@@ -100,7 +100,8 @@ impl<'d> Values<'d> {
     /// The next value, when `encode_prefix` (a typed encoder that reads
     /// its value's longest possible spelling from the record and says how
     /// many bytes it took) takes it whole: its end must be the value's
-    /// end, and it must not be the NULL string. Whether it ended its
+    /// end, it must hold no byte that ends a run (a delimiter or quote may
+    /// be `-`, `.` or a digit), and it must not be the NULL string. Whether it ended its
     /// record; `None`, with nothing written, to read it the general way.
     /// Numbers and dates go this way: read once, not scanned first.
     #[inline]
@@ -112,8 +113,10 @@ impl<'d> Values<'d> {
         let start = self.pos;
         let at = out.len();
         let n = encode_prefix(self.data.get(start..)?, out)?;
+        let value = &self.data[start..start + n];
+        let plain = !value.iter().any(|&b| self.stops[usize::from(b)]);
         match self.ending_at(start + n) {
-            Some((last, next)) if self.data[start..start + n] != *self.null => {
+            Some((last, next)) if plain && value != self.null => {
                 self.pos = next;
                 Some(last)
             }

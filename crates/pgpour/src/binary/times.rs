@@ -99,12 +99,10 @@ fn local_micros(text: &[u8]) -> Option<i64> {
     Some(date_days(&text[..10])? * MICROS_PER_DAY + time_micros(&text[11..])?)
 }
 
-/// Where a trailing UTC offset starts (`Z`, `+HH`, `-HH:MM`, `+HHMM`), and
-/// the offset in seconds east of UTC.
+/// Where a trailing UTC offset starts (`+HH`, `-HH:MM`, `+HHMM`), and the
+/// offset in seconds east of UTC. (`Z` is left to the server: it is an
+/// abbreviation, which a server's `timezone_abbreviations` may redefine.)
 fn offset(text: &[u8]) -> Option<(usize, i64)> {
-    if text.last() == Some(&b'Z') {
-        return Some((text.len() - 1, 0));
-    }
     // The sign of the offset: after the time, whose shortest is `HH:MM`.
     let start = text.len().checked_sub(6)?;
     let at = start + text[start..].iter().position(|&c| c == b'+' || c == b'-')?;
@@ -210,7 +208,7 @@ mod tests {
         let tz = |t: &[u8], o: &mut Vec<u8>| timestamptz(t, false, o);
         assert_eq!(micros(tz, "2000-01-01 02:00:00+02"), Some(0));
         assert_eq!(micros(tz, "2000-01-01 00:00:00-0130"), Some(5_400_000_000));
-        assert_eq!(micros(tz, "2000-01-01 00:00:00Z"), Some(0));
+        assert_eq!(micros(tz, "2000-01-01 00:00:00Z"), None);
         assert_eq!(micros(tz, "2000-01-01 00:00:00"), None);
         let utc = |t: &[u8], o: &mut Vec<u8>| timestamptz(t, true, o);
         assert_eq!(micros(utc, "2000-01-01 00:00:00"), Some(0));

@@ -348,3 +348,86 @@ fn random_spellings_are_encoded_right_or_left_to_the_server() {
         assert!(wrong.is_empty(), "{sql}:\n{}", wrong.join("\n"));
     }
 }
+
+/// COPY allows `-`, `.` or a digit as a delimiter or a quote: a typed value
+/// read whole from the record must not run over one. Each input loads into
+/// one table as text and into another as binary, with every bad row
+/// rejected: the tables and the rejects must be the same.
+#[test]
+fn delimiters_and_quotes_that_look_like_numbers_split_as_copy_splits() {
+    let db = shared_cluster().create_database("binary_odd_delimiters");
+    let mut client = db.client();
+    let dir = tempfile::tempdir().unwrap();
+    let cases: [(&str, Format, Option<u8>, Option<u8>, &str); 7] = [
+        ("a int4", Format::Text, Some(b'-'), None, "-5\n7\n"),
+        ("d date", Format::Text, Some(b'-'), None, "2024-01-02\n"),
+        (
+            "a int4, b int4",
+            Format::Text,
+            Some(b'+'),
+            None,
+            "+5+6\n1+2\n",
+        ),
+        ("a int4", Format::Csv, Some(b'0'), None, "102\n3\n"),
+        (
+            "a numeric, b int4",
+            Format::Csv,
+            Some(b'.'),
+            None,
+            "1.5.7\n1.5\n",
+        ),
+        (
+            "a int4, b int4",
+            Format::Csv,
+            None,
+            Some(b'0'),
+            "100,2\n3,4\n",
+        ),
+        (
+            "a numeric, b numeric",
+            Format::Csv,
+            None,
+            Some(b'.'),
+            "1.5,3\n2,1.5\n4,5\n",
+        ),
+    ];
+    for (i, (columns, format, delimiter, quote, data)) in cases.into_iter().enumerate() {
+        let path = dir.path().join(format!("{i}.txt"));
+        std::fs::write(&path, data).unwrap();
+        let mut loaded = Vec::new();
+        for wire in [WireFormat::Text, WireFormat::Binary] {
+            let table = format!("t{i}_{wire:?}").to_lowercase();
+            client
+                .batch_execute(&format!("CREATE TABLE {table} ({columns})"))
+                .unwrap();
+            let mut format_options = FormatOptions::new(format);
+            format_options.delimiter = delimiter;
+            format_options.quote = quote;
+            let mut options = LoadOptions::new(
+                vec![InputSpec::File(path.clone())],
+                TableName::parse(&table).unwrap(),
+                format_options,
+            );
+            options.wire_format = wire;
+            options.max_errors = None;
+            options.reject_file = Some(dir.path().join(format!("{table}.rejected")));
+            let summary = load(&db, &options).unwrap_or_else(|f| panic!("{table}: {}", f.error));
+            loaded.push((table, summary.rows_loaded, summary.rows_rejected));
+        }
+        let (text, binary) = (&loaded[0], &loaded[1]);
+        assert_eq!((text.1, text.2), (binary.1, binary.2), "case {i} {data:?}");
+        let (t, b) = (&text.0, &binary.0);
+        let differing: i64 = client
+            .query_one(
+                format!(
+                    "SELECT count(*) FROM ((TABLE {t} EXCEPT ALL TABLE {b}) \
+                     UNION ALL (TABLE {b} EXCEPT ALL TABLE {t})) d"
+                )
+                .as_str(),
+                &[],
+            )
+            .unwrap()
+            .get(0);
+        assert_eq!(differing, 0, "case {i} {data:?}: rows differ");
+    }
+}

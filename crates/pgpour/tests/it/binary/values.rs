@@ -174,7 +174,6 @@ fn timestamps(rng: &mut Rng, zone: bool) -> Vec<String> {
     if zone {
         v = v.iter().map(|t| format!("{t}+00")).collect();
         v.extend(strings(&[
-            "2024-06-01 12:00:00Z",
             "2024-06-01 12:00:00-0930",
             "2024-06-01 12:00:00+14:00",
         ]));
@@ -333,6 +332,7 @@ pub fn cases(time_zone_is_utc: bool) -> Vec<TypeCase> {
                 tz_doubtful,
                 strings(&[
                     "2024-06-01 12:00:00 America/New_York",
+                    "2024-06-01 12:00:00Z",
                     "2024-06-01 12:00:00 PST",
                     "epoch",
                     "2024-01-01 12:00:00 +02",
