@@ -349,6 +349,8 @@ fn random_spellings_are_encoded_right_or_left_to_the_server() {
     }
 }
 
+type OddCase = (&'static str, Format, Option<u8>, Option<u8>, &'static str);
+
 /// COPY allows `-`, `.` or a digit as a delimiter or a quote: a typed value
 /// read whole from the record must not run over one. Each input loads into
 /// one table as text and into another as binary, with every bad row
@@ -358,7 +360,8 @@ fn delimiters_and_quotes_that_look_like_numbers_split_as_copy_splits() {
     let db = shared_cluster().create_database("binary_odd_delimiters");
     let mut client = db.client();
     let dir = tempfile::tempdir().unwrap();
-    let cases: [(&str, Format, Option<u8>, Option<u8>, &str); 7] = [
+    // Columns, format, delimiter, quote, input.
+    let cases: [OddCase; 7] = [
         ("a int4", Format::Text, Some(b'-'), None, "-5\n7\n"),
         ("d date", Format::Text, Some(b'-'), None, "2024-01-02\n"),
         (
