@@ -213,6 +213,46 @@ mod tests {
         }
     }
 
+    proptest::proptest! {
+        /// Any bytes, any types, csv or text, LF or CRLF: the encoder
+        /// encodes or refuses, and never panics.
+        #[test]
+        fn any_input_is_encoded_or_refused(
+            data in proptest::collection::vec(proptest::sample::select(
+                b"0123456789+-.:eExXTZ tfn,;\"\\\r\n\0\xff".to_vec()), 0..200),
+            types in proptest::collection::vec(0usize..20, 1..6),
+            csv in proptest::bool::ANY,
+            crlf in proptest::bool::ANY,
+            delimiter in proptest::sample::select(b",;-.0\t".to_vec()),
+        ) {
+            const NAMES: [&str; 20] = [
+                "bool", "bytea", "int8", "int2", "int4", "text", "json", "float4", "float8",
+                "bpchar", "varchar", "date", "time", "timestamp", "timestamptz", "bit",
+                "varbit", "numeric", "uuid", "jsonb",
+            ];
+            let columns = types
+                .iter()
+                .map(|&t| ColumnType::of_name(NAMES[t]).unwrap())
+                .collect();
+            let syntax = match csv {
+                true => Syntax::Csv { quote: b'"', escape: b'"' },
+                false => Syntax::Text,
+            };
+            let encoder = RowEncoder {
+                syntax,
+                delimiter,
+                null: if csv { Vec::new() } else { b"\\N".to_vec() },
+                columns,
+                copy_sql: String::new(),
+                worth: None,
+            };
+            let mut chunk = chunk(&data);
+            chunk.eol = Some(if crlf { Eol::CrLf } else { Eol::Lf });
+            let mut out = Encoded::default();
+            let _ = encoder.encode(&[chunk], &mut out);
+        }
+    }
+
     #[test]
     fn rows_are_framed_with_counts_and_lengths() {
         let e = encoder(vec![ColumnType::Int4, ColumnType::Text]);
