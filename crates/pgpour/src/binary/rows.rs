@@ -34,6 +34,9 @@ pub(super) struct Values<'d> {
     /// quote (csv) or backslash (text). Values are short: a lookup per
     /// byte beats a vectorized search's start-up on each.
     stops: [bool; 256],
+    /// Whether numbers and dates may be read whole (`typed`): not when a
+    /// delimiter or quote is a digit, a sign or a point, as COPY allows.
+    typed_ok: bool,
     /// Holds a value whose quotes or escapes were undone.
     scratch: Vec<u8>,
 }
@@ -62,6 +65,7 @@ impl<'d> Values<'d> {
         for b in [delimiter, b'\r', b'\n', special] {
             stops[usize::from(b)] = true;
         }
+        let typed_ok = !b"0123456789+-.".iter().any(|&b| stops[usize::from(b)]);
         Some(Values {
             data,
             pos: 0,
@@ -70,6 +74,7 @@ impl<'d> Values<'d> {
             null,
             crlf,
             stops,
+            typed_ok,
             scratch,
         })
     }
@@ -100,8 +105,8 @@ impl<'d> Values<'d> {
     /// The next value, when `encode_prefix` (a typed encoder that reads
     /// its value's longest possible spelling from the record and says how
     /// many bytes it took) takes it whole: its end must be the value's
-    /// end, it must hold no byte that ends a run (a delimiter or quote may
-    /// be `-`, `.` or a digit), and it must not be the NULL string. Whether it ended its
+    /// end, and it must not be the NULL string; not at all when a delimiter
+    /// or quote could be part of a number or date. Whether it ended its
     /// record; `None`, with nothing written, to read it the general way.
     /// Numbers and dates go this way: read once, not scanned first.
     #[inline]
@@ -110,13 +115,14 @@ impl<'d> Values<'d> {
         out: &mut Vec<u8>,
         encode_prefix: impl FnOnce(&[u8], &mut Vec<u8>) -> Option<usize>,
     ) -> Option<bool> {
+        if !self.typed_ok {
+            return None;
+        }
         let start = self.pos;
         let at = out.len();
         let n = encode_prefix(self.data.get(start..)?, out)?;
-        let value = &self.data[start..start + n];
-        let plain = !value.iter().any(|&b| self.stops[usize::from(b)]);
         match self.ending_at(start + n) {
-            Some((last, next)) if plain && value != self.null => {
+            Some((last, next)) if self.data[start..start + n] != *self.null => {
                 self.pos = next;
                 Some(last)
             }
