@@ -48,10 +48,6 @@ pub(crate) enum ColumnType {
     Bits,
 }
 
-/// Reads a value from the start of the rest of a record into `out`; the
-/// bytes it took, or `None` (nothing written).
-pub(crate) type PrefixEncoder = fn(&[u8], &mut Vec<u8>) -> Option<usize>;
-
 /// Time zone names that are UTC at every date.
 const UTC_NAMES: &[&str] = &[
     "UTC",
@@ -146,21 +142,6 @@ impl ColumnType {
             ColumnType::Bytea => others::bytea(text, out),
             ColumnType::Bits => others::bits(text, out),
         }
-    }
-
-    /// The encoder that reads a value of this type from the start of the
-    /// rest of a record, for the types that can tell where their value
-    /// ends (see `rows::Values::typed`).
-    #[inline]
-    pub fn prefix_encoder(self) -> Option<PrefixEncoder> {
-        Some(match self {
-            ColumnType::Int2 => numbers::int2_prefix,
-            ColumnType::Int4 => numbers::int4_prefix,
-            ColumnType::Int8 => numbers::int8_prefix,
-            ColumnType::Numeric => numbers::numeric_prefix,
-            ColumnType::Date => times::date_prefix,
-            _ => return None,
-        })
     }
 }
 
