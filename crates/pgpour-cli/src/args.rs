@@ -530,9 +530,10 @@ pub struct LoadArgs {
     pub keep_sequences: bool,
 
     /// How rows go to the server (COPY's FORMAT on the wire). `auto`
-    /// sends binary when the table's column types make the server
-    /// faster that way (dates, timestamps, floats, uuids...: --explain
-    /// says why), `text` sends rows as read, `binary` always encodes them.
+    /// sends binary where it saves CPU: columns the server is slow to
+    /// parse (dates, timestamps, floats, uuids...) or long strings, chunk
+    /// by chunk (--explain says from what row width), `text` sends rows as
+    /// read, `binary` always encodes them.
     /// A binary row is always the value the server would read from the
     /// text; a chunk with a value pgpour cannot vouch for goes as read.
     #[arg(long, value_name = "FORMAT", default_value = "auto")]

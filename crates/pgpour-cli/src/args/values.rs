@@ -19,7 +19,7 @@ pub enum FormatArg {
 /// `--wire-format`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub enum WireFormatArg {
-    /// Binary when the table's types make it pay.
+    /// Binary where it saves CPU (typed columns, long strings).
     Auto,
     /// Rows as read.
     Text,
