@@ -167,41 +167,35 @@ fn plain_float(text: &[u8]) -> Option<bool> {
     (i == text.len()).then_some(nonzero)
 }
 
+/// `text` read as a float of type `F` when it is a plain decimal number,
+/// and whether a digit other than 0 is in it.
+fn plain_parsed<F: std::str::FromStr>(text: &[u8]) -> Option<(F, bool)> {
+    let nonzero = plain_float(text)?;
+    let value = std::str::from_utf8(text).ok()?.parse::<F>().ok()?;
+    Some((value, nonzero))
+}
+
 /// Both parsers are correctly rounded (the server's is the C library's
 /// `strtod`/`strtof`): the same text gives the same bits. Values the server
 /// would call out of range, and subnormal ones, are refused.
 pub(super) fn float8(text: &[u8], out: &mut Vec<u8>) -> bool {
-    let Some(nonzero) = plain_float(text) else {
-        return false;
-    };
-    let Some(v) = std::str::from_utf8(text)
-        .ok()
-        .and_then(|s| s.parse::<f64>().ok())
-    else {
-        return false;
-    };
-    if !(v.is_normal() || (v == 0.0 && !nonzero)) {
-        return false;
+    match plain_parsed::<f64>(text) {
+        Some((v, nonzero)) if v.is_normal() || (v == 0.0 && !nonzero) => {
+            put_value(out, &v.to_bits().to_be_bytes());
+            true
+        }
+        _ => false,
     }
-    put_value(out, &v.to_bits().to_be_bytes());
-    true
 }
 
 pub(super) fn float4(text: &[u8], out: &mut Vec<u8>) -> bool {
-    let Some(nonzero) = plain_float(text) else {
-        return false;
-    };
-    let Some(v) = std::str::from_utf8(text)
-        .ok()
-        .and_then(|s| s.parse::<f32>().ok())
-    else {
-        return false;
-    };
-    if !(v.is_normal() || (v == 0.0 && !nonzero)) {
-        return false;
+    match plain_parsed::<f32>(text) {
+        Some((v, nonzero)) if v.is_normal() || (v == 0.0 && !nonzero) => {
+            put_value(out, &v.to_bits().to_be_bytes());
+            true
+        }
+        _ => false,
     }
-    put_value(out, &v.to_bits().to_be_bytes());
-    true
 }
 
 /// More digits than this and the chunk goes as text: far beyond the
