@@ -159,13 +159,7 @@ pub fn parse_text_line(line: &[u8], out: &mut Vec<Option<String>>) {
                 continue;
             }
             value.push(match bytes.next() {
-                Some(b'b') => 8,
-                Some(b'f') => 12,
-                Some(b'n') => b'\n',
-                Some(b'r') => b'\r',
-                Some(b't') => b'\t',
-                Some(b'v') => 11,
-                Some(&other) => other,
+                Some(&other) => pgpour::frame::letter_escape(other),
                 None => b'\\',
             });
         }

@@ -540,7 +540,7 @@ fn random_letters(rng: &mut SplitMix64, min: u64, max: u64, out: &mut Vec<u8>) {
     const ALPHABET: &[u8] = b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789ab";
     let mut left = min + rng.below(max - min + 1);
     while left > 0 {
-        let mut bits = rng.next();
+        let mut bits = rng.next_u64();
         for _ in 0..left.min(10) {
             out.push(ALPHABET[(bits & 63) as usize]);
             bits >>= 6;
@@ -573,10 +573,15 @@ fn push_base36(out: &mut Vec<u8>, mut n: u64) {
 
 /// SplitMix64 (Steele, Lea and Flood, 2014): tiny, fast, and its output is
 /// fixed by its definition, unlike library generators that may change.
-struct SplitMix64(u64);
+/// Tests that need random data of their own use it too.
+pub struct SplitMix64(u64);
 
 impl SplitMix64 {
-    fn next(&mut self) -> u64 {
+    pub fn new(seed: u64) -> Self {
+        SplitMix64(seed)
+    }
+
+    pub fn next_u64(&mut self) -> u64 {
         self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
         let mut z = self.0;
         z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
@@ -585,8 +590,8 @@ impl SplitMix64 {
     }
 
     /// Uniform enough in `0..n` for test data (n is far below 2^64).
-    fn below(&mut self, n: u64) -> u64 {
-        ((u128::from(self.next()) * u128::from(n)) >> 64) as u64
+    pub fn below(&mut self, n: u64) -> u64 {
+        ((u128::from(self.next_u64()) * u128::from(n)) >> 64) as u64
     }
 }
 

@@ -100,6 +100,16 @@ impl FormatOptions {
         }
     }
 
+    /// Whether the input is UTF-8: no ENCODING, or UTF8 by any spelling.
+    pub fn input_is_utf8(&self) -> bool {
+        self.encoding.as_deref().is_none_or(|e| {
+            matches!(
+                e.to_ascii_uppercase().replace(['-', '_'], "").as_str(),
+                "UTF8" | "UNICODE"
+            )
+        })
+    }
+
     /// How COPY reads the values of a record in this format.
     pub fn field_decoder(&self) -> FieldDecoder {
         FieldDecoder {

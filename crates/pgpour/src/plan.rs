@@ -198,18 +198,12 @@ impl Target {
 
     /// The client-side checks for rows of this target in `format`.
     pub fn validator(&self, format: &FormatOptions) -> Validator {
-        let input_utf8 = format.encoding.as_deref().is_none_or(|e| {
-            matches!(
-                e.to_ascii_uppercase().replace(['-', '_'], "").as_str(),
-                "UTF8" | "UNICODE"
-            )
-        });
         Validator {
             decoder: format.field_decoder(),
             columns: self.checks.clone(),
             force_null: format.force_null.clone(),
             // A SQL_ASCII database takes any bytes without checking.
-            utf8: input_utf8 && self.server_encoding != "SQL_ASCII",
+            utf8: format.input_is_utf8() && self.server_encoding != "SQL_ASCII",
         }
     }
 

@@ -216,13 +216,7 @@ fn why_not_binary(
     if !format.force_null.is_empty() || !format.force_not_null.is_empty() {
         return Err("FORCE_NULL and FORCE_NOT_NULL are the server's text parser's".into());
     }
-    let input_utf8 = format.encoding.as_deref().is_none_or(|e| {
-        matches!(
-            e.to_ascii_uppercase().replace(['-', '_'], "").as_str(),
-            "UTF8" | "UNICODE"
-        )
-    });
-    if !input_utf8 {
+    if !format.input_is_utf8() {
         return Err(format!(
             "the input's ENCODING is {} (binary strings are read as UTF8)",
             format.encoding.as_deref().unwrap_or_default()

@@ -10,7 +10,7 @@
 
 use memchr::{memchr, memchr2};
 
-use crate::frame::{Eol, Syntax};
+use crate::frame::{letter_escape, Eol, Syntax};
 
 /// What the next step of a record gave.
 pub(super) enum Step<'s> {
@@ -240,14 +240,8 @@ impl<'d> Values<'d> {
         self.scratch.extend_from_slice(&data[start..end]);
         while data.get(end) == Some(&b'\\') {
             let byte = match data.get(end + 1) {
-                Some(b'b') => 8,
-                Some(b'f') => 12,
-                Some(b'n') => b'\n',
-                Some(b'r') => b'\r',
-                Some(b't') => b'\t',
-                Some(b'v') => 11,
                 Some(b'0'..=b'9' | b'x' | b'.' | b'\r' | b'\n') | None => return Step::Odd,
-                Some(&other) => other,
+                Some(&other) => letter_escape(other),
             };
             self.scratch.push(byte);
             let from = end + 2;

@@ -151,13 +151,7 @@ impl FieldDecoder {
                         escaped_non_ascii |= byte == 0 || !byte.is_ascii();
                         byte
                     }
-                    b'b' => 8,
-                    b'f' => 12,
-                    b'n' => b'\n',
-                    b'r' => b'\r',
-                    b't' => b'\t',
-                    b'v' => 11,
-                    other => other,
+                    other => letter_escape(other),
                 };
                 fields.bytes.push(byte);
             }
@@ -233,6 +227,21 @@ fn number(digits: &[u8], radix: u32, max_digits: usize) -> (u8, usize) {
         taken += 1;
     }
     (value as u8, taken)
+}
+
+/// The byte a text-format escape of a letter or other byte stands for:
+/// `\n` a line feed, `\t` a tab (also `\b \f \r \v`); any other byte stands
+/// for itself. (Digits and `x` start octal and hex escapes: not here.)
+pub fn letter_escape(c: u8) -> u8 {
+    match c {
+        b'b' => 8,
+        b'f' => 12,
+        b'n' => b'\n',
+        b'r' => b'\r',
+        b't' => b'\t',
+        b'v' => 11,
+        other => other,
+    }
 }
 
 /// Strips a trailing LF, CRLF or CR.

@@ -1,24 +1,22 @@
 //! Values of each type the encoder takes, random and at the edges, and
 //! spellings it must leave to the server.
 
-/// A small deterministic generator (SplitMix64).
-pub struct Rng(u64);
+use pgpour_testkit::datasets::SplitMix64;
+
+/// The test kit's deterministic generator, with what these values need.
+pub struct Rng(SplitMix64);
 
 impl Rng {
     pub fn new(seed: u64) -> Self {
-        Rng(seed)
+        Rng(SplitMix64::new(seed))
     }
 
-    pub fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
+    pub fn next_u64(&mut self) -> u64 {
+        self.0.next_u64()
     }
 
     pub fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
+        self.0.below(n)
     }
 
     fn pick<'a>(&mut self, of: &[&'a str]) -> &'a str {
@@ -58,7 +56,7 @@ fn integers(rng: &mut Rng, bits: u32) -> Vec<String> {
     v.push("-0".into());
     v.push(format!("+{:0>5}", 42));
     for _ in 0..RANDOM {
-        let x = (rng.next() as i128).rem_euclid(2 * max + 2) - max - 1;
+        let x = (rng.next_u64() as i128).rem_euclid(2 * max + 2) - max - 1;
         let x = x >> rng.below(u64::from(bits)) as u32;
         v.push(x.to_string());
     }
@@ -95,7 +93,7 @@ fn floats(rng: &mut Rng, single: bool) -> Vec<String> {
     for _ in 0..RANDOM {
         let text = match rng.below(4) {
             0 => {
-                let x = f64::from_bits(rng.next());
+                let x = f64::from_bits(rng.next_u64());
                 if !x.is_normal() {
                     continue;
                 }
@@ -105,7 +103,7 @@ fn floats(rng: &mut Rng, single: bool) -> Vec<String> {
                     false => format!("{x}"),
                 }
             }
-            1 => format!("{:e}", (rng.next() % 1_000_000) as f64 / 7.0),
+            1 => format!("{:e}", (rng.next_u64() % 1_000_000) as f64 / 7.0),
             2 => format!("{}.{}", rng.some_digits(1, 12), rng.some_digits(1, 25)),
             _ => format!("-{}e{}", rng.some_digits(1, 20), rng.below(30) as i64 - 15),
         };
