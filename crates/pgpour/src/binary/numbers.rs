@@ -44,10 +44,13 @@ pub(super) fn integer(text: &[u8], min: i64, max: i64) -> Option<i64> {
 #[inline]
 fn integer_len(text: &[u8]) -> usize {
     let sign = usize::from(matches!(text.first(), Some(b'+' | b'-')));
-    sign + text[sign..]
-        .iter()
-        .take_while(|c| c.is_ascii_digit())
-        .count()
+    sign + digits_len(&text[sign..])
+}
+
+/// How many ASCII digits `text` starts with.
+#[inline]
+fn digits_len(text: &[u8]) -> usize {
+    text.iter().take_while(|c| c.is_ascii_digit()).count()
 }
 
 /// `int2` for the integer at the start of `text`; the bytes it took.
@@ -70,19 +73,9 @@ pub(super) fn int8_prefix(text: &[u8], out: &mut Vec<u8>) -> Option<usize> {
 /// point, digits.
 pub(super) fn numeric_prefix(text: &[u8], out: &mut Vec<u8>) -> Option<usize> {
     let sign = usize::from(matches!(text.first(), Some(b'+' | b'-')));
-    let int_end = sign
-        + text[sign..]
-            .iter()
-            .take_while(|c| c.is_ascii_digit())
-            .count();
+    let int_end = integer_len(text);
     let (frac_start, end) = match text.get(int_end) {
-        Some(b'.') => {
-            let frac = &text[int_end + 1..];
-            (
-                int_end + 1,
-                int_end + 1 + frac.iter().take_while(|c| c.is_ascii_digit()).count(),
-            )
-        }
+        Some(b'.') => (int_end + 1, int_end + 1 + digits_len(&text[int_end + 1..])),
         _ => (int_end, int_end),
     };
     let negative = text.first() == Some(&b'-');
