@@ -3,7 +3,7 @@
 //! format options and the session's settings.
 
 use super::worth::Worth;
-use super::{numbers, others, times, RowEncoder};
+use super::RowEncoder;
 use crate::error::{Error, Result};
 use crate::format::FormatOptions;
 use crate::plan::Target;
@@ -116,32 +116,6 @@ impl ColumnType {
             _ => return None,
         };
         ColumnType::of_oid(oid, "UTC")
-    }
-
-    /// Appends `text`'s binary value (length first); false when the
-    /// encoder does not vouch for reading `text` as the server would.
-    #[inline]
-    pub fn encode(self, text: &[u8], out: &mut Vec<u8>) -> bool {
-        match self {
-            ColumnType::Bool => numbers::boolean(text, out),
-            ColumnType::Int2 => numbers::int2(text, out),
-            ColumnType::Int4 => numbers::int4(text, out),
-            ColumnType::Int8 => numbers::int8(text, out),
-            ColumnType::Float4 => numbers::float4(text, out),
-            ColumnType::Float8 => numbers::float8(text, out),
-            ColumnType::Numeric => numbers::numeric(text, out),
-            ColumnType::Text => others::text(text, out),
-            ColumnType::Jsonb => others::jsonb(text, out),
-            ColumnType::Date => times::date(text, out),
-            ColumnType::Time => times::time(text, out),
-            ColumnType::Timestamp => times::timestamp(text, out),
-            ColumnType::Timestamptz { zoneless_is_utc } => {
-                times::timestamptz(text, zoneless_is_utc, out)
-            }
-            ColumnType::Uuid => others::uuid(text, out),
-            ColumnType::Bytea => others::bytea(text, out),
-            ColumnType::Bits => others::bits(text, out),
-        }
     }
 }
 

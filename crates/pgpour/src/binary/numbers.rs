@@ -260,8 +260,10 @@ fn numeric_parts(negative: bool, int_part: &[u8], frac_part: &[u8], out: &mut Ve
             if negative { 0x4000 } else { 0 },
         ),
     };
-    // Written whole from the stack: one copy into `out`, not one per word.
-    let mut value = [0u8; 12 + 2 * MAX_NUMERIC_GROUPS];
+    // Written from the stack in 16-byte pieces, then cut to length: a
+    // copy of a length known only here is a call to `memcpy`, which cost
+    // more than building the value; fixed-size pieces are plain moves.
+    let mut value = [0u8; (12 + 2 * MAX_NUMERIC_GROUPS).next_multiple_of(16)];
     let len = 8 + 2 * digits.len();
     value[..4].copy_from_slice(&(len as i32).to_be_bytes());
     value[4..6].copy_from_slice(&(digits.len() as i16).to_be_bytes());
@@ -271,7 +273,11 @@ fn numeric_parts(negative: bool, int_part: &[u8], frac_part: &[u8], out: &mut Ve
     for (i, d) in digits.iter().enumerate() {
         value[12 + 2 * i..14 + 2 * i].copy_from_slice(&d.to_be_bytes());
     }
-    out.extend_from_slice(&value[..4 + len]);
+    let end = out.len() + 4 + len;
+    for piece in value[..(4 + len).next_multiple_of(16)].chunks_exact(16) {
+        out.extend_from_slice(piece);
+    }
+    out.truncate(end);
     true
 }
 

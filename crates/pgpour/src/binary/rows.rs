@@ -133,6 +133,25 @@ impl<'d> Values<'d> {
         }
     }
 
+    /// The next value, split by COPY's rules and written by `encode` (or
+    /// as NULL). Whether it ended its record; `None` when the record or
+    /// the value is not one the encoder vouches for.
+    #[inline]
+    pub fn general(
+        &mut self,
+        out: &mut Vec<u8>,
+        encode: impl FnOnce(&[u8], &mut Vec<u8>) -> bool,
+    ) -> Option<bool> {
+        match self.next_value() {
+            Step::End | Step::Odd => None,
+            Step::Value(None, last) => {
+                out.extend_from_slice(&(-1i32).to_be_bytes());
+                Some(last)
+            }
+            Step::Value(Some(text), last) => encode(text, out).then_some(last),
+        }
+    }
+
     /// The first stop byte at or after `from`, or the end of data.
     #[inline]
     fn run_end(&self, from: usize) -> usize {

@@ -75,13 +75,47 @@ impl Wire {
         self.write_if_full()
     }
 
-    /// Queues `data` as CopyData messages, writing as the batch fills.
+    /// Sends `data` as CopyData messages. A whole message's data is written
+    /// from `data` itself, behind what is queued, in one vectored write:
+    /// copying it into the queue first cost 7% of the client's time on a
+    /// binary lineitem load.
     pub fn copy_data(&mut self, data: &[u8]) -> io::Result<()> {
         for piece in data.chunks(COPY_MESSAGE_BYTES) {
             self.out.put_u8(b'd');
             self.out.put_i32(piece.len() as i32 + 4);
-            self.out.extend_from_slice(piece);
-            self.write_if_full()?;
+            match piece.len() < COPY_MESSAGE_BYTES {
+                true => {
+                    self.out.extend_from_slice(piece);
+                    self.write_if_full()?;
+                }
+                false => self.write_behind_queue(piece)?,
+            }
+        }
+        Ok(())
+    }
+
+    /// Writes what is queued, then `data`, reading what the server sends
+    /// meanwhile.
+    fn write_behind_queue(&mut self, mut data: &[u8]) -> io::Result<()> {
+        self.usable()?;
+        while !self.out.is_empty() || !data.is_empty() {
+            let both = [io::IoSlice::new(&self.out), io::IoSlice::new(data)];
+            match self.stream.write_vectored(&both) {
+                Ok(0) => return Err(self.broke(io::ErrorKind::WriteZero.into())),
+                Ok(n) => {
+                    let from_queue = n.min(self.out.len());
+                    self.out.advance(from_queue);
+                    data = &data[n - from_queue..];
+                }
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                    let readable = self.stream.wait(true).map_err(|e| self.broke(e))?;
+                    if readable {
+                        self.read_available()?;
+                    }
+                }
+                Err(e) => return Err(self.broke(e)),
+            }
         }
         Ok(())
     }
@@ -99,22 +133,7 @@ impl Wire {
 
     /// Writes everything queued, reading what the server sends meanwhile.
     pub fn flush(&mut self) -> io::Result<()> {
-        self.usable()?;
-        while !self.out.is_empty() {
-            match self.stream.write(&self.out) {
-                Ok(0) => return Err(self.broke(io::ErrorKind::WriteZero.into())),
-                Ok(n) => self.out.advance(n),
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
-                    let readable = self.stream.wait(true).map_err(|e| self.broke(e))?;
-                    if readable {
-                        self.read_available()?;
-                    }
-                }
-                Err(e) => return Err(self.broke(e)),
-            }
-        }
-        Ok(())
+        self.write_behind_queue(&[])
     }
 
     /// Reads the answer to the oldest query not yet answered, up to its
