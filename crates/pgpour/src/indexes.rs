@@ -311,6 +311,18 @@ impl IndexPlan {
                 index.name, index.create_sql
             ));
         }
+        let plain = self
+            .rebuild
+            .iter()
+            .filter(|r| matches!(r.undo, UndoStep::Index { .. }))
+            .count();
+        if plain >= 2 {
+            lines.push(format!(
+                "after the load the {plain} plain indexes are built at once, up to one per \
+                 worker, each in its own session; keys (ALTER TABLE takes the whole table) \
+                 one at a time after them"
+            ));
+        }
         if self.rebuild.iter().any(|r| r.unique) {
             lines.push(
                 "while a unique key is away, INSERT and UPDATE by other sessions are refused \

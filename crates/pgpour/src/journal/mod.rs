@@ -23,6 +23,7 @@
 
 mod chunks;
 mod forget;
+pub(crate) mod index_builds;
 mod loads;
 mod rejects;
 mod schema;

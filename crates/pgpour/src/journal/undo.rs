@@ -147,9 +147,9 @@ pub(crate) fn record_sql(load_id: &str, step: &UndoStep) -> String {
 }
 
 /// A pending step, and what deciding its statement needs of the catalog.
-struct Pending {
-    position: i32,
-    step: UndoStep,
+pub(super) struct Pending {
+    pub position: i32,
+    pub step: UndoStep,
     /// The step's object as it is named now (`None`: it is gone).
     current: Option<String>,
     /// Its relkind now.
@@ -237,7 +237,7 @@ fn pending_from(row: &TextRow) -> Pending {
 }
 
 /// The load's steps still to undo, in order, with their facts.
-fn steps(client: &mut impl GenericClient, load_id: &str) -> Result<Vec<Pending>> {
+pub(super) fn steps(client: &mut impl GenericClient, load_id: &str) -> Result<Vec<Pending>> {
     let rows = crate::sql::simple_rows(client, &pending_sql(load_id, None))
         .map_err(Error::db("reading the journal's undo log"))?;
     Ok(rows.iter().map(pending_from).collect())
@@ -425,39 +425,49 @@ fn run_one_at_a_time(
     done: &mut Vec<String>,
 ) -> Result<()> {
     for pending in steps(client, load_id)? {
-        let (position, step) = (pending.position, &pending.step);
-        let what = step.describe();
-        let failed = |source| Error::Restore {
-            what: what.clone(),
-            load_id: load_id.to_string(),
-            source,
-        };
-        let mut tx = client.transaction().map_err(&failed)?;
-        let statement = match statement_for(&mut tx, load_id, position)? {
-            Ok(statement) => statement,
-            Err(reason) if refused == Refused::Stop => {
-                return Err(Error::UndoRefused {
-                    what,
-                    load_id: load_id.to_string(),
-                    reason,
-                })
-            }
-            Err(reason) => {
-                remove_step(&mut tx, load_id, position)
-                    .and_then(|()| tx.commit().map_err(&failed))?;
-                done.push(format!("{what}: not run ({reason})"));
-                continue;
-            }
-        };
-        if let Some(sql) = &statement {
-            // One statement, by the extended protocol: never a list.
-            tx.execute_typed(sql.as_str(), &[]).map_err(&failed)?;
-        }
-        remove_step(&mut tx, load_id, position)?;
-        tx.commit().map_err(&failed)?;
-        done.push(what);
+        done.push(run_step(client, load_id, &pending, refused)?);
     }
     Ok(())
+}
+
+/// Runs one step in a transaction of its own, checked again under its
+/// lock; what it did, for the summary.
+pub(super) fn run_step(
+    client: &mut Client,
+    load_id: &str,
+    pending: &Pending,
+    refused: Refused,
+) -> Result<String> {
+    let (position, step) = (pending.position, &pending.step);
+    let what = step.describe();
+    let failed = |source| Error::Restore {
+        what: what.clone(),
+        load_id: load_id.to_string(),
+        source,
+    };
+    let mut tx = client.transaction().map_err(&failed)?;
+    let statement = match statement_for(&mut tx, load_id, position)? {
+        Ok(statement) => statement,
+        Err(reason) if refused == Refused::Stop => {
+            return Err(Error::UndoRefused {
+                what,
+                load_id: load_id.to_string(),
+                reason,
+            })
+        }
+        Err(reason) => {
+            remove_step(&mut tx, load_id, position)
+                .and_then(|()| tx.commit().map_err(&failed))?;
+            return Ok(format!("{what}: not run ({reason})"));
+        }
+    };
+    if let Some(sql) = &statement {
+        // One statement, by the extended protocol: never a list.
+        tx.execute_typed(sql.as_str(), &[]).map_err(&failed)?;
+    }
+    remove_step(&mut tx, load_id, position)?;
+    tx.commit().map_err(&failed)?;
+    Ok(what)
 }
 
 /// Takes a step out of the log, in the transaction that undid it; exactly

@@ -22,6 +22,7 @@ use std::time::Instant;
 pub use crate::commit_mode::CommitMode;
 use crate::conn::ConnectOptions;
 use crate::error::{Error, Result};
+use crate::journal::index_builds::rebuild_indexes_at_once;
 use crate::journal::undo::run_pending;
 use crate::journal::undo::Refused;
 use crate::journal::Totals;
@@ -159,13 +160,17 @@ fn load_and_restore(
         (false, _) => connect.connect().and_then(pinned),
     };
     let mut done = Vec::new();
+    // Index builds at once, up to the worker count.
+    let builders = options
+        .workers
+        .unwrap_or_else(crate::options::default_workers);
     let restored = client
         .and_then(|client| {
             undo(
                 (connect, cancel, progress),
                 run.as_ref(),
                 client,
-                load_id,
+                (load_id, builders),
                 retry,
                 &mut done,
             )
@@ -196,7 +201,7 @@ fn undo(
     (connect, cancel, progress): (&ConnectOptions, &AtomicBool, &Progress),
     run: Option<&RunLock>,
     mut client: postgres::Client,
-    load_id: &str,
+    (load_id, builders): (&str, usize),
     retry: bool,
     done: &mut Vec<String>,
 ) -> Result<()> {
@@ -212,14 +217,29 @@ fn undo(
                 .unwrap_or_else(|p| std::panic::resume_unwind(p)),
             None => Ok(()),
         };
-        let first = run_pending(
-            &mut client,
-            load_id,
-            Refused::Stop,
-            done,
-            &mut still_held,
-            Some(progress),
-        );
+        // Plain indexes first, several at once; then the rest in order.
+        let open = || connect.connect().and_then(pinned);
+        let first = still_held()
+            .and_then(|()| {
+                rebuild_indexes_at_once(
+                    &mut client,
+                    &open,
+                    load_id,
+                    builders,
+                    done,
+                    Some(progress),
+                )
+            })
+            .and_then(|_| {
+                run_pending(
+                    &mut client,
+                    load_id,
+                    Refused::Stop,
+                    done,
+                    &mut still_held,
+                    Some(progress),
+                )
+            });
         // Answered even when the undo had nothing to change.
         still_held().and(first)
     });

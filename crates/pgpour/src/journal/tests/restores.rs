@@ -170,6 +170,69 @@ fn indexes_are_dropped_then_rebuilt_exactly_as_they_were() {
     assert_eq!(pending, 0);
 }
 
+/// Two plain indexes whose expression, on its first row, waits until the
+/// other index's build holds its advisory lock: the restore ends only if
+/// the builds overlap (one at a time, the first fails after 30 s). Every
+/// row after the first takes 2 ms, so that a build that saw the other
+/// holds its own lock long enough (0.6 s) for the other to see it too.
+const OVERLAPPING: &str = "
+CREATE FUNCTION both_building(v int, mine int, other int) RETURNS int
+IMMUTABLE LANGUAGE plpgsql AS $$
+DECLARE
+    seen bool;
+BEGIN
+    IF current_setting('test.overlap', true) IS DISTINCT FROM 'seen' THEN
+        PERFORM pg_advisory_xact_lock(mine);
+        FOR i IN 1..3000 LOOP
+            seen := EXISTS (SELECT 1 FROM pg_locks WHERE locktype = 'advisory'
+                            AND objid = other AND granted AND pid <> pg_backend_pid());
+            EXIT WHEN seen;
+            PERFORM pg_sleep(0.01);
+        END LOOP;
+        IF NOT seen THEN
+            RAISE EXCEPTION 'index % was built alone', mine;
+        END IF;
+        PERFORM set_config('test.overlap', 'seen', true);
+    ELSE
+        PERFORM pg_sleep(0.002);
+    END IF;
+    RETURN v;
+END $$;
+CREATE TABLE actual (id serial, name text NOT NULL, score int, code text);
+CREATE INDEX actual_one ON actual (both_building(score, 1, 2));
+CREATE INDEX actual_two ON actual (both_building(score, 2, 1));
+CREATE TABLE expected (name text, score int, code text);";
+
+#[test]
+fn plain_indexes_are_built_at_once_each_in_its_own_session() {
+    let db = shared_cluster().create_database("restores_at_once");
+    let mut client = db.client();
+    client.batch_execute(OVERLAPPING).unwrap();
+    let before = client
+        .query("SELECT pg_get_indexdef(indexrelid) FROM pg_index WHERE indrelid = 'actual'::regclass ORDER BY 1", &[])
+        .unwrap()
+        .iter()
+        .map(|r| r.get::<_, String>(0))
+        .collect::<Vec<_>>();
+    let dir = tempfile::tempdir().unwrap();
+    let options = options(&dir, &input(300, false));
+    let summary = run(&db, &options).unwrap();
+    assert_eq!(summary.rows_loaded, 300);
+    assert_eq!(
+        summary.restored[..2],
+        ["index actual_one", "index actual_two"],
+        "{:?}",
+        summary.restored
+    );
+    let after = client
+        .query("SELECT pg_get_indexdef(indexrelid) FROM pg_index WHERE indrelid = 'actual'::regclass AND indisvalid ORDER BY 1", &[])
+        .unwrap()
+        .iter()
+        .map(|r| r.get::<_, String>(0))
+        .collect::<Vec<_>>();
+    assert_eq!(after, before);
+}
+
 #[test]
 fn a_table_with_rows_keeps_its_indexes_unless_truncated() {
     let (db, mut client, before) = setup("restores_not_empty", 500);
