@@ -431,6 +431,11 @@ fn fill_from_environment(
         let name = env("PGAPPNAME").or_else(|| own.fallback_application_name.clone());
         config.application_name(&name.unwrap_or_else(|| "pgpour".into()));
     }
+    if config.get_options().is_none() {
+        if let Some(options) = env("PGOPTIONS") {
+            config.options(&options);
+        }
+    }
     if config.get_connect_timeout().is_none() {
         if let Some(secs) = env("PGCONNECT_TIMEOUT").and_then(|s| s.parse().ok()) {
             config.connect_timeout(Duration::from_secs(secs));
@@ -525,6 +530,16 @@ mod tests {
             Ok(_) => format!("{db:?} was accepted"),
             Err(e) => e.to_string(),
         }
+    }
+
+    #[test]
+    fn pgoptions_gives_the_server_options_the_string_leaves_out() {
+        let set = "-c maintenance_work_mem=1GB";
+        let options = |o: ConnectOptions| o.config.get_options().unwrap_or("").to_string();
+        let o = resolve("host=h", &[("PGOPTIONS", set)]);
+        assert!(options(o).starts_with(set));
+        let o = resolve("host=h options='-c work_mem=8MB'", &[("PGOPTIONS", set)]);
+        assert!(!options(o).contains("maintenance_work_mem"));
     }
 
     #[test]

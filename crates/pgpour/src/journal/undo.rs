@@ -456,8 +456,7 @@ pub(super) fn run_step(
             })
         }
         Err(reason) => {
-            remove_step(&mut tx, load_id, position)
-                .and_then(|()| tx.commit().map_err(&failed))?;
+            remove_step(&mut tx, load_id, position).and_then(|()| tx.commit().map_err(&failed))?;
             return Ok(format!("{what}: not run ({reason})"));
         }
     };

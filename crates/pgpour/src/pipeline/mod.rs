@@ -221,14 +221,7 @@ fn undo(
         let open = || connect.connect().and_then(pinned);
         let first = still_held()
             .and_then(|()| {
-                rebuild_indexes_at_once(
-                    &mut client,
-                    &open,
-                    load_id,
-                    builders,
-                    done,
-                    Some(progress),
-                )
+                rebuild_indexes_at_once(&mut client, &open, load_id, builders, done, Some(progress))
             })
             .and_then(|_| {
                 run_pending(
