@@ -8,7 +8,7 @@ mod values;
 
 use clap::{Args, Parser, Subcommand};
 
-pub use values::{FormatArg, HeaderArg, MaxErrors, WireFormatArg};
+pub use values::{FormatArg, HeaderArg, MaxErrors, OnConflictArg, WireFormatArg};
 
 #[derive(Debug, Parser)]
 #[command(
@@ -538,6 +538,24 @@ pub struct LoadArgs {
     /// text; a chunk with a value pgpour cannot vouch for goes as read.
     #[arg(long, value_name = "FORMAT", default_value = "auto")]
     pub wire_format: WireFormatArg,
+
+    /// What a row whose key the table already holds does: `error` (a bad
+    /// row, as with COPY), `skip` (the row there stays), or `update` (the
+    /// file's row replaces it: its loaded columns; the others keep their
+    /// values). Between rows of the file with the same key, file order
+    /// decides whatever the worker count: with skip the first stays, with
+    /// update the last. Each chunk goes to a temporary table, then INSERT
+    /// ... ON CONFLICT moves it into the table, chunks in file order; the
+    /// summary counts rows inserted, updated and skipped.
+    #[arg(long, value_name = "ACTION", default_value = "error")]
+    pub on_conflict: OnConflictArg,
+
+    /// The key that makes two rows the same row for --on-conflict, as
+    /// column names (e.g. id or tenant,code): the columns of a unique key
+    /// or primary key of the table. Default: the primary key, or the only
+    /// unique key.
+    #[arg(long, value_name = "COLUMNS", requires = "on_conflict")]
+    pub conflict_key: Option<String>,
 
     /// Say what the load would do (table, COPY statement, workers, commits,
     /// which indexes are rebuilt and why others are not), and load nothing.

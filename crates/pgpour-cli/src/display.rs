@@ -47,7 +47,7 @@ pub fn summary_text(s: &LoadSummary) -> String {
     };
     format!(
         "pgpour: {status} {} rows into {}{resumed}{}\n  \
-         rows     {} read = {} loaded + {} rejected{}\n  \
+         rows     {} read = {} loaded{} + {} rejected{}\n  \
          input    {} file{} ({} read, {} loaded, {}{})\n  \
          time     {:.2} s  |  {} rows/s  |  {}/s{}\n  \
          workers  {}{workers_note}{atomic}{restored}{rejects}",
@@ -60,6 +60,15 @@ pub fn summary_text(s: &LoadSummary) -> String {
         },
         HumanCount(s.rows_read),
         HumanCount(s.rows_loaded),
+        match s.rows_updated + s.rows_skipped {
+            0 => String::new(),
+            _ => format!(
+                " ({} inserted, {} updated, {} skipped)",
+                HumanCount(s.rows_inserted),
+                HumanCount(s.rows_updated),
+                HumanCount(s.rows_skipped)
+            ),
+        },
         HumanCount(s.rows_rejected),
         match s.rows_filtered {
             0 => String::new(),
@@ -175,6 +184,13 @@ pub fn explain_text(plan: &pgpour::Explain) -> String {
         format!("pgpour: would load {}", plan.table_sql),
         format!("  copy     {}", plan.copy_sql),
         format!("  send     {}", plan.wire_format_why),
+    ];
+    lines.extend(
+        plan.on_conflict
+            .iter()
+            .map(|merge| format!("  conflict {merge}")),
+    );
+    lines.extend([
         format!(
             "  workers  {}{}",
             plan.workers,
@@ -193,13 +209,14 @@ pub fn explain_text(plan: &pgpour::Explain) -> String {
                 Some(1) => "each worker sends 1 chunk ahead of the answer it waits for".into(),
                 Some(n) =>
                     format!("each worker sends {n} chunks ahead of the answers it waits for"),
-                None =>
-                    "each chunk waits for its answers (this commit mode does not stream)".into(),
+                None => "each chunk waits for its answers (this commit mode, or merging, \
+                         does not stream)"
+                    .into(),
             },
             HumanBytes(plan.min_split_chunk as u64)
         ),
         inputs_line(plan),
-    ];
+    ]);
     lines.extend(plan.inputs.iter().flat_map(|look| {
         let not_read = look
             .not_read

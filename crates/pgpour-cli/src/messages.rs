@@ -153,6 +153,13 @@ fn options_problem(problem: &OptionsProblem, error: &Error) -> String {
         OptionsProblem::LimitWithWhere => "--limit and --where cannot go together: the journal \
             cannot tell how many rows a resumed load already read where --where left rows out"
             .to_string(),
+        OptionsProblem::OnConflictAtomic => {
+            "--on-conflict skip or update cannot go with --atomic: \
+            chunks merge in file order, each once the one before committed, which one \
+            transaction per worker would not allow; load without --atomic (the journal still \
+            makes a stopped load resumable)"
+                .to_string()
+        }
         OptionsProblem::TableName { text } => format!(
             "--table {text:?}: expected table or schema.table (quote names that contain dots)"
         ),

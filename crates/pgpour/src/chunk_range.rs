@@ -27,4 +27,8 @@ pub struct CommittedChunk {
     pub lines: u64,
     pub rows_loaded: u64,
     pub rows_rejected: u64,
+    /// Of `rows_loaded`, those that replaced a row (`--on-conflict update`).
+    pub rows_updated: u64,
+    /// Of `rows_loaded`, those skipped (`--on-conflict skip`).
+    pub rows_skipped: u64,
 }

@@ -18,6 +18,7 @@ use postgres::{GenericClient, Transaction};
 
 use crate::binary::{Encoded, RowEncoder};
 use crate::chunk::Chunk;
+use crate::conflict::{Merge, MergeOrder, Merged};
 use crate::copy_context::CopyContext;
 use crate::error::{BadRow, Error, ServerError};
 use crate::frame::{copy_lines, count_byte, stray_line_break, Eol, Framer, Syntax};
@@ -29,10 +30,29 @@ use crate::wire::COPY_MESSAGE_BYTES;
 /// What loading a chunk did.
 #[derive(Debug, Default)]
 pub(crate) struct Loaded {
+    /// Rows loaded: with `--on-conflict`, those inserted, updated and
+    /// skipped, all of them.
     pub rows: u64,
     pub rejected: Vec<BadRow>,
     /// Whether its rows went binary.
     pub binary: bool,
+    /// Of `rows`, those that met a key (`--on-conflict`).
+    pub merged: Merged,
+}
+
+impl Loaded {
+    fn add(&mut self, copied: Copied) {
+        self.rows += copied.rows;
+        self.merged.updated += copied.merged.updated;
+        self.merged.skipped += copied.merged.skipped;
+    }
+}
+
+/// What one COPY loaded.
+#[derive(Clone, Copy, Debug, Default)]
+struct Copied {
+    rows: u64,
+    merged: Merged,
 }
 
 /// Loads chunks for one worker; shared settings of the load.
@@ -55,6 +75,9 @@ pub(crate) struct ChunkLoader<'a> {
     /// Sends a chunk whole in binary when it can (never on the careful
     /// path, whose COPY lines must be the input's).
     pub binary: Option<&'a RowEncoder>,
+    /// With `--on-conflict skip|update`: each COPY (into the staging
+    /// table) is merged into the table, in chunk order.
+    pub merge: Option<(&'a Merge, &'a MergeOrder)>,
 }
 
 /// How a COPY failed.
@@ -91,15 +114,15 @@ impl<'a> ChunkLoader<'a> {
                 tx.batch_execute(sql)
                     .map_err(|e| Failure::Fatal(fatal(e)))?;
             }
-            let (rows, binary) = self.copy_whole(&mut tx, chunk)?;
-            self.journal_chunk(&mut tx, chunk, rows, &[])
+            let (copied, binary) = self.copy_whole(&mut tx, chunk)?;
+            self.journal_chunk(&mut tx, chunk, copied, &[])
                 .map_err(Failure::Fatal)?;
             tx.commit()
                 .map_err(|e| match self.in_doubt(&e, chunk, file) {
                     Some(doubt) => Failure::Fatal(doubt),
                     None => self.classify(e),
                 })?;
-            Ok((rows, binary))
+            Ok((copied, binary))
         })();
         if first.is_err() && self.sink.is_none() {
             // In the load's transaction (--atomic) the chunk was a savepoint
@@ -111,10 +134,11 @@ impl<'a> ChunkLoader<'a> {
             }
         }
         match first {
-            Ok((rows, binary)) => Ok(Loaded {
-                rows,
+            Ok((copied, binary)) => Ok(Loaded {
+                rows: copied.rows,
                 rejected: Vec::new(),
                 binary,
+                merged: copied.merged,
             }),
             Err(Failure::Fatal(e)) => Err(e),
             Err(Failure::Row { copy_line, server }) => {
@@ -224,9 +248,9 @@ impl<'a> ChunkLoader<'a> {
             let list = &rest[..piece.min(rest.len())];
             let outcome = self.try_copy(&mut tx, &at, list)?;
             match outcome {
-                Ok(rows) => {
+                Ok(copied) => {
                     sent += list.len();
-                    loaded.rows += rows;
+                    loaded.add(copied);
                     rest = &rest[list.len()..];
                     continue;
                 }
@@ -258,7 +282,11 @@ impl<'a> ChunkLoader<'a> {
             piece = piece_size(sent, refused);
         }
         loaded.rejected.sort_by_key(|r| r.byte);
-        self.journal_chunk(&mut tx, chunk, loaded.rows, &loaded.rejected)?;
+        let copied = Copied {
+            rows: loaded.rows,
+            merged: loaded.merged,
+        };
+        self.journal_chunk(&mut tx, chunk, copied, &loaded.rejected)?;
         let commit = || {
             tx.commit()
                 .map_err(|e| self.in_doubt(&e, chunk, file).unwrap_or_else(|| fatal(e)))
@@ -294,7 +322,7 @@ impl<'a> ChunkLoader<'a> {
         &self,
         tx: &mut Transaction<'_>,
         chunk: &Chunk,
-        rows: u64,
+        copied: Copied,
         rejected: &[BadRow],
     ) -> Result<(), Error> {
         let Some(load_id) = self.journal else {
@@ -305,7 +333,7 @@ impl<'a> ChunkLoader<'a> {
             load_id,
             self.run_token,
             &chunk.range(),
-            rows,
+            (copied.rows, copied.merged),
             rejected,
         );
         match recorded {
@@ -338,8 +366,8 @@ impl<'a> ChunkLoader<'a> {
             return Ok(());
         }
         let server = match self.try_copy(tx, at, list)? {
-            Ok(rows) => {
-                loaded.rows += rows;
+            Ok(copied) => {
+                loaded.add(copied);
                 return Ok(());
             }
             Err(Failure::Row { server, .. } | Failure::Data(server)) => server,
@@ -385,14 +413,19 @@ impl<'a> ChunkLoader<'a> {
         tx: &mut Transaction<'_>,
         at: &Rejecting<'_>,
         list: &[usize],
-    ) -> Result<Result<u64, Failure>, Error> {
+    ) -> Result<Result<Copied, Failure>, Error> {
         let mut savepoint = tx.savepoint("pgpour_rows").map_err(fatal)?;
         let ranges = at.records.runs(list);
-        let result = self.copy(&mut savepoint, self.copy_sql, &ranges, &at.chunk.data);
+        let result = self.copy(
+            &mut savepoint,
+            (self.copy_sql, at.chunk.seq),
+            &ranges,
+            &at.chunk.data,
+        );
         match result {
-            Ok(rows) => {
+            Ok(copied) => {
                 savepoint.commit().map_err(fatal)?;
-                Ok(Ok(rows))
+                Ok(Ok(copied))
             }
             Err(failure) => {
                 savepoint.rollback().map_err(fatal)?;
@@ -409,7 +442,11 @@ impl<'a> ChunkLoader<'a> {
     /// the encoder vouches for every value. A refusal of the binary COPY
     /// does not say which input line is at fault (its lines are rows):
     /// the careful path starts without a head start.
-    fn copy_whole(&self, tx: &mut Transaction<'_>, chunk: &Chunk) -> Result<(u64, bool), Failure> {
+    fn copy_whole(
+        &self,
+        tx: &mut Transaction<'_>,
+        chunk: &Chunk,
+    ) -> Result<(Copied, bool), Failure> {
         let mut encoded = Encoded::default();
         if let Some(encoder) = self.binary {
             let rows = || crate::frame::count_records(self.syntax, chunk.eol, &chunk.data);
@@ -417,26 +454,28 @@ impl<'a> ChunkLoader<'a> {
             if pays && encoder.encode(std::slice::from_ref(chunk), &mut encoded) {
                 let whole = 0..encoded.bytes.len();
                 let sql = encoder.copy_sql.as_str();
-                return match self.copy(tx, sql, &[whole], &encoded.bytes) {
-                    Ok(rows) => Ok((rows, true)),
+                return match self.copy(tx, (sql, chunk.seq), &[whole], &encoded.bytes) {
+                    Ok(copied) => Ok((copied, true)),
                     Err(Failure::Row { server, .. }) => Err(Failure::Data(server)),
                     Err(other) => Err(other),
                 };
             }
         }
         let whole = 0..chunk.data.len();
-        let rows = self.copy(tx, self.copy_sql, &[whole], &chunk.data)?;
-        Ok((rows, false))
+        let copied = self.copy(tx, (self.copy_sql, chunk.seq), &[whole], &chunk.data)?;
+        Ok((copied, false))
     }
 
-    /// Sends the byte ranges of `data` as one COPY `sql`.
+    /// Sends the byte ranges of `data` as one COPY `sql`, for the chunk
+    /// numbered `seq`; with `--on-conflict`, then merges the rows staged,
+    /// once every chunk before it has committed.
     fn copy(
         &self,
         tx: &mut Transaction<'_>,
-        sql: &str,
+        (sql, seq): (&str, u64),
         ranges: &[Range<usize>],
         data: &[u8],
-    ) -> Result<u64, Failure> {
+    ) -> Result<Copied, Failure> {
         let mut writer = tx.copy_in(sql).map_err(|e| self.classify(e))?;
         // Many modest CopyData messages rather than one big one: the server
         // reads a whole message before parsing it, so big messages stop the
@@ -461,7 +500,35 @@ impl<'a> ChunkLoader<'a> {
                 }
             }
         }
-        writer.finish().map_err(|e| self.classify(e))
+        let rows = writer.finish().map_err(|e| self.classify(e))?;
+        let Some((merge, order)) = self.merge else {
+            return Ok(Copied {
+                rows,
+                merged: Merged::default(),
+            });
+        };
+        if !order.wait_for_turn(seq) {
+            return Err(Failure::Fatal(Error::Stopped));
+        }
+        // A simple query: one round trip, where a prepared one takes two.
+        let answer = tx
+            .simple_query(&merge.merge_sql)
+            .map_err(|e| self.classify(e))?;
+        let count = |i: usize| {
+            answer.iter().find_map(|m| match m {
+                postgres::SimpleQueryMessage::Row(row) => row.get(i)?.parse::<u64>().ok(),
+                _ => None,
+            })
+        };
+        let (Some(staged), Some(inserted)) = (count(0), count(1)) else {
+            return Err(Failure::Fatal(Error::Target(
+                "the merge of a chunk's rows gave no counts".into(),
+            )));
+        };
+        Ok(Copied {
+            rows: staged,
+            merged: merge.counted(staged, inserted),
+        })
     }
 }
 

@@ -28,6 +28,7 @@ mod binary;
 mod chunk;
 mod chunk_range;
 mod commit_mode;
+mod conflict;
 mod conn;
 mod copy;
 mod copy_context;
@@ -66,6 +67,7 @@ mod wire;
 mod workers_from;
 
 pub use binary::{encode_for_bench, WireFormat};
+pub use conflict::OnConflict;
 pub use conn::ConnectOptions;
 pub use error::{
     delimiter_name, BadRow, ConnectionProblem, Error, FormatProblem, InputChange, Mismatch,

@@ -71,6 +71,13 @@ pub struct LoadOptions {
     /// How chunks go to the server: as read, or in binary (see `binary`).
     #[serde(default)]
     pub wire_format: crate::binary::WireFormat,
+    /// What a row whose key the table already holds does (see `conflict`).
+    #[serde(default)]
+    pub on_conflict: crate::conflict::OnConflict,
+    /// The key that decides a conflict; `None` for the primary key, or the
+    /// only unique key.
+    #[serde(default)]
+    pub conflict_key: Option<Vec<String>>,
 }
 
 fn yes() -> bool {
@@ -98,6 +105,10 @@ impl LoadOptions {
         }
         if self.chunk_size == 0 {
             return Err(Error::InvalidOptions(OptionsProblem::ChunkSizeZero));
+        }
+        let merging = self.on_conflict != crate::conflict::OnConflict::Error;
+        if merging && self.atomic {
+            return Err(Error::InvalidOptions(OptionsProblem::OnConflictAtomic));
         }
         if self.limit.is_some() && self.where_clause.is_some() {
             return Err(Error::InvalidOptions(OptionsProblem::LimitWithWhere));
@@ -152,6 +163,8 @@ impl LoadOptions {
             keep_indexes: false,
             keep_sequences: false,
             wire_format: crate::binary::WireFormat::Auto,
+            on_conflict: crate::conflict::OnConflict::Error,
+            conflict_key: None,
         }
     }
 }

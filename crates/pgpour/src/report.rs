@@ -45,6 +45,12 @@ pub struct LoadSummary {
     pub rows_read: u64,
     pub rows_loaded: u64,
     pub rows_rejected: u64,
+    /// Of `rows_loaded`: rows new to the table, rows that replaced the row
+    /// of their key (`--on-conflict update`), rows skipped for a key the
+    /// table held (`--on-conflict skip`). They add up to `rows_loaded`.
+    pub rows_inserted: u64,
+    pub rows_updated: u64,
+    pub rows_skipped: u64,
     /// Rows that `--where` left out (of this run's chunks).
     pub rows_filtered: u64,
     /// The rejected rows' bytes, when there are any.
@@ -90,6 +96,14 @@ impl LoadSummary {
         };
         self.rows_per_second = per_second(rows_loaded);
         self.mb_per_second = per_second(bytes_loaded) / 1e6;
+        self.set_merged(self.rows_updated, self.rows_skipped);
+    }
+
+    /// Replaces the counts of rows that met a key (`--on-conflict`).
+    pub(crate) fn set_merged(&mut self, updated: u64, skipped: u64) {
+        self.rows_updated = updated;
+        self.rows_skipped = skipped;
+        self.rows_inserted = self.rows_loaded.saturating_sub(updated + skipped);
     }
 
     /// Adds what the load restored at its end; `elapsed` is the whole
@@ -124,6 +138,9 @@ impl LoadSummary {
             rows_filtered: 0,
             rows_loaded: 0,
             rows_rejected: 0,
+            rows_inserted: 0,
+            rows_updated: 0,
+            rows_skipped: 0,
             reject_file: None,
             reject_log: None,
             seconds: elapsed.as_secs_f64(),
@@ -172,6 +189,11 @@ impl LoadSummary {
             rows_filtered: p.rows_filtered,
             rows_loaded: p.rows_loaded,
             rows_rejected: p.rows_rejected,
+            rows_inserted: p
+                .rows_loaded
+                .saturating_sub(p.rows_updated + p.rows_skipped),
+            rows_updated: p.rows_updated,
+            rows_skipped: p.rows_skipped,
             reject_file: (sink.written() > 0).then(|| sink.rows_path().display().to_string()),
             reject_log: (sink.written() > 0).then(|| sink.log_path().display().to_string()),
             seconds,

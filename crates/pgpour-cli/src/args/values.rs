@@ -37,6 +37,27 @@ impl From<WireFormatArg> for pgpour::WireFormat {
     }
 }
 
+/// `--on-conflict`'s value.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum OnConflictArg {
+    /// A bad row, as COPY has it.
+    Error,
+    /// The row already there stays.
+    Skip,
+    /// The file's row replaces it.
+    Update,
+}
+
+impl From<OnConflictArg> for pgpour::OnConflict {
+    fn from(arg: OnConflictArg) -> Self {
+        match arg {
+            OnConflictArg::Error => pgpour::OnConflict::Error,
+            OnConflictArg::Skip => pgpour::OnConflict::Skip,
+            OnConflictArg::Update => pgpour::OnConflict::Update,
+        }
+    }
+}
+
 /// `--header`'s value; `--header` alone means `true`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub enum HeaderArg {

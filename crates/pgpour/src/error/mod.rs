@@ -305,6 +305,11 @@ pub enum Error {
     )]
     TakenOver { load_id: String },
 
+    /// The load stopped (another worker failed) while this chunk waited
+    /// for the chunks before it to commit: not an error of its own.
+    #[error("the load stopped while this chunk waited for the chunks before it")]
+    Stopped,
+
     /// The chunk this run was committing was committed meanwhile by
     /// another run of the load.
     #[error("this chunk of load {load_id} was committed by another run of it meanwhile")]

@@ -31,6 +31,10 @@ pub enum OptionsProblem {
     /// chunks whose rows a WHERE left out: a resume would read more.
     #[error("a limit and a WHERE condition cannot go together")]
     LimitWithWhere,
+    /// Chunks merge in file order, each once the one before committed: in
+    /// one transaction per worker they would wait for each other.
+    #[error("on-conflict skip or update cannot go with an atomic load")]
+    OnConflictAtomic,
 }
 
 /// Format options that COPY would read otherwise than pgpour's framing,

@@ -128,6 +128,7 @@ fn every_error() -> Vec<Error> {
             }),
         },
         Error::TakenOver { load_id: load_id() },
+        Error::Stopped,
         Error::ChunkCommittedByOtherRun { load_id: load_id() },
         Error::ChunksLost {
             load_id: load_id(),
@@ -296,7 +297,8 @@ fn covers(error: &Error) {
             | OptionsProblem::TableName { .. }
             | OptionsProblem::NameList { .. }
             | OptionsProblem::Unrecordable { .. }
-            | OptionsProblem::LimitWithWhere => {}
+            | OptionsProblem::LimitWithWhere
+            | OptionsProblem::OnConflictAtomic => {}
         },
         Error::InvalidFormat(p) => match p {
             FormatProblem::NotOneByte
@@ -349,6 +351,7 @@ fn covers(error: &Error) {
         | Error::LoadRunning { .. }
         | Error::LockTimeout { .. }
         | Error::TakenOver { .. }
+        | Error::Stopped
         | Error::ChunkCommittedByOtherRun { .. }
         | Error::ChunksLost { .. }
         | Error::AtomicInterrupted { .. }

@@ -6,6 +6,7 @@ use postgres::types::Type;
 use postgres::GenericClient;
 
 use crate::chunk_range::{ChunkRange, CommittedChunk};
+use crate::conflict::Merged;
 use crate::error::{Error, Result};
 use crate::reject::BadRow;
 
@@ -15,6 +16,10 @@ pub struct Totals {
     pub rows_loaded: u64,
     pub rows_rejected: u64,
     pub bytes: u64,
+    /// Of `rows_loaded`, those that replaced a row or were skipped
+    /// (`--on-conflict`).
+    pub rows_updated: u64,
+    pub rows_skipped: u64,
 }
 
 impl Totals {
@@ -23,6 +28,8 @@ impl Totals {
             rows_loaded: t.rows_loaded + c.rows_loaded,
             rows_rejected: t.rows_rejected + c.rows_rejected,
             bytes: t.bytes + (c.byte_end - c.byte_start),
+            rows_updated: t.rows_updated + c.rows_updated,
+            rows_skipped: t.rows_skipped + c.rows_skipped,
         })
     }
 }
@@ -35,15 +42,16 @@ pub(crate) fn record_chunk(
     load_id: &str,
     run_token: &str,
     chunk: &ChunkRange,
-    rows_loaded: u64,
+    (rows_loaded, merged): (u64, Merged),
     rejected: &[BadRow],
 ) -> Result<bool, postgres::Error> {
     // The key share lock on the load's row holds off a takeover (which
     // locks the row for update) until this transaction ends.
     let written = tx.execute_typed(
         "WITH owner AS (SELECT 1 FROM pgpour.loads WHERE load_id = $1 AND run_token = $9 FOR KEY SHARE) \
-         INSERT INTO pgpour.chunks (load_id, input, byte_start, byte_end, first_line, lines, rows_loaded, rows_rejected) \
-         SELECT $1, $2, $3, $4, $5, $6, $7, $8 FROM owner",
+         INSERT INTO pgpour.chunks (load_id, input, byte_start, byte_end, first_line, lines, rows_loaded, rows_rejected, \
+                                    rows_updated, rows_skipped) \
+         SELECT $1, $2, $3, $4, $5, $6, $7, $8, $10, $11 FROM owner",
         &[
             (&load_id, Type::TEXT),
             (&(chunk.input as i32), Type::INT4),
@@ -54,6 +62,8 @@ pub(crate) fn record_chunk(
             (&(rows_loaded as i64), Type::INT8),
             (&(rejected.len() as i64), Type::INT8),
             (&run_token, Type::TEXT),
+            (&(merged.updated as i64), Type::INT8),
+            (&(merged.skipped as i64), Type::INT8),
         ],
     )?;
     if written == 0 {
@@ -108,15 +118,15 @@ pub(crate) fn correct_rows(
 }
 
 /// Whether `chunk` is in the journal (it committed), with its rows loaded
-/// and its rejected rows.
+/// (and of them, those that met a key) and its rejected rows.
 pub(crate) fn committed_chunk(
     client: &mut impl GenericClient,
     load_id: &str,
     chunk: &ChunkRange,
-) -> Result<Option<(u64, Vec<BadRow>)>> {
+) -> Result<Option<(u64, Merged, Vec<BadRow>)>> {
     let row = client
         .query_typed_opt(
-            "SELECT rows_loaded FROM pgpour.chunks WHERE load_id = $1 AND input = $2 AND byte_start = $3",
+            "SELECT rows_loaded, rows_updated, rows_skipped FROM pgpour.chunks WHERE load_id = $1 AND input = $2 AND byte_start = $3",
             &[
                 (&load_id, Type::TEXT),
                 (&(chunk.input as i32), Type::INT4),
@@ -126,5 +136,9 @@ pub(crate) fn committed_chunk(
         .map_err(Error::db("reading the journal"))?;
     let Some(row) = row else { return Ok(None) };
     let rejected = super::rejects::rejected_rows_within(client, load_id, Some(chunk))?;
-    Ok(Some((row.get::<_, i64>(0) as u64, rejected)))
+    let merged = Merged {
+        updated: row.get::<_, i64>(1) as u64,
+        skipped: row.get::<_, i64>(2) as u64,
+    };
+    Ok(Some((row.get::<_, i64>(0) as u64, merged, rejected)))
 }

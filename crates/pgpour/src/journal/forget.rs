@@ -94,6 +94,7 @@ fn forget_locked(
             &mut restored,
             &mut || Ok(()),
             None,
+            None,
         )?;
         let n = client
             .execute_typed(

@@ -20,31 +20,24 @@ use std::sync::Mutex;
 
 use postgres::Client;
 
-use super::undo::{run_step, steps, Pending, Refused, UndoStep};
+use super::undo::{run_step, Pending, Refused};
 use crate::error::{Error, Result};
 use crate::progress::{Phase, Progress};
 
-/// Builds the load's pending plain indexes in up to `sessions` sessions at
-/// once: `first`, and others from `open`. Adds what it built to `done`;
-/// how many sessions built (0 when fewer than two indexes or sessions make
-/// it not worth it, and nothing was done). The first failure stops the
-/// builds not yet started, which stay pending.
+/// Builds `indexes` (pending plain index steps of the load) in up to
+/// `sessions` sessions at once: `first`, and others from `open`. Adds what
+/// it built to `done`. The first failure stops the builds not yet started,
+/// which stay pending.
 pub(crate) fn rebuild_indexes_at_once(
-    first: &mut Client,
-    open: &(dyn Fn() -> Result<Client> + Sync),
+    (first, open): (&mut Client, &(dyn Fn() -> Result<Client> + Sync)),
     load_id: &str,
+    indexes: Vec<Pending>,
     sessions: usize,
     done: &mut Vec<String>,
     progress: Option<&Progress>,
-) -> Result<usize> {
-    let indexes: VecDeque<Pending> = steps(first, load_id)?
-        .into_iter()
-        .filter(|p| matches!(p.step, UndoStep::Index { .. }))
-        .collect();
-    let sessions = sessions.min(indexes.len());
-    if sessions < 2 {
-        return Ok(0);
-    }
+) -> Result<()> {
+    let indexes = VecDeque::from(indexes);
+    let sessions = sessions.clamp(1, indexes.len().max(1));
     let builds = Builds {
         of: indexes.len(),
         queue: Mutex::new(indexes),
@@ -71,7 +64,7 @@ pub(crate) fn rebuild_indexes_at_once(
     built.sort_unstable();
     done.extend(built.into_iter().map(|(_, what)| what));
     let error = lock(&builds.error).take();
-    error.map_or(Ok(sessions), Err)
+    error.map_or(Ok(()), Err)
 }
 
 /// The builds the sessions share.

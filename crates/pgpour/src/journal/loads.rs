@@ -141,7 +141,8 @@ pub(crate) fn begin(
     take_over(client, load_id, run_token)?;
     let chunks = client
         .query_typed(
-            "SELECT input, byte_start, byte_end, first_line, lines, rows_loaded, rows_rejected FROM pgpour.chunks \
+            "SELECT input, byte_start, byte_end, first_line, lines, rows_loaded, rows_rejected, \
+                    rows_updated, rows_skipped FROM pgpour.chunks \
              WHERE load_id = $1 ORDER BY input, byte_start",
             &[(&load_id, Type::TEXT)],
         )
@@ -155,6 +156,8 @@ pub(crate) fn begin(
             lines: r.get::<_, i64>(4) as u64,
             rows_loaded: r.get::<_, i64>(5) as u64,
             rows_rejected: r.get::<_, i64>(6) as u64,
+            rows_updated: r.get::<_, i64>(7) as u64,
+            rows_skipped: r.get::<_, i64>(8) as u64,
         })
         .collect();
     Ok(Previous::Unfinished(chunks))
@@ -323,12 +326,14 @@ pub fn finish_if_complete(
         "SET synchronous_commit = on; \
          WITH c AS (SELECT count(*) AS chunks, coalesce(sum(rows_loaded), 0)::int8 AS loaded, \
                            coalesce(sum(rows_rejected), 0)::int8 AS rejected, \
-                           coalesce(sum(byte_end - byte_start), 0)::int8 AS bytes \
+                           coalesce(sum(byte_end - byte_start), 0)::int8 AS bytes, \
+                           coalesce(sum(rows_updated), 0)::int8 AS updated, \
+                           coalesce(sum(rows_skipped), 0)::int8 AS skipped \
                     FROM pgpour.chunks WHERE load_id = {id}), \
               done AS (UPDATE pgpour.loads SET state = 'done', finished_at = now() \
                        WHERE load_id = {id} AND (SELECT chunks FROM c) >= {expected} RETURNING 1) \
          SELECT (SELECT count(*) FROM done), loaded, rejected, bytes, \
-                EXISTS (SELECT FROM pgpour.undo WHERE load_id = {id}) FROM c;"
+                EXISTS (SELECT FROM pgpour.undo WHERE load_id = {id}), updated, skipped FROM c;"
     );
     let results = super::checked(client, &sql, "recording the end of the load")?;
     let row = results.last().and_then(|rows| rows.first());
@@ -342,6 +347,8 @@ pub fn finish_if_complete(
             rows_loaded: number(1),
             rows_rejected: number(2),
             bytes: number(3),
+            rows_updated: number(5),
+            rows_skipped: number(6),
         }),
         undo_pending: value(4) != "f",
     })

@@ -17,7 +17,7 @@ use crate::sql::{simple_statements, TextRow};
 
 /// Each migration, in order: migration `i` takes the journal from version
 /// `i` to `i + 1`.
-const MIGRATIONS: &[&str] = &[V1_TABLES, V2_RUNS, V3_UNDO];
+const MIGRATIONS: &[&str] = &[V1_TABLES, V2_RUNS, V3_UNDO, V4_MERGED];
 
 /// The version this pgpour writes.
 pub(crate) const LATEST: i32 = MIGRATIONS.len() as i32;
@@ -144,6 +144,13 @@ END $$;
 DELETE FROM pgpour.restores;
 ALTER TABLE pgpour.restores
     ADD CONSTRAINT moved_to_pgpour_undo CHECK (false) NOT VALID";
+
+/// Of a chunk's rows loaded, those that met a key already in the table
+/// (`--on-conflict`): replaced the row there, or skipped.
+const V4_MERGED: &str = "
+ALTER TABLE pgpour.chunks
+    ADD COLUMN IF NOT EXISTS rows_updated bigint NOT NULL DEFAULT 0,
+    ADD COLUMN IF NOT EXISTS rows_skipped bigint NOT NULL DEFAULT 0";
 
 /// Kept after every migration: the journal holds rejected rows, which may
 /// be personal data, for its owner only, whatever default privileges say.

@@ -147,7 +147,7 @@ pub(crate) fn record_sql(load_id: &str, step: &UndoStep) -> String {
 }
 
 /// A pending step, and what deciding its statement needs of the catalog.
-pub(super) struct Pending {
+pub(crate) struct Pending {
     pub position: i32,
     pub step: UndoStep,
     /// The step's object as it is named now (`None`: it is gone).
@@ -237,7 +237,7 @@ fn pending_from(row: &TextRow) -> Pending {
 }
 
 /// The load's steps still to undo, in order, with their facts.
-pub(super) fn steps(client: &mut impl GenericClient, load_id: &str) -> Result<Vec<Pending>> {
+fn steps(client: &mut impl GenericClient, load_id: &str) -> Result<Vec<Pending>> {
     let rows = crate::sql::simple_rows(client, &pending_sql(load_id, None))
         .map_err(Error::db("reading the journal's undo log"))?;
     Ok(rows.iter().map(pending_from).collect())
@@ -250,6 +250,12 @@ pub fn pending(client: &mut impl GenericClient, load_id: &str) -> Result<Vec<Str
         .map(|p| p.step.describe())
         .collect())
 }
+
+/// Runs plain index builds several at once (see `index_builds`): given
+/// the pending ones when there are two or more, it builds them all or
+/// fails; the other steps follow in order.
+pub(crate) type AtOnce<'a> =
+    &'a mut dyn FnMut(&mut Client, Vec<Pending>, &mut Vec<String>) -> Result<()>;
 
 /// What `run_pending` does with a step pgpour will not run: a restore an
 /// older pgpour recorded as SQL text, or one no longer about the load's
@@ -283,6 +289,7 @@ pub(crate) fn run_pending(
     done: &mut Vec<String>,
     ready: &mut dyn FnMut() -> Result<()>,
     progress: Option<&crate::progress::Progress>,
+    at_once: Option<AtOnce<'_>>,
 ) -> Result<()> {
     let read = super::checked(
         client,
@@ -296,6 +303,15 @@ pub(crate) fn run_pending(
         return Ok(());
     }
     ready()?;
+    let plain = |p: &Pending| matches!(p.step, UndoStep::Index { .. });
+    let pending = match at_once {
+        Some(at_once) if pending.iter().filter(|p| plain(p)).count() >= 2 => {
+            let (indexes, rest) = pending.into_iter().partition(plain);
+            at_once(client, indexes, done)?;
+            rest
+        }
+        _ => pending,
+    };
     let rebuilds = pending.iter().filter(|p| p.step.is_rebuild()).count();
     let mut rebuilt = 0;
     let mut batch = Batch::default();

@@ -10,6 +10,7 @@ use postgres::Client;
 
 use crate::binary::WireChoice;
 use crate::commit_mode::CommitMode;
+use crate::conflict::{Merge, OnConflict};
 use crate::conn::ConnectOptions;
 use crate::error::{Error, Result};
 use crate::format::FormatOptions;
@@ -76,6 +77,8 @@ pub(crate) struct Plan {
     pub sequences_left_alone: Option<LeftAlone>,
     /// Whether chunks go binary, and why.
     pub wire: WireChoice,
+    /// How rows merge into the table (`--on-conflict skip|update`).
+    pub merge: Option<Merge>,
 }
 
 /// The load's first session: it decides, prepares, and ends the load.
@@ -201,11 +204,32 @@ pub(super) fn decide(
                 .map_err(Error::db("setting up the session"))?;
         }
     }
-    let mut wire = crate::binary::choose(options.wire_format, &target, &options.format)?;
+    let merge = Merge::plan(
+        &mut client,
+        &target,
+        options.on_conflict,
+        options.conflict_key.as_deref(),
+    )?;
+    let mut wire = match merge {
+        // Rows go to the staging table as read (binary COPY there is
+        // left for later).
+        Some(_) if options.wire_format != crate::binary::WireFormat::Binary => WireChoice {
+            encoder: None,
+            why: "--on-conflict: chunks go to a staging table as read".into(),
+        },
+        Some(_) => {
+            return Err(Error::Target(
+                "--wire-format binary cannot go with --on-conflict skip or update yet".into(),
+            ))
+        }
+        None => crate::binary::choose(options.wire_format, &target, &options.format)?,
+    };
     if let Some(encoder) = wire.encoder.as_mut() {
         encoder.copy_sql = crate::plan::with_where(&encoder.copy_sql, condition);
     }
-    Ok((client, Plan::make(options, total, target, round_trip, wire)))
+    let mut plan = Plan::make(options, total, target, round_trip, wire);
+    plan.merge = merge;
+    Ok((client, plan))
 }
 
 impl Plan {
@@ -254,6 +278,7 @@ impl Plan {
             indexes_left_alone: indexes_left_alone(options, total),
             sequences_left_alone: sequences_left_alone(options, total),
             wire,
+            merge: None,
         }
     }
 
@@ -294,6 +319,9 @@ fn indexes_left_alone(options: &LoadOptions, total: Option<u64>) -> Option<LeftA
         _ if options.keep_indexes => Some(LeftAlone::Asked),
         _ if !options.journal => Some(LeftAlone::NoJournal),
         _ if options.atomic => Some(LeftAlone::Atomic),
+        _ if options.on_conflict != OnConflict::Error => Some(LeftAlone::Because(
+            "--on-conflict finds each conflict through the key's index".into(),
+        )),
         _ => small_input(
             options,
             total,

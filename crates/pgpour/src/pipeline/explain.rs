@@ -50,6 +50,9 @@ pub struct Explain {
     pub min_split_chunk: usize,
     pub indexes: crate::indexes::IndexPlan,
     pub sequences: crate::sequences::SequencePlan,
+    /// With `--on-conflict skip|update`: the key, and how rows merge.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub on_conflict: Option<String>,
 }
 
 /// Connects, resolves and checks the target as a load would, and says what
@@ -94,9 +97,11 @@ pub fn explain(connect: &ConnectOptions, options: &LoadOptions) -> Result<Explai
         commit: plan.commit_mode(),
         chunk_size: plan.chunk_size,
         round_trip_ms: plan.round_trip.as_secs_f64() * 1000.0,
-        chunks_ahead: (plan.commit_mode() == CommitMode::PerChunk).then_some(plan.chunks_ahead),
+        chunks_ahead: (plan.commit_mode() == CommitMode::PerChunk && plan.merge.is_none())
+            .then_some(plan.chunks_ahead),
         min_split_chunk: crate::options::min_split_chunk(plan.round_trip),
         indexes,
         sequences,
+        on_conflict: plan.merge.as_ref().map(crate::conflict::Merge::describe),
     })
 }

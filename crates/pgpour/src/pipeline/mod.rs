@@ -217,22 +217,24 @@ fn undo(
                 .unwrap_or_else(|p| std::panic::resume_unwind(p)),
             None => Ok(()),
         };
-        // Plain indexes first, several at once; then the rest in order.
+        // Plain indexes several at once; then the rest in order.
         let open = || connect.connect().and_then(pinned);
-        let first = still_held()
-            .and_then(|()| {
-                rebuild_indexes_at_once(&mut client, &open, load_id, builders, done, Some(progress))
-            })
-            .and_then(|_| {
-                run_pending(
-                    &mut client,
-                    load_id,
-                    Refused::Stop,
-                    done,
-                    &mut still_held,
-                    Some(progress),
-                )
-            });
+        let mut at_once = |client: &mut postgres::Client, indexes, done: &mut Vec<String>| {
+            let sessions = (
+                client,
+                &open as &(dyn Fn() -> Result<postgres::Client> + Sync),
+            );
+            rebuild_indexes_at_once(sessions, load_id, indexes, builders, done, Some(progress))
+        };
+        let first = run_pending(
+            &mut client,
+            load_id,
+            Refused::Stop,
+            done,
+            &mut still_held,
+            Some(progress),
+            Some(&mut at_once),
+        );
         // Answered even when the undo had nothing to change.
         still_held().and(first)
     });
@@ -252,6 +254,7 @@ fn undo(
                     done,
                     &mut || Ok(()),
                     Some(progress),
+                    None,
                 );
             }
             ended => return ended,
@@ -309,6 +312,10 @@ fn load_passes(context: &Passes, options: &LoadOptions) -> Result<LoadSummary, B
                     after.rows_loaded - before.rows_loaded,
                     after.rows_rejected - before.rows_rejected,
                     after.bytes - before.bytes,
+                );
+                summary.set_merged(
+                    after.rows_updated - before.rows_updated,
+                    after.rows_skipped - before.rows_skipped,
                 );
             }
             return Ok(summary);

@@ -3,6 +3,7 @@
 
 mod binary;
 mod client_certificate;
+mod conflicts;
 mod connection;
 mod faults;
 mod field_decoding;

@@ -58,7 +58,15 @@ fn an_unversioned_journal_is_upgraded_and_its_sql_restores_are_shown_not_run() {
         .query_one("SELECT version FROM pgpour.schema_version", &[])
         .unwrap()
         .get(0);
-    assert_eq!(version, 3);
+    assert_eq!(version, super::super::schema::LATEST);
+    let merged: i64 = client
+        .query_one(
+            "SELECT sum(rows_updated + rows_skipped)::int8 FROM pgpour.chunks WHERE load_id = 'old-done'",
+            &[],
+        )
+        .unwrap()
+        .get(0);
+    assert_eq!(merged, 0, "chunks from before --on-conflict met no key");
     let left: i64 = client
         .query_one("SELECT count(*) FROM pgpour.restores", &[])
         .unwrap()

@@ -17,6 +17,7 @@ use postgres::Client;
 
 use super::decide::{AtomicMode, Plan};
 use crate::chunk::{Batch, Chunk};
+use crate::conflict::MergeOrder;
 use crate::conn::ConnectOptions;
 use crate::copy::{ChunkLoader, Loaded};
 use crate::error::{Error, Result};
@@ -86,8 +87,10 @@ pub(super) fn run(
     let gate = Gate::new(!truncate);
     let validator = target.validator(&plan.format);
     let budget = RejectBudget::new(plan.max_errors, rejects_before);
+    let merge_order = MergeOrder::default();
+    let merge = plan.merge.as_ref().map(|m| (m, &merge_order));
     let loader = ChunkLoader {
-        copy_sql: &target.copy_sql,
+        copy_sql: merge.map_or(&target.copy_sql, |(m, _)| &m.copy_sql),
         relation: &target.relation,
         columns: &target.columns,
         syntax: plan.format.syntax(),
@@ -97,6 +100,7 @@ pub(super) fn run(
         run_token: setup.run.map_or("", |r| r.token.as_str()),
         sink: plan.atomic.is_none().then_some(setup.sink),
         binary: plan.wire.encoder.as_ref(),
+        merge,
     };
     let committed_ranges: Mutex<Vec<(usize, u64, u64)>> = Mutex::new(Vec::new());
     let committed = AtomicU64::new(0);
@@ -132,9 +136,16 @@ pub(super) fn run(
                 committed: &committed,
             };
             let record_error = &record_error;
+            let merge_order = &merge_order;
             scope.spawn(move || {
-                if let Err(e) = worker.run(client, rx) {
-                    record_error(e);
+                match worker.run(client, rx) {
+                    // Another worker's failure stopped the load.
+                    Ok(()) | Err(Error::Stopped) => {}
+                    Err(e) => record_error(e),
+                }
+                // Chunks waiting for this worker's to merge would wait forever.
+                if worker.stop.load(Ordering::SeqCst) || worker.cancel.load(Ordering::SeqCst) {
+                    merge_order.abandon();
                 }
             });
         }
@@ -209,7 +220,10 @@ struct Worker<'a> {
 
 impl Worker<'_> {
     fn run(&self, client: Option<Client>, rx: crossbeam_channel::Receiver<Batch>) -> Result<()> {
-        if let (None, Some(load_id)) = (self.atomic, self.loader.journal) {
+        // Merges wait for each other in chunk order: one chunk at a time
+        // per worker, on the driver.
+        let merging = self.loader.merge.is_some();
+        if let (None, Some(load_id), false) = (self.atomic, self.loader.journal, merging) {
             return self.run_streaming(client, rx, load_id);
         }
         let mut client = self.session(client)?;
@@ -230,7 +244,14 @@ impl Worker<'_> {
                 opener.committed = true;
             }
             drop(opener);
-            let loaded = result.map_err(|e| e.while_loading(&file, chunk.first_line))?;
+            let loaded = match result {
+                Ok(loaded) => loaded,
+                Err(Error::Stopped) => return Err(Error::Stopped),
+                Err(e) => return Err(e.while_loading(&file, chunk.first_line)),
+            };
+            if let Some((_, order)) = self.loader.merge {
+                order.done(chunk.seq);
+            }
             if self.loader.journal.is_none() {
                 // What an in-doubt commit later says is certainly loaded.
                 let end = chunk.offset + chunk.data.len() as u64;
@@ -281,6 +302,7 @@ impl Worker<'_> {
         if let Some(load_id) = self.loader.journal {
             journaled_session(&mut client, load_id)?;
         }
+        self.stage(&mut client)?;
         Ok(client)
     }
 
@@ -300,6 +322,13 @@ impl Worker<'_> {
             loaded.rejected.len() as u64,
             chunk.data.len() as u64,
         );
+        let merged = loaded.merged;
+        self.progress
+            .rows_updated
+            .fetch_add(merged.updated, Ordering::Relaxed);
+        self.progress
+            .rows_skipped
+            .fetch_add(merged.skipped, Ordering::Relaxed);
         if loaded.binary {
             let bytes = chunk.data.len() as u64;
             self.progress
@@ -423,11 +452,22 @@ impl Worker<'_> {
             // The server may have restarted, ending the lock's session.
             run.ensure_held(self.connect)?;
         }
+        self.stage(client)?;
         let Some(load_id) = self.loader.journal else {
             return Ok(None);
         };
         journaled_session(client, load_id)?;
         self.committed_after_all(client, chunk)
+    }
+
+    /// Makes the session's staging table, when rows merge.
+    fn stage(&self, client: &mut Client) -> Result<()> {
+        let Some((merge, _)) = self.loader.merge else {
+            return Ok(());
+        };
+        client
+            .batch_execute(&merge.stage_sql)
+            .map_err(Error::db("making the staging table (--on-conflict)"))
     }
 
     /// `Some` when the journal shows that the chunk committed after all
@@ -436,7 +476,7 @@ impl Worker<'_> {
         let Some(load_id) = self.loader.journal else {
             return Ok(None);
         };
-        let Some((rows, rejected)) =
+        let Some((rows, merged, rejected)) =
             crate::journal::committed_chunk(client, load_id, &chunk.range())?
         else {
             return Ok(None);
@@ -448,6 +488,7 @@ impl Worker<'_> {
             rows,
             rejected,
             binary: false,
+            merged,
         }))
     }
 }

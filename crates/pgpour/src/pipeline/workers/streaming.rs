@@ -246,6 +246,7 @@ impl Worker<'_> {
                 rows,
                 rejected: Vec::new(),
                 binary,
+                merged: Default::default(),
             };
             self.count(chunk, &loaded);
         }

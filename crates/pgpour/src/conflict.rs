@@ -1,0 +1,352 @@
+//! `--on-conflict skip|update`: rows whose key the table already holds are
+//! skipped, or replace the row there (an upsert).
+//!
+//! COPY has no ON CONFLICT, so a chunk goes through a staging table: each
+//! session COPYs its chunk into a temporary table of the loaded columns (the
+//! server reads every value there, in parallel across sessions, and refuses
+//! bad ones with their line as usual), then one `INSERT ... SELECT ... ON
+//! CONFLICT` moves the staged rows into the table, in the chunk's
+//! transaction with its journal row.
+//!
+//! File order decides between rows of the same key, whatever the number of
+//! workers: within a chunk the staged rows carry their position (`update`
+//! keeps the last of each key, `skip` inserts them in order so the first
+//! wins), and across chunks the merges run in chunk order: a chunk merges
+//! only once every chunk before it has committed (`MergeOrder`). Its COPY
+//! into the staging table does not wait.
+
+use std::collections::BTreeSet;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Condvar, Mutex};
+use std::time::Duration;
+
+use postgres::Client;
+
+use crate::error::{Error, Result};
+use crate::plan::Target;
+use crate::sql::quote_ident;
+
+/// What happens to a row whose key the table already holds.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum OnConflict {
+    /// A bad row, as COPY has it.
+    #[default]
+    Error,
+    /// The row already there stays; the file's row is skipped.
+    Skip,
+    /// The file's row replaces the one there (its loaded columns).
+    Update,
+}
+
+/// The staging table's name in each session's temporary schema.
+const STAGE: &str = "pg_temp.pgpour_stage";
+/// The staged rows' position in the chunk: a name no table column has.
+const POSITION: &str = "\"pgpour: position\"";
+
+/// How a load merges its rows into the table.
+#[derive(Clone, Debug)]
+pub(crate) struct Merge {
+    pub mode: OnConflict,
+    /// The key's columns, as the catalog names them.
+    pub key: Vec<String>,
+    /// Makes the session's staging table (run once per session).
+    pub stage_sql: String,
+    /// COPY into the staging table, with the load's format options.
+    pub copy_sql: String,
+    /// Moves the staged rows into the table; answers one row: the rows
+    /// staged, and how many were inserted.
+    pub merge_sql: String,
+}
+
+/// What one merge did.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Merged {
+    pub updated: u64,
+    pub skipped: u64,
+}
+
+impl Merge {
+    /// The plan for `mode` on `target` (whose `copy_sql` is the load's),
+    /// the key being `key` or else the primary key or the only unique one.
+    pub fn plan(
+        client: &mut Client,
+        target: &Target,
+        mode: OnConflict,
+        key: Option<&[String]>,
+    ) -> Result<Option<Merge>> {
+        if mode == OnConflict::Error {
+            return Ok(None);
+        }
+        let keys = unique_keys(client, target.oid)?;
+        let key = choose_key(&target.qualified, &keys, key)?;
+        if let Some(missing) = key.iter().find(|k| !target.columns.contains(k)) {
+            return Err(Error::Target(format!(
+                "--on-conflict: the key column {missing} of {} is not among the loaded columns \
+                 ({}); a row's key must come from the file",
+                target.qualified,
+                target.columns.join(", ")
+            )));
+        }
+        Ok(Some(Merge::for_key(target, mode, key)))
+    }
+
+    fn for_key(target: &Target, mode: OnConflict, key: Vec<String>) -> Merge {
+        let quoted =
+            |names: &[String]| -> Vec<String> { names.iter().map(|c| quote_ident(c)).collect() };
+        let columns = quoted(&target.columns).join(", ");
+        let key_list = quoted(&key).join(", ");
+        let stage_sql = format!(
+            "DROP TABLE IF EXISTS {STAGE}; \
+             CREATE TEMPORARY TABLE pgpour_stage ON COMMIT DELETE ROWS AS \
+             SELECT {columns} FROM {table} WITH NO DATA; \
+             ALTER TABLE {STAGE} ADD COLUMN {POSITION} bigint GENERATED ALWAYS AS IDENTITY",
+            table = target.qualified,
+        );
+        let copy_sql = target.copy_sql.replacen(&target.qualified, STAGE, 1);
+        // The staged rows are taken out of the staging table by the merge
+        // itself, so that each merge sees only its own COPY's rows.
+        let staged = format!("staged AS (DELETE FROM {STAGE} RETURNING *)");
+        let merge_sql = match mode {
+            OnConflict::Update => {
+                let all_set = quoted(&key)
+                    .iter()
+                    .map(|k| format!("{k} IS NOT NULL"))
+                    .collect::<Vec<_>>()
+                    .join(" AND ");
+                let set: Vec<String> = target
+                    .columns
+                    .iter()
+                    .filter(|c| !key.contains(c))
+                    .map(|c| format!("{0} = EXCLUDED.{0}", quote_ident(c)))
+                    .collect();
+                // Only key columns loaded: the row is its key, set again.
+                let set = match set.is_empty() {
+                    true => format!("{0} = EXCLUDED.{0}", quote_ident(&key[0])),
+                    false => set.join(", "),
+                };
+                // The last row of each key in file order; rows with a NULL
+                // in the key never conflict and all go in.
+                format!(
+                    "WITH {staged}, \
+                     latest AS (SELECT DISTINCT ON ({key_list}) * FROM staged WHERE {all_set} \
+                                ORDER BY {key_list}, {POSITION} DESC), \
+                     chosen AS (SELECT * FROM latest UNION ALL \
+                                SELECT * FROM staged WHERE NOT ({all_set})), \
+                     merged AS (INSERT INTO {table} AS t ({columns}) \
+                                SELECT {columns} FROM chosen ORDER BY {POSITION} \
+                                ON CONFLICT ({key_list}) DO UPDATE SET {set} \
+                                RETURNING t.xmax OPERATOR(pg_catalog.=) 0 AS inserted) \
+                     SELECT (SELECT pg_catalog.count(*) FROM staged), \
+                            (SELECT pg_catalog.count(*) FROM merged WHERE inserted)",
+                    table = target.qualified,
+                )
+            }
+            _ => format!(
+                "WITH {staged}, \
+                 merged AS (INSERT INTO {table} ({columns}) \
+                            SELECT {columns} FROM staged ORDER BY {POSITION} \
+                            ON CONFLICT ({key_list}) DO NOTHING RETURNING 1) \
+                 SELECT (SELECT pg_catalog.count(*) FROM staged), \
+                        (SELECT pg_catalog.count(*) FROM merged)",
+                table = target.qualified,
+            ),
+        };
+        Merge {
+            mode,
+            key,
+            stage_sql,
+            copy_sql,
+            merge_sql,
+        }
+    }
+
+    /// What a merge that staged `staged` rows and inserted `inserted` did
+    /// with the others: replaced rows (or were replaced by a later row of
+    /// the file), or were skipped.
+    pub fn counted(&self, staged: u64, inserted: u64) -> Merged {
+        let others = staged.saturating_sub(inserted);
+        match self.mode {
+            OnConflict::Update => Merged {
+                updated: others,
+                skipped: 0,
+            },
+            _ => Merged {
+                updated: 0,
+                skipped: others,
+            },
+        }
+    }
+
+    /// `--explain`'s words.
+    pub fn describe(&self) -> String {
+        let what = match self.mode {
+            OnConflict::Update => "replaces the row there (its loaded columns; the last of the file's rows with that key wins)",
+            _ => "is skipped (the row there stays; the first of the file's rows with that key wins)",
+        };
+        format!(
+            "a row whose key ({}) the table holds {what}: each chunk is copied into a temporary \
+             table, then merged with INSERT ... ON CONFLICT, chunks merging in file order",
+            self.key.join(", ")
+        )
+    }
+}
+
+/// The table's unique keys usable as a conflict target: valid, not
+/// partial, on plain columns. Each with whether it is the primary key.
+fn unique_keys(client: &mut Client, table: u32) -> Result<Vec<(bool, Vec<String>)>> {
+    let rows = client
+        .query(
+            "SELECT i.indisprimary, \
+                    array_agg(a.attname::text ORDER BY k.ord) \
+             FROM pg_catalog.pg_index i \
+             CROSS JOIN LATERAL unnest(i.indkey::int2[]) WITH ORDINALITY AS k(attnum, ord) \
+             JOIN pg_catalog.pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = k.attnum \
+             WHERE i.indrelid = $1 AND i.indisunique AND i.indisvalid \
+               AND i.indpred IS NULL AND i.indexprs IS NULL \
+               AND k.ord <= i.indnkeyatts \
+             GROUP BY i.indexrelid, i.indisprimary \
+             ORDER BY NOT i.indisprimary, i.indexrelid",
+            &[&table],
+        )
+        .map_err(Error::db("reading the table's unique keys"))?;
+    Ok(rows.iter().map(|r| (r.get(0), r.get(1))).collect())
+}
+
+/// The key `asked` names (any order), or the primary key, or the only
+/// unique key.
+fn choose_key(
+    table: &str,
+    keys: &[(bool, Vec<String>)],
+    asked: Option<&[String]>,
+) -> Result<Vec<String>> {
+    let listed = || {
+        let all: Vec<String> = keys
+            .iter()
+            .map(|(_, k)| format!("({})", k.join(", ")))
+            .collect();
+        match all.is_empty() {
+            true => "it has none".to_string(),
+            false => format!("its keys: {}", all.join(", ")),
+        }
+    };
+    if let Some(asked) = asked {
+        let mut wanted: Vec<&String> = asked.iter().collect();
+        wanted.sort();
+        return keys
+            .iter()
+            .find(|(_, k)| {
+                let mut have: Vec<&String> = k.iter().collect();
+                have.sort();
+                have == wanted
+            })
+            .map(|(_, k)| k.clone())
+            .ok_or_else(|| {
+                Error::Target(format!(
+                    "--conflict-key {}: {table} has no unique key on exactly these columns \
+                     ({})",
+                    asked.join(","),
+                    listed()
+                ))
+            });
+    }
+    match keys {
+        [(true, key), ..] => Ok(key.clone()),
+        [(false, key)] => Ok(key.clone()),
+        [] => Err(Error::Target(format!(
+            "--on-conflict needs a unique key or primary key on {table}, and it has none"
+        ))),
+        _ => Err(Error::Target(format!(
+            "--on-conflict: {table} has several unique keys and no primary key; say which \
+             with --conflict-key ({})",
+            listed()
+        ))),
+    }
+}
+
+/// Lets chunks merge in chunk order: chunk `seq` merges once every chunk
+/// before it is done (committed). Chunks are numbered densely as they are
+/// handed out, so the chunks of this run are exactly those before it.
+#[derive(Default)]
+pub(crate) struct MergeOrder {
+    /// The first chunk not done, and the chunks after it that are.
+    state: Mutex<(u64, BTreeSet<u64>)>,
+    turn: Condvar,
+    abandoned: AtomicBool,
+}
+
+impl MergeOrder {
+    /// Waits for chunk `seq`'s turn; false when the load stopped first
+    /// (`abandon`).
+    pub fn wait_for_turn(&self, seq: u64) -> bool {
+        let mut state = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        while state.0 < seq {
+            if self.abandoned.load(Ordering::SeqCst) {
+                return false;
+            }
+            state = self
+                .turn
+                .wait_timeout(state, Duration::from_millis(100))
+                .unwrap_or_else(|p| p.into_inner())
+                .0;
+        }
+        true
+    }
+
+    /// Chunk `seq` is done: the next may merge.
+    pub fn done(&self, seq: u64) {
+        let mut state = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        state.1.insert(seq);
+        loop {
+            let next = state.0;
+            if !state.1.remove(&next) {
+                break;
+            }
+            state.0 += 1;
+        }
+        self.turn.notify_all();
+    }
+
+    /// The load stops: no chunk waits any more.
+    pub fn abandon(&self) {
+        self.abandoned.store(true, Ordering::SeqCst);
+        self.turn.notify_all();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn chunks_merge_in_order_whatever_order_they_finish() {
+        let order = MergeOrder::default();
+        order.done(2);
+        order.done(0);
+        assert!(order.wait_for_turn(1));
+        order.done(1);
+        assert!(order.wait_for_turn(3), "2 was done before 0 and 1");
+        order.abandon();
+        assert!(!order.wait_for_turn(9));
+    }
+
+    #[test]
+    fn the_key_is_the_one_named_or_the_primary_key_or_the_only_unique_one() {
+        let s = |v: &[&str]| v.iter().map(|c| c.to_string()).collect::<Vec<_>>();
+        let keys = vec![(true, s(&["id"])), (false, s(&["a", "b"]))];
+        assert_eq!(choose_key("t", &keys, None).unwrap(), s(&["id"]));
+        assert_eq!(
+            choose_key("t", &keys, Some(&s(&["b", "a"]))).unwrap(),
+            s(&["a", "b"])
+        );
+        let e = choose_key("t", &keys, Some(&s(&["a"]))).unwrap_err();
+        assert!(e.to_string().contains("(id), (a, b)"), "{e}");
+        let two = vec![(false, s(&["a"])), (false, s(&["b"]))];
+        assert!(choose_key("t", &two, None)
+            .unwrap_err()
+            .to_string()
+            .contains("--conflict-key"));
+        assert_eq!(choose_key("t", &two[..1], None).unwrap(), s(&["a"]));
+        assert!(choose_key("t", &[], None).is_err());
+    }
+}

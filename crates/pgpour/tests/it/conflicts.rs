@@ -1,0 +1,198 @@
+//! `--on-conflict skip|update`: rows whose key the table holds are skipped
+//! or replace the row there. Between rows of the file with the same key,
+//! file order decides whatever the worker count and chunk size: the same
+//! keys are spread over many small chunks, loaded by several workers, and
+//! the table must end as a row-by-row load in file order would leave it.
+
+use std::collections::BTreeMap;
+
+use pgpour::{Format, FormatOptions, InputSpec, LoadOptions, OnConflict, TableName};
+use pgpour_testkit::shared_cluster;
+
+use crate::harness::load;
+
+const TABLE: &str = "CREATE TABLE kv (
+    id int PRIMARY KEY,
+    value text NOT NULL,
+    untouched text DEFAULT 'default'
+);
+INSERT INTO kv VALUES (1, 'before', 'was here'), (2, 'before', 'was here'), (999, 'before', 'was here');";
+
+/// Lines `id,value` whose ids repeat across the whole file: 600 lines over
+/// 40 keys, each value naming its line.
+fn input() -> Vec<(i32, String)> {
+    let mut state = 0x2545_f491_4f6c_dd1d_u64;
+    (1..=600)
+        .map(|line| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            ((state % 40) as i32, format!("line {line}"))
+        })
+        .collect()
+}
+
+fn options(dir: &tempfile::TempDir, rows: &[(i32, String)], mode: OnConflict) -> LoadOptions {
+    let path = dir.path().join("kv.csv");
+    let text: String = rows.iter().map(|(k, v)| format!("{k},{v}\n")).collect();
+    std::fs::write(&path, text).unwrap();
+    let mut options = LoadOptions::new(
+        vec![InputSpec::File(path)],
+        TableName::parse("kv").unwrap(),
+        FormatOptions::new(Format::Csv),
+    );
+    options.columns = Some(vec!["id".into(), "value".into()]);
+    options.on_conflict = mode;
+    options.chunk_size = 200;
+    options.reject_file = Some(dir.path().join("rejects.csv"));
+    options
+}
+
+/// What a row-by-row load in file order leaves: (value, untouched) by id.
+fn expected(rows: &[(i32, String)], mode: OnConflict) -> BTreeMap<i32, (String, String)> {
+    let mut table: BTreeMap<i32, (String, String)> = [1, 2, 999]
+        .into_iter()
+        .map(|id| (id, ("before".to_string(), "was here".to_string())))
+        .collect();
+    for (id, value) in rows {
+        match table.get_mut(id) {
+            Some(row) if mode == OnConflict::Update => row.0 = value.clone(),
+            Some(_) => {}
+            None => {
+                table.insert(*id, (value.clone(), "default".to_string()));
+            }
+        }
+    }
+    table
+}
+
+fn table(client: &mut postgres::Client) -> BTreeMap<i32, (String, String)> {
+    client
+        .query("SELECT id, value, untouched FROM kv", &[])
+        .unwrap()
+        .iter()
+        .map(|r| (r.get(0), (r.get(1), r.get(2))))
+        .collect()
+}
+
+#[test]
+fn file_order_decides_between_rows_of_one_key_whatever_the_workers() {
+    let rows = input();
+    for mode in [OnConflict::Update, OnConflict::Skip] {
+        for workers in [1, 2, 4] {
+            let name = format!("conflicts_{mode:?}_{workers}").to_lowercase();
+            let db = shared_cluster().create_database(&name);
+            let mut client = db.client();
+            client.batch_execute(TABLE).unwrap();
+            let dir = tempfile::tempdir().unwrap();
+            let mut options = options(&dir, &rows, mode);
+            options.workers = Some(workers);
+            let summary = load(&db, &options).unwrap();
+            let want = expected(&rows, mode);
+            assert_eq!(table(&mut client), want, "{name}");
+            // 40 keys in the file, 2 of them in the table before.
+            let new_keys = want.len() as u64 - 3;
+            assert_eq!(summary.rows_read, 600, "{name}");
+            assert_eq!(summary.rows_loaded, 600, "{name}");
+            assert_eq!(summary.rows_inserted, new_keys, "{name}");
+            let (updated, skipped) = match mode {
+                OnConflict::Update => (600 - new_keys, 0),
+                _ => (0, 600 - new_keys),
+            };
+            assert_eq!(
+                (summary.rows_updated, summary.rows_skipped),
+                (updated, skipped),
+                "{name}"
+            );
+        }
+    }
+}
+
+#[test]
+fn bad_rows_are_rejected_with_their_line_and_the_rest_merges() {
+    let db = shared_cluster().create_database("conflicts_rejects");
+    let mut client = db.client();
+    client.batch_execute(TABLE).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("kv.csv");
+    // A value the server cannot read (line 2), a NULL where the table
+    // wants one (line 4, refused only by the merge), a key met twice.
+    std::fs::write(&path, "1,one\nx,bad\n5,five\n6,\n5,again\n").unwrap();
+    let mut options = LoadOptions::new(
+        vec![InputSpec::File(path)],
+        TableName::parse("kv").unwrap(),
+        FormatOptions::new(Format::Csv),
+    );
+    options.columns = Some(vec!["id".into(), "value".into()]);
+    options.on_conflict = OnConflict::Update;
+    options.max_errors = None;
+    options.reject_file = Some(dir.path().join("rejects.csv"));
+    let summary = load(&db, &options).unwrap();
+    assert_eq!((summary.rows_loaded, summary.rows_rejected), (3, 2));
+    assert_eq!(
+        (summary.rows_inserted, summary.rows_updated),
+        (1, 2),
+        "1 replaced, 5 inserted then replaced by its later row"
+    );
+    let rejected = std::fs::read_to_string(dir.path().join("rejects.csv")).unwrap();
+    assert_eq!(rejected, "x,bad\n6,\n");
+    let log = std::fs::read_to_string(dir.path().join("rejects.csv.jsonl")).unwrap();
+    assert!(
+        log.contains("\"line\":2") && log.contains("\"line\":4"),
+        "{log}"
+    );
+    let want: BTreeMap<i32, (String, String)> = [
+        (1, ("one", "was here")),
+        (2, ("before", "was here")),
+        (5, ("again", "default")),
+        (999, ("before", "was here")),
+    ]
+    .into_iter()
+    .map(|(id, (v, u))| (id, (v.to_string(), u.to_string())))
+    .collect();
+    assert_eq!(table(&mut client), want);
+}
+
+#[test]
+fn the_key_must_be_a_unique_key_of_loaded_columns() {
+    let db = shared_cluster().create_database("conflicts_keys");
+    let mut client = db.client();
+    client
+        .batch_execute(
+            "CREATE TABLE two (a int UNIQUE, b int UNIQUE, c text);
+             CREATE TABLE nokey (a int, c text);",
+        )
+        .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("in.csv");
+    std::fs::write(&path, "1,2,x\n").unwrap();
+    let attempt = |table: &str, key: Option<&[&str]>, columns: Option<&[&str]>| {
+        let mut options = LoadOptions::new(
+            vec![InputSpec::File(path.clone())],
+            TableName::parse(table).unwrap(),
+            FormatOptions::new(Format::Csv),
+        );
+        options.on_conflict = OnConflict::Skip;
+        options.conflict_key = key.map(|k| k.iter().map(|c| c.to_string()).collect());
+        options.columns = columns.map(|k| k.iter().map(|c| c.to_string()).collect());
+        load(&db, &options).map(|s| s.rows_loaded)
+    };
+    let message = |r: Result<u64, Box<pgpour::LoadFailure>>| r.unwrap_err().error.to_string();
+    let m = message(attempt("two", None, None));
+    assert!(
+        m.contains("several unique keys") && m.contains("--conflict-key"),
+        "{m}"
+    );
+    let m = message(attempt("two", Some(&["c"]), None));
+    assert!(m.contains("no unique key on exactly these columns"), "{m}");
+    let m = message(attempt("nokey", None, Some(&["a", "c"])));
+    assert!(m.contains("has none"), "{m}");
+    let m = message(attempt("two", Some(&["b"]), Some(&["a", "c"])));
+    assert!(m.contains("not among the loaded columns"), "{m}");
+    assert_eq!(attempt("two", Some(&["b"]), None).unwrap(), 1);
+    let count: i64 = client
+        .query_one("SELECT count(*) FROM two", &[])
+        .unwrap()
+        .get(0);
+    assert_eq!(count, 1);
+}
