@@ -209,9 +209,11 @@ pub fn explain_text(plan: &pgpour::Explain) -> String {
                 Some(1) => "each worker sends 1 chunk ahead of the answer it waits for".into(),
                 Some(n) =>
                     format!("each worker sends {n} chunks ahead of the answers it waits for"),
-                None => "each chunk waits for its answers (this commit mode, or merging, \
-                         does not stream)"
+                None if plan.on_conflict.is_some() => "each chunk waits for its answers \
+                     (chunks that merge do not stream)"
                     .into(),
+                None =>
+                    "each chunk waits for its answers (this commit mode does not stream)".into(),
             },
             HumanBytes(plan.min_split_chunk as u64)
         ),
