@@ -216,6 +216,24 @@ fn sigkill_of_a_binary_load_then_resume_loads_every_row_once() {
     );
 }
 
+/// An upsert (`--on-conflict update`) killed anywhere, then resumed: a
+/// chunk merged twice would update its rows, which the table's trigger
+/// refuses, failing the resume; every row must be there once.
+#[test]
+fn sigkill_of_an_upsert_then_resume_merges_every_row_once() {
+    let ddl = "CREATE TABLE t (id int PRIMARY KEY, v text);
+        CREATE FUNCTION merged_once() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN RAISE EXCEPTION 'row % merged twice', OLD.id; END $$;
+        CREATE TRIGGER merged_once BEFORE UPDATE ON t
+            FOR EACH ROW EXECUTE FUNCTION merged_once();";
+    let extra = ["--on-conflict", "update"];
+    let (killed, _) = kill_and_resume("kill_upsert", ddl, &extra, 8, |_, _| {});
+    assert!(
+        killed >= 3,
+        "only {killed} of 8 runs were killed while loading"
+    );
+}
+
 /// A table whose load drops two indexes and raises a sequence's cache:
 /// wherever the kill lands, resume loads every row once and puts the table
 /// back as it was.

@@ -38,6 +38,14 @@ fn identity(options: &serde_json::Value) -> serde_json::Value {
     // Recorded since --skip-lines came; an older entry skipped nothing.
     let skip = options.get("skip_lines").cloned().unwrap_or(0.into());
     identity.insert("skip_lines".into(), skip);
+    // Since --on-conflict came: an older entry met keys as errors.
+    let merge = options
+        .get("on_conflict")
+        .cloned()
+        .unwrap_or("error".into());
+    identity.insert("on_conflict".into(), merge);
+    let key = options.get("conflict_key").cloned().unwrap_or_default();
+    identity.insert("conflict_key".into(), key);
     identity.into()
 }
 

@@ -196,3 +196,24 @@ fn the_key_must_be_a_unique_key_of_loaded_columns() {
         .get(0);
     assert_eq!(count, 1);
 }
+
+/// The conflict action is part of what a load is: the same load id with
+/// another action is another load, refused.
+#[test]
+fn a_load_id_keeps_its_conflict_action() {
+    let db = shared_cluster().create_database("conflicts_identity");
+    db.client().batch_execute(TABLE).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let mut options = options(&dir, &input()[..50], OnConflict::Update);
+    options.load_id = Some("upsert".into());
+    load(&db, &options).unwrap();
+    options.on_conflict = OnConflict::Skip;
+    let refused = load(&db, &options).unwrap_err();
+    assert!(
+        matches!(refused.error, pgpour::Error::LoadMismatch { .. }),
+        "{}",
+        refused.error
+    );
+    options.on_conflict = OnConflict::Update;
+    assert!(load(&db, &options).unwrap().already_done);
+}
