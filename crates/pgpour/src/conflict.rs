@@ -57,6 +57,9 @@ pub(crate) struct Merge {
     /// Moves the staged rows into the table; answers one row: the rows
     /// staged, and how many were inserted.
     pub merge_sql: String,
+    /// The same keeping only the last row of each key (`update`), for when
+    /// `merge_sql` met a key twice.
+    pub deduped_sql: Option<String>,
 }
 
 /// What one merge did.
@@ -104,10 +107,12 @@ impl Merge {
             table = target.qualified,
         );
         let copy_sql = target.copy_sql.replacen(&target.qualified, STAGE, 1);
-        // The staged rows are taken out of the staging table by the merge
-        // itself, so that each merge sees only its own COPY's rows.
-        let staged = format!("staged AS (DELETE FROM {STAGE} RETURNING *)");
-        let merge_sql = match mode {
+        // The staging table is emptied after each merge, in the same
+        // transaction (or savepoint), so that a merge sees only its own
+        // COPY's rows: TRUNCATE, where taking them out with DELETE ...
+        // RETURNING cost a tenth of an upsert's time.
+        let staged = format!("staged AS (SELECT * FROM {STAGE})");
+        let (merge_sql, deduped_sql) = match mode {
             OnConflict::Update => {
                 let all_set = quoted(&key)
                     .iter()
@@ -125,31 +130,45 @@ impl Merge {
                     true => format!("{0} = EXCLUDED.{0}", quote_ident(&key[0])),
                     false => set.join(", "),
                 };
-                // The last row of each key in file order; rows with a NULL
-                // in the key never conflict and all go in.
-                format!(
+                let upsert = |chosen: &str| {
+                    format!(
+                        "{chosen} \
+                         merged AS (INSERT INTO {table} AS t ({columns}) \
+                                    SELECT {columns} FROM chosen \
+                                    ON CONFLICT ({key_list}) DO UPDATE SET {set} \
+                                    RETURNING t.xmax OPERATOR(pg_catalog.=) 0 AS inserted) \
+                         SELECT (SELECT pg_catalog.count(*) FROM staged), \
+                                (SELECT pg_catalog.count(*) FROM merged WHERE inserted); \
+                         TRUNCATE {STAGE}",
+                        table = target.qualified,
+                    )
+                };
+                // Most chunks hold each key once: all rows as they are. A
+                // key met twice in one statement is an error (21000), and
+                // then the last row of each key in file order; rows with a
+                // NULL in the key never conflict and all go in.
+                let all = upsert(&format!("WITH {staged}, chosen AS (SELECT * FROM staged),"));
+                let last = upsert(&format!(
                     "WITH {staged}, \
                      latest AS (SELECT DISTINCT ON ({key_list}) * FROM staged WHERE {all_set} \
                                 ORDER BY {key_list}, {POSITION} DESC), \
                      chosen AS (SELECT * FROM latest UNION ALL \
-                                SELECT * FROM staged WHERE NOT ({all_set})), \
-                     merged AS (INSERT INTO {table} AS t ({columns}) \
-                                SELECT {columns} FROM chosen ORDER BY {POSITION} \
-                                ON CONFLICT ({key_list}) DO UPDATE SET {set} \
-                                RETURNING t.xmax OPERATOR(pg_catalog.=) 0 AS inserted) \
-                     SELECT (SELECT pg_catalog.count(*) FROM staged), \
-                            (SELECT pg_catalog.count(*) FROM merged WHERE inserted)",
-                    table = target.qualified,
-                )
+                                SELECT * FROM staged WHERE NOT ({all_set})),"
+                ));
+                (all, Some(last))
             }
-            _ => format!(
-                "WITH {staged}, \
-                 merged AS (INSERT INTO {table} ({columns}) \
-                            SELECT {columns} FROM staged ORDER BY {POSITION} \
-                            ON CONFLICT ({key_list}) DO NOTHING RETURNING 1) \
-                 SELECT (SELECT pg_catalog.count(*) FROM staged), \
-                        (SELECT pg_catalog.count(*) FROM merged)",
-                table = target.qualified,
+            _ => (
+                format!(
+                    "WITH {staged}, \
+                     merged AS (INSERT INTO {table} ({columns}) \
+                                SELECT {columns} FROM staged ORDER BY {POSITION} \
+                                ON CONFLICT ({key_list}) DO NOTHING RETURNING 1) \
+                     SELECT (SELECT pg_catalog.count(*) FROM staged), \
+                            (SELECT pg_catalog.count(*) FROM merged); \
+                     TRUNCATE {STAGE}",
+                    table = target.qualified,
+                ),
+                None,
             ),
         };
         Merge {
@@ -158,6 +177,7 @@ impl Merge {
             stage_sql,
             copy_sql,
             merge_sql,
+            deduped_sql,
         }
     }
 

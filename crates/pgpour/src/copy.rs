@@ -511,9 +511,25 @@ impl<'a> ChunkLoader<'a> {
             return Err(Failure::Fatal(Error::Stopped));
         }
         // A simple query: one round trip, where a prepared one takes two.
-        let answer = tx
-            .simple_query(&merge.merge_sql)
-            .map_err(|e| self.classify(e))?;
+        let answer = match &merge.deduped_sql {
+            None => tx.simple_query(&merge.merge_sql),
+            Some(deduped) => tx
+                .simple_query(&format!(
+                    "SAVEPOINT pgpour_merge; {}; RELEASE SAVEPOINT pgpour_merge",
+                    merge.merge_sql
+                ))
+                .or_else(|e| match e.code() {
+                    // A key met twice in the chunk: its last row only.
+                    Some(&postgres::error::SqlState::CARDINALITY_VIOLATION) => {
+                        tx.simple_query(&format!(
+                            "ROLLBACK TO SAVEPOINT pgpour_merge; \
+                             RELEASE SAVEPOINT pgpour_merge; {deduped}"
+                        ))
+                    }
+                    _ => Err(e),
+                }),
+        }
+        .map_err(|e| self.classify(e))?;
         let count = |i: usize| {
             answer.iter().find_map(|m| match m {
                 postgres::SimpleQueryMessage::Row(row) => row.get(i)?.parse::<u64>().ok(),
