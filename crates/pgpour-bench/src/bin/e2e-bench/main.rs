@@ -18,6 +18,7 @@
 //! `pgpour_testkit::proxy::DelayProxy`, which also counts each run's round
 //! trips (turns). Each RTT is compared with psql `\copy` at the same RTT.
 
+mod append;
 mod contenders;
 mod link;
 mod measure;
@@ -33,6 +34,7 @@ use clap::Parser;
 use pgpour_bench::gen::Dataset;
 use pgpour_testkit::{Cluster, Durability};
 
+use append::Base;
 use contenders::{Contender, Setup};
 use link::{Link, Target};
 use measure::Timing;
@@ -88,6 +90,12 @@ struct Args {
     /// through `cat parts/* | psql -c '\copy ... FROM STDIN'`.
     #[arg(long, default_value_t = 1)]
     files: usize,
+
+    /// Load into a table that already holds this many rows of the dataset,
+    /// with all its indexes (made again before each run); the loaded rows'
+    /// keys come after them.
+    #[arg(long, value_name = "ROWS")]
+    append_to: Option<u64>,
 }
 
 fn main() -> ExitCode {
@@ -131,7 +139,16 @@ fn run(args: Args) -> Result<()> {
     let dataset = args.dataset;
     let file = dir.join(format!("{}.{}", dataset.name(), dataset.extension()));
     let started = Instant::now();
-    write_dataset(dataset, args.rows, None, &file)?;
+    let base_file = dir.join(format!("base.{}", dataset.extension()));
+    match args.append_to {
+        Some(base) => {
+            let all = work.path().join("all");
+            write_dataset(dataset, base + args.rows, None, &all)?;
+            Base::split(&all, base, &base_file, &file)?;
+            std::fs::remove_file(&all)?;
+        }
+        None => write_dataset(dataset, args.rows, None, &file)?,
+    }
     if let Some(cluster) = &cluster {
         cluster.give_to_server(&file);
     }
@@ -155,6 +172,14 @@ fn run(args: Args) -> Result<()> {
             dataset.ddl(&table)
         ))
         .context("creating the table")?;
+    let base = match args.append_to {
+        Some(rows) => {
+            let columns = dataset.columns().join(",");
+            let kept = (dataset, table.as_str(), columns.as_str());
+            Some(Base::keep(&mut client, kept, rows, &base_file)?)
+        }
+        None => None,
+    };
     let settings = server_settings(&mut client)?;
     let cores = std::thread::available_parallelism().map_or(0, |n| n.get());
     eprintln!("server: {}; client cores: {cores}", settings.join(" "));
@@ -199,6 +224,7 @@ fn run(args: Args) -> Result<()> {
                     client: &mut client,
                     setup: &setup,
                     postmaster,
+                    base: base.as_ref(),
                 };
                 let (timing, turns_each) = run.once(&contenders[i], link)?;
                 eprintln!(
@@ -228,6 +254,8 @@ struct Run<'a> {
     client: &'a mut postgres::Client,
     setup: &'a Setup,
     postmaster: Option<u32>,
+    /// The rows the table holds before each run (`--append-to`).
+    base: Option<&'a Base>,
 }
 
 impl Run<'_> {
@@ -236,9 +264,13 @@ impl Run<'_> {
     /// connection as text ("turns (login turns)", in accept order).
     fn once(&mut self, contender: &Contender, link: &Link) -> Result<(Timing, Option<String>)> {
         let setup = self.setup;
-        self.client
-            .batch_execute(&format!("TRUNCATE {}; CHECKPOINT", setup.table))
-            .context("emptying the table")?;
+        match self.base {
+            Some(base) => base.restore(self.client, setup.dataset, &setup.table)?,
+            None => self
+                .client
+                .batch_execute(&format!("TRUNCATE {}; CHECKPOINT", setup.table))
+                .context("emptying the table")?,
+        }
         let server_before = self.postmaster.map(measure::server_cpu_seconds);
         if let Some(proxy) = &link.proxy {
             proxy.reset();
@@ -276,7 +308,7 @@ impl Run<'_> {
             .query_one(&format!("SELECT count(*) FROM {}", setup.table), &[])
             .context("counting the loaded rows")?
             .get(0);
-        let expected = contender.expected_rows(setup);
+        let expected = contender.expected_rows(setup) + self.base.map_or(0, |b| b.rows);
         ensure!(
             count as u64 == expected,
             "{} loaded {count} rows, expected {expected}",
@@ -327,8 +359,12 @@ fn print_table(
         1 => String::new(),
         n => format!(" in {n} files (psql: cat | psql \\copy)"),
     };
+    let appended = match args.append_to {
+        Some(base) => format!(" appended to {base} rows with their indexes"),
+        None => String::new(),
+    };
     let mut caption = format!(
-        "{} {} rows ({:.0} MB){files}, {} runs each, median [min-max]; {cores} cores; {}",
+        "{} {} rows ({:.0} MB){appended}{files}, {} runs each, median [min-max]; {cores} cores; {}",
         args.dataset.name(),
         args.rows,
         size as f64 / 1e6,
