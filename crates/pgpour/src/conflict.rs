@@ -41,6 +41,8 @@ pub enum OnConflict {
 
 /// The staging table's name in each session's temporary schema.
 const STAGE: &str = "pg_temp.pgpour_stage";
+/// Its bare name, as the server names it in the context of a refused row.
+pub(crate) const STAGE_NAME: &str = "pgpour_stage";
 /// The staged rows' position in the chunk: a name no table column has.
 const POSITION: &str = "\"pgpour: position\"";
 
@@ -81,8 +83,13 @@ impl Merge {
         if mode == OnConflict::Error {
             return Ok(None);
         }
-        let keys = unique_keys(client, target.oid)?;
-        let key = choose_key(&target.qualified, &keys, key)?;
+        let (keys, always_identity) = unique_keys(client, target.oid)?;
+        let listed: Vec<(bool, Vec<String>)> = keys
+            .iter()
+            .map(|k| (k.primary, k.columns.clone()))
+            .collect();
+        let key = choose_key(&target.qualified, &listed, key)?;
+        let nulls_equal = keys.iter().any(|k| k.columns == key && k.nulls_equal);
         if let Some(missing) = key.iter().find(|k| !target.columns.contains(k)) {
             return Err(Error::Target(format!(
                 "--on-conflict: the key column {missing} of {} is not among the loaded columns \
@@ -91,10 +98,21 @@ impl Merge {
                 target.columns.join(", ")
             )));
         }
-        Ok(Some(Merge::for_key(target, mode, key)))
+        let key = Key {
+            columns: key,
+            nulls_equal,
+        };
+        Ok(Some(Merge::for_key(target, mode, key, &always_identity)))
     }
 
-    fn for_key(target: &Target, mode: OnConflict, key: Vec<String>) -> Merge {
+    /// `always_identity`: the table's `GENERATED ALWAYS AS IDENTITY`
+    /// columns, which an INSERT takes only with OVERRIDING SYSTEM VALUE
+    /// (COPY takes them as they are) and an UPDATE never sets.
+    fn for_key(target: &Target, mode: OnConflict, key: Key, always_identity: &[String]) -> Merge {
+        let Key {
+            columns: key,
+            nulls_equal,
+        } = key;
         let quoted =
             |names: &[String]| -> Vec<String> { names.iter().map(|c| quote_ident(c)).collect() };
         let columns = quoted(&target.columns).join(", ");
@@ -114,28 +132,34 @@ impl Merge {
         let staged = format!("staged AS (SELECT * FROM {STAGE})");
         let (merge_sql, deduped_sql) = match mode {
             OnConflict::Update => {
-                let all_set = quoted(&key)
-                    .iter()
-                    .map(|k| format!("{k} IS NOT NULL"))
-                    .collect::<Vec<_>>()
-                    .join(" AND ");
+                // Rows with a NULL in the key never conflict, unless the
+                // key's index is NULLS NOT DISTINCT.
+                let all_set = match nulls_equal {
+                    true => "true".to_string(),
+                    false => quoted(&key)
+                        .iter()
+                        .map(|k| format!("{k} IS NOT NULL"))
+                        .collect::<Vec<_>>()
+                        .join(" AND "),
+                };
                 let set: Vec<String> = target
                     .columns
                     .iter()
-                    .filter(|c| !key.contains(c))
+                    .filter(|c| !key.contains(c) && !always_identity.contains(c))
                     .map(|c| format!("{0} = EXCLUDED.{0}", quote_ident(c)))
                     .collect();
-                // Only key columns loaded: the row is its key, set again.
-                let set = match set.is_empty() {
-                    true => format!("{0} = EXCLUDED.{0}", quote_ident(&key[0])),
-                    false => set.join(", "),
+                // Nothing to set (only the key is loaded): the row there
+                // is already the file's.
+                let action = match set.is_empty() {
+                    true => "DO NOTHING".to_string(),
+                    false => format!("DO UPDATE SET {}", set.join(", ")),
                 };
                 let upsert = |chosen: &str| {
                     format!(
                         "{chosen} \
-                         merged AS (INSERT INTO {table} AS t ({columns}) \
+                         merged AS (INSERT INTO {table} AS t ({columns}) OVERRIDING SYSTEM VALUE \
                                     SELECT {columns} FROM chosen \
-                                    ON CONFLICT ({key_list}) DO UPDATE SET {set} \
+                                    ON CONFLICT ({key_list}) {action} \
                                     RETURNING t.xmax OPERATOR(pg_catalog.=) 0 AS inserted) \
                          SELECT (SELECT pg_catalog.count(*) FROM staged), \
                                 (SELECT pg_catalog.count(*) FROM merged WHERE inserted); \
@@ -148,19 +172,36 @@ impl Merge {
                 // then the last row of each key in file order; rows with a
                 // NULL in the key never conflict and all go in.
                 let all = upsert(&format!("WITH {staged}, chosen AS (SELECT * FROM staged),"));
+                // Each key's last row, but the values the update does not
+                // set (identity columns the table generates always) from
+                // its first: the row that inserted it, loaded row by row.
+                let latest: Vec<String> = target
+                    .columns
+                    .iter()
+                    .map(|c| match !key.contains(c) && always_identity.contains(c) {
+                        true => format!(
+                            "pg_catalog.first_value({0}) OVER first AS {0}",
+                            quote_ident(c)
+                        ),
+                        false => quote_ident(c),
+                    })
+                    .collect();
                 let last = upsert(&format!(
                     "WITH {staged}, \
-                     latest AS (SELECT DISTINCT ON ({key_list}) * FROM staged WHERE {all_set} \
+                     latest AS (SELECT DISTINCT ON ({key_list}) {latest}, {POSITION} \
+                                FROM staged WHERE {all_set} \
+                                WINDOW first AS (PARTITION BY {key_list} ORDER BY {POSITION}) \
                                 ORDER BY {key_list}, {POSITION} DESC), \
                      chosen AS (SELECT * FROM latest UNION ALL \
-                                SELECT * FROM staged WHERE NOT ({all_set})),"
+                                SELECT {columns}, {POSITION} FROM staged WHERE NOT ({all_set})),",
+                    latest = latest.join(", "),
                 ));
                 (all, Some(last))
             }
             _ => (
                 format!(
                     "WITH {staged}, \
-                     merged AS (INSERT INTO {table} ({columns}) \
+                     merged AS (INSERT INTO {table} ({columns}) OVERRIDING SYSTEM VALUE \
                                 SELECT {columns} FROM staged ORDER BY {POSITION} \
                                 ON CONFLICT ({key_list}) DO NOTHING RETURNING 1) \
                      SELECT (SELECT pg_catalog.count(*) FROM staged), \
@@ -212,17 +253,37 @@ impl Merge {
     }
 }
 
-/// The table's unique keys usable as a conflict target: valid, not
-/// partial, on plain columns. Each with whether it is the primary key.
-fn unique_keys(client: &mut Client, table: u32) -> Result<Vec<(bool, Vec<String>)>> {
+/// A unique key of the table.
+struct Key {
+    columns: Vec<String>,
+    /// Its index is NULLS NOT DISTINCT (PostgreSQL 15+): rows with NULLs
+    /// in the key conflict too.
+    nulls_equal: bool,
+}
+
+/// A key as the catalog lists it.
+struct ListedKey {
+    primary: bool,
+    columns: Vec<String>,
+    nulls_equal: bool,
+}
+
+/// The table's unique keys usable as a conflict target: valid, checked at
+/// once (not deferrable), not partial, on plain columns, the primary key
+/// first; and its `GENERATED ALWAYS AS IDENTITY` columns. One round trip.
+fn unique_keys(client: &mut Client, table: u32) -> Result<(Vec<ListedKey>, Vec<String>)> {
     let rows = client
         .query(
             "SELECT i.indisprimary, \
-                    array_agg(a.attname::text ORDER BY k.ord) \
+                    array_agg(a.attname::text ORDER BY k.ord), \
+                    bool_or(coalesce(to_jsonb(i) ->> 'indnullsnotdistinct', 'false') = 'true'), \
+                    (SELECT coalesce(array_agg(c.attname::text), '{}') \
+                     FROM pg_catalog.pg_attribute c \
+                     WHERE c.attrelid = $1 AND c.attidentity = 'a' AND NOT c.attisdropped) \
              FROM pg_catalog.pg_index i \
              CROSS JOIN LATERAL unnest(i.indkey::int2[]) WITH ORDINALITY AS k(attnum, ord) \
              JOIN pg_catalog.pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = k.attnum \
-             WHERE i.indrelid = $1 AND i.indisunique AND i.indisvalid \
+             WHERE i.indrelid = $1 AND i.indisunique AND i.indisvalid AND i.indimmediate \
                AND i.indpred IS NULL AND i.indexprs IS NULL \
                AND k.ord <= i.indnkeyatts \
              GROUP BY i.indexrelid, i.indisprimary \
@@ -230,7 +291,19 @@ fn unique_keys(client: &mut Client, table: u32) -> Result<Vec<(bool, Vec<String>
             &[&table],
         )
         .map_err(Error::db("reading the table's unique keys"))?;
-    Ok(rows.iter().map(|r| (r.get(0), r.get(1))).collect())
+    let keys = rows
+        .iter()
+        .map(|r| ListedKey {
+            primary: r.get(0),
+            columns: r.get(1),
+            nulls_equal: r.get(2),
+        })
+        .collect();
+    let always_identity = match rows.first() {
+        Some(r) => r.get(3),
+        None => Vec::new(),
+    };
+    Ok((keys, always_identity))
 }
 
 /// The key `asked` names (any order), or the primary key, or the only

@@ -51,7 +51,11 @@ pub(crate) fn rebuild_indexes_at_once(
     std::thread::scope(|s| {
         for _ in 1..sessions {
             s.spawn(|| {
-                // A session that cannot be opened leaves its share to the others.
+                // None opened once the others have taken every build; one
+                // that cannot be opened leaves its share to the others.
+                if lock(&builds.queue).is_empty() {
+                    return;
+                }
                 if let Ok(mut client) = open() {
                     builds.run(&mut client);
                 }

@@ -44,8 +44,13 @@ fn identity(options: &serde_json::Value) -> serde_json::Value {
         .cloned()
         .unwrap_or("error".into());
     identity.insert("on_conflict".into(), merge);
-    let key = options.get("conflict_key").cloned().unwrap_or_default();
-    identity.insert("conflict_key".into(), key);
+    // The key's columns in any order are the same key.
+    let mut key: Vec<String> = options
+        .get("conflict_key")
+        .and_then(|k| serde_json::from_value(k.clone()).ok())
+        .unwrap_or_default();
+    key.sort();
+    identity.insert("conflict_key".into(), key.into());
     identity.into()
 }
 

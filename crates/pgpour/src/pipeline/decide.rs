@@ -101,7 +101,8 @@ pub(super) fn first_session(connect: &ConnectOptions, options: &LoadOptions) -> 
 /// `--atomic`).
 /// `total`: the inputs' size, as `LoadOptions::check` found it.
 pub(super) fn streaming_sessions(options: &LoadOptions, total: Option<u64>) -> usize {
-    if !options.journal || options.atomic {
+    // Merging chunks go through the driver, one at a time per worker.
+    if !options.journal || options.atomic || options.on_conflict != OnConflict::Error {
         return 0;
     }
     let workers = options.workers.unwrap_or_else(default_workers).max(1);

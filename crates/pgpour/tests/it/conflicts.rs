@@ -217,3 +217,72 @@ fn a_load_id_keeps_its_conflict_action() {
     options.on_conflict = OnConflict::Update;
     assert!(load(&db, &options).unwrap().already_done);
 }
+
+/// A key the table fills itself (`GENERATED ALWAYS AS IDENTITY`) takes the
+/// file's values, as COPY does; a refused value names its column; a key
+/// index that is NULLS NOT DISTINCT (15+) merges NULL keys as one key.
+#[test]
+fn identity_keys_refused_values_and_null_keys() {
+    let db = shared_cluster().create_database("conflicts_identity_keys");
+    let mut client = db.client();
+    let version: i32 = client
+        .query_one("SELECT current_setting('server_version_num')::int", &[])
+        .unwrap()
+        .get(0);
+    client
+        .batch_execute(
+            "CREATE TABLE ident (id int GENERATED ALWAYS AS IDENTITY PRIMARY KEY, v text,
+                                 n int GENERATED ALWAYS AS IDENTITY (START 100) UNIQUE);",
+        )
+        .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let run = |table: &str, body: &str, columns: &[&str]| {
+        let path = dir.path().join(format!("{table}.csv"));
+        std::fs::write(&path, body).unwrap();
+        let mut options = LoadOptions::new(
+            vec![InputSpec::File(path)],
+            TableName::parse(table).unwrap(),
+            FormatOptions::new(Format::Csv),
+        );
+        options.columns = Some(columns.iter().map(|c| c.to_string()).collect());
+        options.on_conflict = OnConflict::Update;
+        options.conflict_key = Some(vec![columns[0].to_string()]);
+        options.max_errors = None;
+        options.reject_file = Some(dir.path().join(format!("{table}.rejected.csv")));
+        load(&db, &options).unwrap()
+    };
+    let summary = run("ident", "1,a,7\n2,b,8\nx,c,9\n1,d,10\n", &["id", "v", "n"]);
+    assert_eq!(
+        (
+            summary.rows_inserted,
+            summary.rows_updated,
+            summary.rows_rejected
+        ),
+        (2, 1, 1)
+    );
+    let rows: Vec<(i32, String, i32)> = client
+        .query("SELECT id, v, n FROM ident ORDER BY id", &[])
+        .unwrap()
+        .iter()
+        .map(|r| (r.get(0), r.get(1), r.get(2)))
+        .collect();
+    // The identity column that is not the key keeps its first value.
+    assert_eq!(rows, [(1, "d".into(), 7), (2, "b".into(), 8)]);
+    let log = std::fs::read_to_string(dir.path().join("ident.rejected.csv.jsonl")).unwrap();
+    assert!(
+        log.contains("\"column\":\"id\"") && log.contains("\"value\":\"x\""),
+        "{log}"
+    );
+    if version >= 150000 {
+        client
+            .batch_execute("CREATE TABLE nnd (k int, v text, UNIQUE NULLS NOT DISTINCT (k))")
+            .unwrap();
+        let summary = run("nnd", ",a\n1,b\n,c\n", &["k", "v"]);
+        assert_eq!((summary.rows_inserted, summary.rows_updated), (2, 1));
+        let null_key: String = client
+            .query_one("SELECT v FROM nnd WHERE k IS NULL", &[])
+            .unwrap()
+            .get(0);
+        assert_eq!(null_key, "c");
+    }
+}

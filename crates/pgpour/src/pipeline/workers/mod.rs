@@ -91,7 +91,8 @@ pub(super) fn run(
     let merge = plan.merge.as_ref().map(|m| (m, &merge_order));
     let loader = ChunkLoader {
         copy_sql: merge.map_or(&target.copy_sql, |(m, _)| &m.copy_sql),
-        relation: &target.relation,
+        // The server names the table of a refused row in its context.
+        relation: merge.map_or(&target.relation, |_| crate::conflict::STAGE_NAME),
         columns: &target.columns,
         syntax: plan.format.syntax(),
         validator: &validator,
@@ -138,14 +139,17 @@ pub(super) fn run(
             let record_error = &record_error;
             let merge_order = &merge_order;
             scope.spawn(move || {
+                // Chunks waiting for this worker's to merge would wait
+                // forever if it stopped (or panicked) without loading its own.
+                let _abandon = AbandonOnStop {
+                    order: merge_order,
+                    stop: worker.stop,
+                    cancel: worker.cancel,
+                };
                 match worker.run(client, rx) {
                     // Another worker's failure stopped the load.
                     Ok(()) | Err(Error::Stopped) => {}
                     Err(e) => record_error(e),
-                }
-                // Chunks waiting for this worker's to merge would wait forever.
-                if worker.stop.load(Ordering::SeqCst) || worker.cancel.load(Ordering::SeqCst) {
-                    merge_order.abandon();
                 }
             });
         }
@@ -178,6 +182,23 @@ pub(super) fn run(
         committed_ranges: committed_ranges
             .into_inner()
             .unwrap_or_else(|p| p.into_inner()),
+    }
+}
+
+/// Abandons the merge order when a worker ends because the load stopped,
+/// was cancelled, or the worker panicked.
+struct AbandonOnStop<'a> {
+    order: &'a MergeOrder,
+    stop: &'a AtomicBool,
+    cancel: &'a AtomicBool,
+}
+
+impl Drop for AbandonOnStop<'_> {
+    fn drop(&mut self) {
+        let stopped = self.stop.load(Ordering::SeqCst) || self.cancel.load(Ordering::SeqCst);
+        if stopped || std::thread::panicking() {
+            self.order.abandon();
+        }
     }
 }
 
@@ -465,8 +486,13 @@ impl Worker<'_> {
         let Some((merge, _)) = self.loader.merge else {
             return Ok(());
         };
+        // A chunk waits, its transaction open, for the merges before it:
+        // a server's idle-in-transaction timeout must not end the session.
         client
-            .batch_execute(&merge.stage_sql)
+            .batch_execute(&format!(
+                "SET idle_in_transaction_session_timeout = 0; {}",
+                merge.stage_sql
+            ))
             .map_err(Error::db("making the staging table (--on-conflict)"))
     }
 
