@@ -5,7 +5,8 @@
 # --db is given. Results go to stdout as markdown tables (progress on stderr).
 #
 #   bench/e2e.sh                  # votes 7.5M, kv 10M, lineitem 6M and
-#                                 # extract 2M rows, 3 runs each
+#                                 # extract 2M rows, then 1M customer rows
+#                                 # appended to 4M, 3 runs each
 #   bench/e2e.sh --repeat 5 --variants 'default;--workers 3'
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -16,3 +17,5 @@ for spec in "votes 7500000" "kv 10000000" "lineitem 6000000" "extract 2000000"; 
   dataset=$1 rows=$2; shift 2
   target/release/e2e-bench --dataset "$dataset" --rows "$rows" "$@"
 done
+# Appends into a big indexed table: 1M customer rows after 4M.
+target/release/e2e-bench --dataset customer --rows 1000000 --append-to 4000000 "$@"

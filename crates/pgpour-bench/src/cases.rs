@@ -63,6 +63,17 @@ impl Bench<'_> {
             &self.data.model,
             method == Method::CopyUnlogged,
         )?;
+        let before = match &self.data.base {
+            Some((base, rows)) => {
+                let columns = &self.data.column_list;
+                crate::append::fill_with_indexes(admin, &target, columns, base)?;
+                admin
+                    .batch_execute("CHECKPOINT")
+                    .map_err(Error::db("CHECKPOINT"))?;
+                *rows
+            }
+            None => 0,
+        };
         let run = match method {
             Method::InsertAutocommit
             | Method::InsertTransaction
@@ -89,9 +100,10 @@ impl Bench<'_> {
             true => run.rows,
             false => self.data.rows,
         };
-        if count as u64 != expected || run.rows != expected {
+        if count as u64 != before + expected || run.rows != expected {
             return Err(NotRun::Failed(Error::Failed(format!(
-                "the table holds {count} rows after the run, expected {expected}"
+                "the table holds {count} rows after the run, expected {}",
+                before + expected
             ))));
         }
         if self.check_rows {
@@ -103,7 +115,15 @@ impl Bench<'_> {
     /// Every row of the table is a row of the data, and for the methods
     /// that load everything, every row of the data is in the table.
     fn check_rows(&self, admin: &mut Client, target: &str, sampled: bool) -> Result<()> {
-        let (stage, columns) = (&self.data.stage, &self.data.column_list);
+        let columns = &self.data.column_list;
+        // The table's rows before the run are data too.
+        let stage = match &self.data.base {
+            Some((base, _)) => format!(
+                "(SELECT {columns} FROM {} UNION ALL SELECT {columns} FROM {base}) AS data",
+                self.data.stage
+            ),
+            None => self.data.stage.clone(),
+        };
         let extra =
             format!("SELECT {columns} FROM {target} EXCEPT ALL SELECT {columns} FROM {stage}");
         let missing =

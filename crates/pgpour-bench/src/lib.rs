@@ -35,12 +35,14 @@
 //!     pgpour_workers: None,
 //!     work_dir: None,
 //!     check_rows: false,
+//!     append_to: None,
 //! };
 //! let report = pgpour_bench::run(&connect, &options, &AtomicBool::new(false), &|_| {})?;
 //! print!("{}", pgpour_bench::report::text::table(&report));
 //! # Ok::<(), pgpour_bench::Error>(())
 //! ```
 
+pub mod append;
 mod cases;
 mod error;
 pub mod gen;

@@ -122,6 +122,9 @@ pub struct Prepared {
     pub text: PathBuf,
     pub binary: PathBuf,
     pub csv_bytes: u64,
+    /// The rows each case's table holds before its run (`--append-to`): a
+    /// table of them, and how many.
+    pub base: Option<(String, u64)>,
     /// What `pgpour load` is given: the original input and its options.
     pub load_inputs: Vec<InputSpec>,
     pub load_columns: Vec<String>,
@@ -132,11 +135,12 @@ pub fn prepare(
     client: &mut Client,
     connect: &ConnectOptions,
     workspace: &Workspace,
-    source: &Source,
+    (source, append_to): (&Source, Option<u64>),
     work_dir: Option<&Path>,
     cancel: &AtomicBool,
 ) -> Result<Prepared> {
     let dir = make_work_dir(work_dir)?;
+    let base_path = dir.path().join("base");
     let (model, columns, load_inputs, load_format) = match source {
         Source::Dataset { dataset, rows } => {
             let model = workspace.qualified(dataset.name());
@@ -146,7 +150,15 @@ pub fn prepare(
             let path = dir
                 .path()
                 .join(format!("{}.{}", dataset.name(), dataset.extension()));
-            write_dataset(*dataset, *rows, &path)?;
+            match append_to {
+                Some(base) => {
+                    let all = dir.path().join("all");
+                    write_dataset(*dataset, base + *rows, &all)?;
+                    crate::append::split_after(&all, base, &base_path, &path)?;
+                    fs::remove_file(&all).map_err(Error::io(&all))?;
+                }
+                None => write_dataset(*dataset, *rows, &path)?,
+            }
             let input = InputSpec::File(path);
             (
                 model,
@@ -154,6 +166,13 @@ pub fn prepare(
                 vec![input],
                 format_options(*dataset),
             )
+        }
+        Source::File { .. } if append_to.is_some() => {
+            return Err(Error::Failed(
+                "--append-to needs a built-in dataset (--dataset): its first rows fill the \
+                 table, and the loaded rows' keys follow theirs"
+                    .into(),
+            ))
         }
         Source::File {
             inputs,
@@ -224,7 +243,29 @@ pub fn prepare(
         .batch_execute(&format!("VACUUM ANALYZE {stage}"))
         .map_err(Error::db("vacuuming the staging table"))?;
     let csv_bytes = file_size(&csv)?;
+    let base = match append_to {
+        Some(rows) => {
+            let base = workspace.qualified("base");
+            client
+                .batch_execute(&format!(
+                    "CREATE UNLOGGED TABLE {base} AS SELECT * FROM {stage} WITH NO DATA"
+                ))
+                .map_err(Error::db("creating the table of the first rows"))?;
+            let mut options = options.clone();
+            options.table = workspace.table_name("base");
+            options.inputs = vec![InputSpec::File(base_path.clone())];
+            pgpour::load(connect, &options, &Progress::default(), cancel).map_err(|f| {
+                Error::Failed(format!("the bench's first rows must load: {}", f.error))
+            })?;
+            client
+                .batch_execute(&format!("VACUUM ANALYZE {base}"))
+                .map_err(Error::db("vacuuming the table of the first rows"))?;
+            Some((base, rows))
+        }
+        None => None,
+    };
     Ok(Prepared {
+        base,
         _dir: dir,
         model,
         stage,

@@ -35,6 +35,10 @@ pub struct BenchOptions {
     pub work_dir: Option<PathBuf>,
     /// After each run, compare every row with the data, not only the count.
     pub check_rows: bool,
+    /// Load into a table that already holds this many rows of the dataset
+    /// (generated before the loaded ones, keys included) with all its
+    /// indexes, made again before each run.
+    pub append_to: Option<u64>,
 }
 
 /// What bench is doing, for a caller that shows progress.
@@ -71,7 +75,7 @@ pub fn run(
         &mut admin,
         connect,
         &workspace,
-        &options.source,
+        (&options.source, options.append_to),
         options.work_dir.as_deref(),
         cancel,
     )?;
@@ -194,11 +198,22 @@ pub fn run(
 
 fn standing_notes(options: &BenchOptions) -> Vec<String> {
     let mut notes = Vec::new();
+    let start = match options.append_to {
+        Some(rows) => {
+            notes.push(format!(
+                "appends: before each run its table held {rows} rows of the dataset with all its \
+                 indexes (--append-to; made again before each run, not timed), and the loaded \
+                 rows' keys follow theirs; pgpour keeps the indexes of a table with rows"
+            ));
+            "that starts with those rows"
+        }
+        None => "that starts empty",
+    };
     if options.methods.iter().any(|m| m.is_sampled()) {
         notes.push(format!(
             "insert-* methods run on the first rows of the data, as many as fit in {} s per run \
-             (--sample-seconds); their rates are measured on that sample, into a table that \
-             starts empty, and not on the whole dataset",
+             (--sample-seconds); their rates are measured on that sample, into a table {start}, \
+             and not on the whole dataset",
             options.sample_seconds
         ));
     }
@@ -209,7 +224,7 @@ fn standing_notes(options: &BenchOptions) -> Vec<String> {
                 .into(),
         );
     }
-    if options.methods.contains(&Method::Pgpour) {
+    if options.methods.contains(&Method::Pgpour) && options.append_to.is_none() {
         notes.push(
             "pgpour runs with its defaults and its journal, as a user's load would: into each \
              run's fresh, empty table it drops the indexes it can rebuild safely and builds them \

@@ -23,6 +23,7 @@ fn options(source: Source, methods: &[Method]) -> BenchOptions {
         pgpour_workers: Some(2),
         work_dir: None,
         check_rows: true,
+        append_to: None,
     }
 }
 
@@ -178,6 +179,27 @@ fn a_users_file_is_loaded_into_copies_and_the_users_table_is_untouched() {
         (row.get(0), row.get(1))
     };
     assert_eq!((rows, next), (1, 2));
+    assert_eq!(bench_schemas(&db), 0);
+}
+
+/// Appends: each run's table first holds the dataset's first rows with
+/// its keys; every method adds the rest, whose keys follow (a key met
+/// twice would fail the run), and the rows check against both.
+#[test]
+fn appends_load_after_the_first_rows_with_the_indexes_in_place() {
+    let db = shared_cluster().create_database("bench_append");
+    let methods = [Method::CopyCsv, Method::Parallel, Method::Pgpour];
+    let mut options = options(
+        Source::Dataset {
+            dataset: Dataset::Customer,
+            rows: 500,
+        },
+        &methods,
+    );
+    options.append_to = Some(700);
+    let report = run(&db, &options);
+    assert_eq!(report.rows, 500);
+    assert_all_ran(&report, &methods);
     assert_eq!(bench_schemas(&db), 0);
 }
 

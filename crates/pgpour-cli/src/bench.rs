@@ -113,5 +113,6 @@ fn bench_options(args: &BenchArgs) -> Result<BenchOptions> {
         pgpour_workers: args.workers,
         work_dir: args.work_dir.clone(),
         check_rows: args.check_rows,
+        append_to: args.append_to,
     })
 }

@@ -144,7 +144,7 @@ fn run(args: Args) -> Result<()> {
         Some(base) => {
             let all = work.path().join("all");
             write_dataset(dataset, base + args.rows, None, &all)?;
-            Base::split(&all, base, &base_file, &file)?;
+            pgpour_bench::append::split_after(&all, base, &base_file, &file)?;
             std::fs::remove_file(&all)?;
         }
         None => write_dataset(dataset, args.rows, None, &file)?,
