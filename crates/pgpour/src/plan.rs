@@ -283,11 +283,34 @@ pub(crate) fn with_where(copy_sql: &str, condition: Option<&str>) -> String {
 /// protocol's parse refuses a second), so that nothing in it can end the
 /// COPY and run as a statement of its own in the messages it is sent in.
 /// Run under the user's search path, as the COPY will be.
-pub(crate) fn check_where(client: &mut Client, table: &TableName, condition: &str) -> Result<()> {
-    let sql = format!("SELECT 1 FROM {} WHERE ({condition}\n)", table.quoted());
+/// `staged`: the columns a staging table has (`--on-conflict`), where
+/// the condition runs instead: it may name only those.
+pub(crate) fn check_where(
+    client: &mut Client,
+    table: &TableName,
+    condition: &str,
+    staged: Option<&[String]>,
+) -> Result<()> {
+    let (from, on) = match staged {
+        Some(columns) => {
+            let quoted: Vec<String> = columns.iter().map(|c| quote_ident(c)).collect();
+            let from = format!(
+                "(SELECT {} FROM {}) AS {}",
+                quoted.join(", "),
+                table.quoted(),
+                crate::conflict::STAGE_NAME
+            );
+            (
+                from,
+                format!("the loaded columns of {table} (--on-conflict stages them)"),
+            )
+        }
+        None => (table.quoted(), table.to_string()),
+    };
+    let sql = format!("SELECT 1 FROM {from} WHERE ({condition}\n)");
     client.prepare(&sql).map(drop).map_err(|e| {
         Error::Target(format!(
-            "--where {condition:?} is not a condition on {table}: {}",
+            "--where {condition:?} is not a condition on {on}: {}",
             crate::error::ServerError::message_of(&e)
         ))
     })

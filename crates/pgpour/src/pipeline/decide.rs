@@ -149,7 +149,11 @@ pub(super) fn decide(
     let condition = options.where_clause.as_deref();
     let warm = match condition {
         Some(condition) => {
-            crate::plan::check_where(&mut client, table, condition)?;
+            let staged = match options.on_conflict {
+                OnConflict::Error => None,
+                _ => columns,
+            };
+            crate::plan::check_where(&mut client, table, condition, staged)?;
             None
         }
         None => warm,

@@ -286,3 +286,22 @@ fn identity_keys_refused_values_and_null_keys() {
         assert_eq!(null_key, "c");
     }
 }
+
+/// The rows go through a staging table of the loaded columns, where
+/// `--where` runs: a condition on another column is refused up front.
+#[test]
+fn a_where_condition_may_name_only_loaded_columns() {
+    let db = shared_cluster().create_database("conflicts_where");
+    db.client().batch_execute(TABLE).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let mut options = options(&dir, &input()[..20], OnConflict::Skip);
+    options.where_clause = Some("untouched IS NULL".into());
+    let refused = load(&db, &options).unwrap_err().error.to_string();
+    assert!(
+        refused.contains("loaded columns") && refused.contains("untouched"),
+        "{refused}"
+    );
+    options.where_clause = Some("id >= 20".into());
+    let summary = load(&db, &options).unwrap();
+    assert_eq!(summary.rows_loaded + summary.rows_filtered, 20);
+}
