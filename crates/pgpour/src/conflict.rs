@@ -162,7 +162,9 @@ impl Merge {
                                     ON CONFLICT ({key_list}) {action} \
                                     RETURNING t.xmax OPERATOR(pg_catalog.=) 0 AS inserted) \
                          SELECT (SELECT pg_catalog.count(*) FROM staged), \
-                                (SELECT pg_catalog.count(*) FROM merged WHERE inserted); \
+                                (SELECT pg_catalog.count(*) FROM chosen), \
+                                (SELECT pg_catalog.count(*) FROM merged WHERE inserted), \
+                                (SELECT pg_catalog.count(*) FROM merged WHERE NOT inserted); \
                          TRUNCATE {STAGE}",
                         table = target.qualified,
                     )
@@ -205,7 +207,8 @@ impl Merge {
                                 SELECT {columns} FROM staged ORDER BY {POSITION} \
                                 ON CONFLICT ({key_list}) DO NOTHING RETURNING 1) \
                      SELECT (SELECT pg_catalog.count(*) FROM staged), \
-                            (SELECT pg_catalog.count(*) FROM merged); \
+                            (SELECT pg_catalog.count(*) FROM staged), \
+                            (SELECT pg_catalog.count(*) FROM merged), 0; \
                      TRUNCATE {STAGE}",
                     table = target.qualified,
                 ),
@@ -222,20 +225,17 @@ impl Merge {
         }
     }
 
-    /// What a merge that staged `staged` rows and inserted `inserted` did
-    /// with the others: replaced rows (or were replaced by a later row of
-    /// the file), or were skipped.
-    pub fn counted(&self, staged: u64, inserted: u64) -> Merged {
-        let others = staged.saturating_sub(inserted);
-        match self.mode {
-            OnConflict::Update => Merged {
-                updated: others,
-                skipped: 0,
-            },
-            _ => Merged {
-                updated: 0,
-                skipped: others,
-            },
+    /// What a merge did with the rows it staged that it did not insert,
+    /// from its answer: rows staged, rows chosen (each key's last, for
+    /// `update` in a chunk that met a key twice), rows inserted, rows
+    /// updated. A row a later row of its key replaced counts as updated,
+    /// as loaded row by row; a row neither inserted nor updated (the key
+    /// held, under `skip`; or a trigger left it out) as skipped.
+    pub fn counted(&self, [staged, chosen, inserted, updated]: [u64; 4]) -> Merged {
+        let replaced = staged.saturating_sub(chosen);
+        Merged {
+            updated: updated + replaced,
+            skipped: chosen.saturating_sub(inserted + updated),
         }
     }
 

@@ -536,14 +536,16 @@ impl<'a> ChunkLoader<'a> {
                 _ => None,
             })
         };
-        let (Some(staged), Some(inserted)) = (count(0), count(1)) else {
+        let (Some(staged), Some(chosen), Some(inserted), Some(updated)) =
+            (count(0), count(1), count(2), count(3))
+        else {
             return Err(Failure::Fatal(Error::Target(
                 "the merge of a chunk's rows gave no counts".into(),
             )));
         };
         Ok(Copied {
             rows: staged,
-            merged: merge.counted(staged, inserted),
+            merged: merge.counted([staged, chosen, inserted, updated]),
         })
     }
 }

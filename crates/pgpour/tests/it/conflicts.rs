@@ -305,3 +305,39 @@ fn a_where_condition_may_name_only_loaded_columns() {
     let summary = load(&db, &options).unwrap();
     assert_eq!(summary.rows_loaded + summary.rows_filtered, 20);
 }
+
+/// Rows a BEFORE INSERT trigger leaves out are neither inserted nor
+/// updated: they count as skipped, and the counts still add up.
+#[test]
+fn rows_a_trigger_leaves_out_count_as_skipped() {
+    let db = shared_cluster().create_database("conflicts_trigger");
+    let mut client = db.client();
+    client
+        .batch_execute(&format!(
+            "{TABLE};
+             CREATE FUNCTION no_drops() RETURNS trigger LANGUAGE plpgsql AS $$
+             BEGIN IF NEW.value = 'drop' THEN RETURN NULL; END IF; RETURN NEW; END $$;
+             CREATE TRIGGER no_drops BEFORE INSERT ON kv FOR EACH ROW EXECUTE FUNCTION no_drops();"
+        ))
+        .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let rows: Vec<(i32, String)> = [(1, "one"), (7, "drop"), (8, "eight"), (8, "again")]
+        .iter()
+        .map(|(k, v)| (*k, v.to_string()))
+        .collect();
+    let summary = load(&db, &options(&dir, &rows, OnConflict::Update)).unwrap();
+    assert_eq!(
+        (
+            summary.rows_loaded,
+            summary.rows_inserted,
+            summary.rows_updated,
+            summary.rows_skipped
+        ),
+        (4, 1, 2, 1)
+    );
+    let eight: String = client
+        .query_one("SELECT value FROM kv WHERE id = 8", &[])
+        .unwrap()
+        .get(0);
+    assert_eq!(eight, "again");
+}
