@@ -124,7 +124,7 @@ impl Merge {
              ALTER TABLE {STAGE} ADD COLUMN {POSITION} bigint GENERATED ALWAYS AS IDENTITY",
             table = target.qualified,
         );
-        let copy_sql = target.copy_sql.replacen(&target.qualified, STAGE, 1);
+        let copy_sql = Merge::staged_copy(&target.copy_sql, target);
         // The staging table is emptied after each merge, in the same
         // transaction (or savepoint), so that a merge sees only its own
         // COPY's rows: TRUNCATE, where taking them out with DELETE ...
@@ -223,6 +223,11 @@ impl Merge {
             merge_sql,
             deduped_sql,
         }
+    }
+
+    /// `copy_sql`, a COPY into `target`, made a COPY into the staging table.
+    pub fn staged_copy(copy_sql: &str, target: &Target) -> String {
+        copy_sql.replacen(&target.qualified, STAGE, 1)
     }
 
     /// What a merge did with the rows it staged that it did not insert,

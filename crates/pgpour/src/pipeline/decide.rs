@@ -215,22 +215,13 @@ pub(super) fn decide(
         options.on_conflict,
         options.conflict_key.as_deref(),
     )?;
-    let mut wire = match merge {
-        // Rows go to the staging table as read (binary COPY there is
-        // left for later).
-        Some(_) if options.wire_format != crate::binary::WireFormat::Binary => WireChoice {
-            encoder: None,
-            why: "--on-conflict: chunks go to a staging table as read".into(),
-        },
-        Some(_) => {
-            return Err(Error::Target(
-                "--wire-format binary cannot go with --on-conflict skip or update yet".into(),
-            ))
-        }
-        None => crate::binary::choose(options.wire_format, &target, &options.format)?,
-    };
+    let mut wire = crate::binary::choose(options.wire_format, &target, &options.format)?;
     if let Some(encoder) = wire.encoder.as_mut() {
         encoder.copy_sql = crate::plan::with_where(&encoder.copy_sql, condition);
+        if merge.is_some() {
+            // Into the staging table, whose columns have the table's types.
+            encoder.copy_sql = Merge::staged_copy(&encoder.copy_sql, &target);
+        }
     }
     let mut plan = Plan::make(options, total, target, round_trip, wire);
     plan.merge = merge;

@@ -6,7 +6,7 @@
 
 use std::collections::BTreeMap;
 
-use pgpour::{Format, FormatOptions, InputSpec, LoadOptions, OnConflict, TableName};
+use pgpour::{Format, FormatOptions, InputSpec, LoadOptions, OnConflict, TableName, WireFormat};
 use pgpour_testkit::shared_cluster;
 
 use crate::harness::load;
@@ -78,33 +78,42 @@ fn table(client: &mut postgres::Client) -> BTreeMap<i32, (String, String)> {
 #[test]
 fn file_order_decides_between_rows_of_one_key_whatever_the_workers() {
     let rows = input();
-    for mode in [OnConflict::Update, OnConflict::Skip] {
-        for workers in [1, 2, 4] {
-            let name = format!("conflicts_{mode:?}_{workers}").to_lowercase();
-            let db = shared_cluster().create_database(&name);
-            let mut client = db.client();
-            client.batch_execute(TABLE).unwrap();
-            let dir = tempfile::tempdir().unwrap();
-            let mut options = options(&dir, &rows, mode);
-            options.workers = Some(workers);
-            let summary = load(&db, &options).unwrap();
-            let want = expected(&rows, mode);
-            assert_eq!(table(&mut client), want, "{name}");
-            // 40 keys in the file, 2 of them in the table before.
-            let new_keys = want.len() as u64 - 3;
-            assert_eq!(summary.rows_read, 600, "{name}");
-            assert_eq!(summary.rows_loaded, 600, "{name}");
-            assert_eq!(summary.rows_inserted, new_keys, "{name}");
-            let (updated, skipped) = match mode {
-                OnConflict::Update => (600 - new_keys, 0),
-                _ => (0, 600 - new_keys),
-            };
-            assert_eq!(
-                (summary.rows_updated, summary.rows_skipped),
-                (updated, skipped),
-                "{name}"
-            );
-        }
+    let runs = [
+        (OnConflict::Update, 1, WireFormat::Text),
+        (OnConflict::Update, 2, WireFormat::Binary),
+        (OnConflict::Update, 4, WireFormat::Text),
+        (OnConflict::Skip, 1, WireFormat::Binary),
+        (OnConflict::Skip, 2, WireFormat::Text),
+        (OnConflict::Skip, 4, WireFormat::Binary),
+    ];
+    for (mode, workers, wire) in runs {
+        let name = format!("conflicts_{mode:?}_{workers}_{wire:?}").to_lowercase();
+        let db = shared_cluster().create_database(&name);
+        let mut client = db.client();
+        client.batch_execute(TABLE).unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let mut options = options(&dir, &rows, mode);
+        options.workers = Some(workers);
+        options.wire_format = wire;
+        let summary = load(&db, &options).unwrap();
+        let binary = wire == WireFormat::Binary;
+        assert_eq!(summary.bytes_binary > 0, binary, "{name}");
+        let want = expected(&rows, mode);
+        assert_eq!(table(&mut client), want, "{name}");
+        // 40 keys in the file, 2 of them in the table before.
+        let new_keys = want.len() as u64 - 3;
+        assert_eq!(summary.rows_read, 600, "{name}");
+        assert_eq!(summary.rows_loaded, 600, "{name}");
+        assert_eq!(summary.rows_inserted, new_keys, "{name}");
+        let (updated, skipped) = match mode {
+            OnConflict::Update => (600 - new_keys, 0),
+            _ => (0, 600 - new_keys),
+        };
+        assert_eq!(
+            (summary.rows_updated, summary.rows_skipped),
+            (updated, skipped),
+            "{name}"
+        );
     }
 }
 
