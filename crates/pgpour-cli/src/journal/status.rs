@@ -63,8 +63,16 @@ fn filter_of(args: &StatusArgs) -> Result<LoadFilter> {
 
 /// The load's line, then what it is waiting for and what to run.
 fn print_load(load: &LoadStatus) -> Result<()> {
+    let merged = match load.rows_updated + load.rows_skipped {
+        0 => String::new(),
+        _ => format!(
+            " ({} updated, {} skipped)",
+            HumanCount(load.rows_updated.max(0) as u64),
+            HumanCount(load.rows_skipped.max(0) as u64)
+        ),
+    };
     stdout::line(format_args!(
-        "{}  {}  {}  {}, {} loaded, {} rejected, {}",
+        "{}  {}  {}  {}, {} loaded{merged}, {} rejected, {}",
         load.load_id,
         state_label(load),
         load.target,

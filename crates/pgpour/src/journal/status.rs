@@ -113,6 +113,10 @@ pub struct LoadStatus {
     pub chunks: i64,
     pub rows_loaded: i64,
     pub rows_rejected: i64,
+    /// Of `rows_loaded`, those that replaced a row, and those skipped, for
+    /// a key the table held (`--on-conflict`).
+    pub rows_updated: i64,
+    pub rows_skipped: i64,
     /// Input bytes committed, decompressed: comparable with the inputs'
     /// sizes only when none of them is compressed.
     pub bytes_committed: i64,
@@ -290,11 +294,14 @@ fn entries(client: &mut impl GenericClient, load_id: Option<&str>) -> Result<Vec
                           CROSS JOIN LATERAL (SELECT count(*) AS n FROM pg_catalog.pg_locks k \
                               WHERE k.virtualtransaction = '-1/' || p.transaction::text) k \
                           WHERE r.load_id = l.load_id AND p.database = pg_catalog.current_database() \
-                          ORDER BY p.gid) \
+                          ORDER BY p.gid), \
+                    coalesce(c.rows_updated, 0), coalesce(c.rows_skipped, 0) \
              FROM pgpour.loads l \
              LEFT JOIN (SELECT load_id, count(*) AS chunks, sum(rows_loaded)::bigint AS rows_loaded, \
                                sum(rows_rejected)::bigint AS rows_rejected, \
                                sum(byte_end - byte_start)::bigint AS bytes, \
+                               sum(rows_updated)::bigint AS rows_updated, \
+                               sum(rows_skipped)::bigint AS rows_skipped, \
                                max(committed_at) AS last_commit \
                         FROM pgpour.chunks GROUP BY load_id) c USING (load_id) \
              LEFT JOIN (SELECT load_id, count(*) AS runs, max(started_at) AS last_run \
@@ -347,6 +354,8 @@ fn entry_of(r: &postgres::Row) -> Entry {
             chunks: r.get(9),
             rows_loaded,
             rows_rejected: r.get(11),
+            rows_updated: r.get(16),
+            rows_skipped: r.get(17),
             bytes_committed,
             inputs: serde_json::from_str(r.get(13)).unwrap_or_default(),
             options,

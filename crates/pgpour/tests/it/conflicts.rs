@@ -215,7 +215,19 @@ fn a_load_id_keeps_its_conflict_action() {
     let dir = tempfile::tempdir().unwrap();
     let mut options = options(&dir, &input()[..50], OnConflict::Update);
     options.load_id = Some("upsert".into());
-    load(&db, &options).unwrap();
+    let summary = load(&db, &options).unwrap();
+    // The journal keeps the counts.
+    let loads = pgpour::status(
+        &crate::harness::connect(&db),
+        &pgpour::LoadFilter::default(),
+    )
+    .unwrap();
+    let upsert = loads.iter().find(|l| l.load_id == "upsert").unwrap();
+    assert_eq!(
+        (upsert.rows_updated, upsert.rows_skipped),
+        (summary.rows_updated as i64, 0)
+    );
+    assert!(upsert.rows_updated > 0);
     options.on_conflict = OnConflict::Skip;
     let refused = load(&db, &options).unwrap_err();
     assert!(
