@@ -283,22 +283,21 @@ pub(crate) fn with_where(copy_sql: &str, condition: Option<&str>) -> String {
 /// protocol's parse refuses a second), so that nothing in it can end the
 /// COPY and run as a statement of its own in the messages it is sent in.
 /// Run under the user's search path, as the COPY will be.
-/// `staged`: the columns a staging table has (`--on-conflict`), where
-/// the condition runs instead: it may name only those.
+/// `staged`: the columns of a staging table and its name (`--on-conflict`),
+/// where the condition runs instead: it may name only those.
 pub(crate) fn check_where(
     client: &mut Client,
     table: &TableName,
     condition: &str,
-    staged: Option<&[String]>,
+    staged: Option<(&[String], &str)>,
 ) -> Result<()> {
     let (from, on) = match staged {
-        Some(columns) => {
+        Some((columns, stage)) => {
             let quoted: Vec<String> = columns.iter().map(|c| quote_ident(c)).collect();
             let from = format!(
-                "(SELECT {} FROM {}) AS {}",
+                "(SELECT {} FROM {}) AS {stage}",
                 quoted.join(", "),
                 table.quoted(),
-                crate::conflict::STAGE_NAME
             );
             (
                 from,
