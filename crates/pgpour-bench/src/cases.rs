@@ -57,6 +57,13 @@ const SAMPLE_EVERY: Duration = Duration::from_millis(10);
 
 impl Bench<'_> {
     pub fn run_once(&self, admin: &mut Client, method: Method) -> Result<Run, NotRun> {
+        if method == Method::CopyFreeze && self.data.base.is_some() {
+            return Err(NotRun::Skipped(
+                "it empties the table first (TRUNCATE, for COPY FREEZE), which --append-to \
+                 fills before each run"
+                    .into(),
+            ));
+        }
         let target = fresh_target(
             admin,
             self.workspace,

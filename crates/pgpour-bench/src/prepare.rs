@@ -254,9 +254,13 @@ pub fn prepare(
             let mut options = options.clone();
             options.table = workspace.table_name("base");
             options.inputs = vec![InputSpec::File(base_path.clone())];
-            pgpour::load(connect, &options, &Progress::default(), cancel).map_err(|f| {
-                Error::Failed(format!("the bench's first rows must load: {}", f.error))
-            })?;
+            let summary =
+                pgpour::load(connect, &options, &Progress::default(), cancel).map_err(|f| {
+                    Error::Failed(format!("the bench's first rows must load: {}", f.error))
+                })?;
+            if summary.interrupted {
+                return Err(Error::Failed("interrupted while preparing the data".into()));
+            }
             client
                 .batch_execute(&format!("VACUUM ANALYZE {base}"))
                 .map_err(Error::db("vacuuming the table of the first rows"))?;

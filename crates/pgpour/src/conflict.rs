@@ -150,9 +150,18 @@ impl Merge {
                     .collect();
                 // Nothing to set (only the key is loaded): the row there
                 // is already the file's.
-                let action = match set.is_empty() {
-                    true => "DO NOTHING".to_string(),
-                    false => format!("DO UPDATE SET {}", set.join(", ")),
+                // (Then a conflicting row still counts as updated: it
+                // "replaced" its row with the same values.)
+                let (action, updated) = match set.is_empty() {
+                    true => (
+                        "DO NOTHING".to_string(),
+                        "(SELECT pg_catalog.count(*) FROM chosen) OPERATOR(pg_catalog.-) \
+                         (SELECT pg_catalog.count(*) FROM merged)",
+                    ),
+                    false => (
+                        format!("DO UPDATE SET {}", set.join(", ")),
+                        "(SELECT pg_catalog.count(*) FROM merged WHERE NOT inserted)",
+                    ),
                 };
                 let upsert = |chosen: &str| {
                     format!(
@@ -164,7 +173,7 @@ impl Merge {
                          SELECT (SELECT pg_catalog.count(*) FROM staged), \
                                 (SELECT pg_catalog.count(*) FROM chosen), \
                                 (SELECT pg_catalog.count(*) FROM merged WHERE inserted), \
-                                (SELECT pg_catalog.count(*) FROM merged WHERE NOT inserted); \
+                                {updated}; \
                          TRUNCATE {STAGE}",
                         table = target.qualified,
                     )

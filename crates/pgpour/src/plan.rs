@@ -283,22 +283,22 @@ pub(crate) fn with_where(copy_sql: &str, condition: Option<&str>) -> String {
 /// protocol's parse refuses a second), so that nothing in it can end the
 /// COPY and run as a statement of its own in the messages it is sent in.
 /// Run under the user's search path, as the COPY will be.
-/// `staged`: the columns of a staging table and its name (`--on-conflict`),
-/// where the condition runs instead: it may name only those.
+/// `staged`: the columns of a staging table (`None`: all of the table's)
+/// and its name (`--on-conflict`), where the condition runs instead: it
+/// may name only those, and not the table by its name.
 pub(crate) fn check_where(
     client: &mut Client,
     table: &TableName,
     condition: &str,
-    staged: Option<(&[String], &str)>,
+    staged: Option<(Option<&[String]>, &str)>,
 ) -> Result<()> {
     let (from, on) = match staged {
         Some((columns, stage)) => {
-            let quoted: Vec<String> = columns.iter().map(|c| quote_ident(c)).collect();
-            let from = format!(
-                "(SELECT {} FROM {}) AS {stage}",
-                quoted.join(", "),
-                table.quoted(),
-            );
+            let list = columns.map_or("*".to_string(), |columns| {
+                let quoted: Vec<String> = columns.iter().map(|c| quote_ident(c)).collect();
+                quoted.join(", ")
+            });
+            let from = format!("(SELECT {list} FROM {}) AS {stage}", table.quoted());
             (
                 from,
                 format!("the loaded columns of {table} (--on-conflict stages them)"),

@@ -151,7 +151,7 @@ pub(super) fn decide(
         Some(condition) => {
             let staged = match options.on_conflict {
                 OnConflict::Error => None,
-                _ => columns.map(|c| (c, crate::conflict::STAGE_NAME)),
+                _ => Some((columns, crate::conflict::STAGE_NAME)),
             };
             crate::plan::check_where(&mut client, table, condition, staged)?;
             None

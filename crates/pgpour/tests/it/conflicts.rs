@@ -322,6 +322,13 @@ fn a_where_condition_may_name_only_loaded_columns() {
         refused.contains("loaded columns") && refused.contains("untouched"),
         "{refused}"
     );
+    // Without --columns too, and the table's own name is not the staging
+    // table's.
+    let mut all = options.clone();
+    all.columns = None;
+    all.where_clause = Some("kv.id > 1".into());
+    let refused = load(&db, &all).unwrap_err().error.to_string();
+    assert!(refused.contains("is not a condition on"), "{refused}");
     options.where_clause = Some("id >= 20".into());
     let summary = load(&db, &options).unwrap();
     assert_eq!(summary.rows_loaded + summary.rows_filtered, 20);
@@ -361,4 +368,39 @@ fn rows_a_trigger_leaves_out_count_as_skipped() {
         .unwrap()
         .get(0);
     assert_eq!(eight, "again");
+}
+
+/// With only the key loaded, `update` has nothing to set: a row whose key
+/// the table holds, or that a later row of its key replaces, still counts
+/// as updated, as loaded row by row.
+#[test]
+fn a_key_only_update_counts_conflicts_as_updated() {
+    let db = shared_cluster().create_database("conflicts_key_only");
+    let mut client = db.client();
+    client
+        .batch_execute("CREATE TABLE k (id int PRIMARY KEY); INSERT INTO k VALUES (1);")
+        .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("k.csv");
+    std::fs::write(&path, "1\n2\n2\n3\n").unwrap();
+    let mut options = LoadOptions::new(
+        vec![InputSpec::File(path)],
+        TableName::parse("k").unwrap(),
+        FormatOptions::new(Format::Csv),
+    );
+    options.on_conflict = OnConflict::Update;
+    let summary = load(&db, &options).unwrap();
+    assert_eq!(
+        (
+            summary.rows_inserted,
+            summary.rows_updated,
+            summary.rows_skipped
+        ),
+        (2, 2, 0)
+    );
+    let count: i64 = client
+        .query_one("SELECT count(*) FROM k", &[])
+        .unwrap()
+        .get(0);
+    assert_eq!(count, 3);
 }

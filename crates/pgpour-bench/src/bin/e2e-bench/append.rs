@@ -30,8 +30,11 @@ impl Base {
         file: &Path,
     ) -> Result<Base> {
         let kept = format!("{table}_base");
+        // The file's columns only, with their types: no defaults (a serial
+        // column is not in the file), no constraints.
         client.batch_execute(&format!(
-            "DROP TABLE IF EXISTS {kept}; CREATE TABLE {kept} (LIKE {table})"
+            "DROP TABLE IF EXISTS {kept}; \
+             CREATE TABLE {kept} AS SELECT {columns} FROM {table} WITH NO DATA"
         ))?;
         let format = match dataset.copy_format() {
             pgpour_bench::gen::CopyFormat::Csv => "FORMAT csv",
@@ -50,6 +53,13 @@ impl Base {
             table: kept,
             columns: columns.to_string(),
         })
+    }
+
+    /// Drops the kept rows' table, at the end of the bench.
+    pub fn drop(&self, client: &mut postgres::Client) -> Result<()> {
+        client
+            .batch_execute(&format!("DROP TABLE IF EXISTS {}", self.table))
+            .context("dropping the table of the first rows")
     }
 
     /// Makes `table` again with the kept rows and all its indexes.

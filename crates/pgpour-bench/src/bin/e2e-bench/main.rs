@@ -246,6 +246,9 @@ fn run(args: Args) -> Result<()> {
         }
     }
     print_table(&args, size, cores, &settings, &contenders, &links, &results);
+    if let Some(base) = &base {
+        base.drop(&mut client)?;
+    }
     Ok(())
 }
 
