@@ -27,7 +27,7 @@ timed() {
   printf '%-36s %6.2f s\n' "$name" "$(echo "$end - $start" | bc)"
 }
 empty() { psql -qc "DROP TABLE IF EXISTS kv; CREATE TABLE kv (id bigint PRIMARY KEY, value text)"; }
-full() { empty; psql -qc "\\copy kv FROM '$file' WITH (FORMAT csv)"; psql -qc "VACUUM ANALYZE kv; CHECKPOINT"; }
+full() { empty; psql -qc "\\copy kv FROM '$file' WITH (FORMAT csv)"; psql -qc "VACUUM ANALYZE kv"; psql -qc "CHECKPOINT"; }
 by_hand() {
   psql -q -v ON_ERROR_STOP=1 <<SQL
 BEGIN;
