@@ -84,13 +84,8 @@ impl Merge {
             return Ok(None);
         }
         let (keys, always_identity) = unique_keys(client, target.oid)?;
-        let listed: Vec<(bool, Vec<String>)> = keys
-            .iter()
-            .map(|k| (k.primary, k.columns.clone()))
-            .collect();
-        let key = choose_key(&target.qualified, &listed, key)?;
-        let nulls_equal = keys.iter().any(|k| k.columns == key && k.nulls_equal);
-        if let Some(missing) = key.iter().find(|k| !target.columns.contains(k)) {
+        let key = choose_key(&target.qualified, &keys, key)?;
+        if let Some(missing) = key.columns.iter().find(|k| !target.columns.contains(k)) {
             return Err(Error::Target(format!(
                 "--on-conflict: the key column {missing} of {} is not among the loaded columns \
                  ({}); a row's key must come from the file",
@@ -98,21 +93,14 @@ impl Merge {
                 target.columns.join(", ")
             )));
         }
-        let key = Key {
-            columns: key,
-            nulls_equal,
-        };
         Ok(Some(Merge::for_key(target, mode, key, &always_identity)))
     }
 
     /// `always_identity`: the table's `GENERATED ALWAYS AS IDENTITY`
     /// columns, which an INSERT takes only with OVERRIDING SYSTEM VALUE
     /// (COPY takes them as they are) and an UPDATE never sets.
-    fn for_key(target: &Target, mode: OnConflict, key: Key, always_identity: &[String]) -> Merge {
-        let Key {
-            columns: key,
-            nulls_equal,
-        } = key;
+    fn for_key(target: &Target, mode: OnConflict, key: &Key, always_identity: &[String]) -> Merge {
+        let (key, nulls_equal) = (key.columns.clone(), key.nulls_equal);
         let quoted =
             |names: &[String]| -> Vec<String> { names.iter().map(|c| quote_ident(c)).collect() };
         let columns = quoted(&target.columns).join(", ");
@@ -267,25 +255,20 @@ impl Merge {
     }
 }
 
-/// A unique key of the table.
+/// A unique key of the table, as the catalog lists it.
+#[derive(Debug)]
 struct Key {
+    primary: bool,
     columns: Vec<String>,
     /// Its index is NULLS NOT DISTINCT (PostgreSQL 15+): rows with NULLs
     /// in the key conflict too.
     nulls_equal: bool,
 }
 
-/// A key as the catalog lists it.
-struct ListedKey {
-    primary: bool,
-    columns: Vec<String>,
-    nulls_equal: bool,
-}
-
 /// The table's unique keys usable as a conflict target: valid, checked at
 /// once (not deferrable), not partial, on plain columns, the primary key
 /// first; and its `GENERATED ALWAYS AS IDENTITY` columns. One round trip.
-fn unique_keys(client: &mut Client, table: u32) -> Result<(Vec<ListedKey>, Vec<String>)> {
+fn unique_keys(client: &mut Client, table: u32) -> Result<(Vec<Key>, Vec<String>)> {
     let rows = client
         .query(
             "SELECT i.indisprimary, \
@@ -307,7 +290,7 @@ fn unique_keys(client: &mut Client, table: u32) -> Result<(Vec<ListedKey>, Vec<S
         .map_err(Error::db("reading the table's unique keys"))?;
     let keys = rows
         .iter()
-        .map(|r| ListedKey {
+        .map(|r| Key {
             primary: r.get(0),
             columns: r.get(1),
             nulls_equal: r.get(2),
@@ -322,15 +305,11 @@ fn unique_keys(client: &mut Client, table: u32) -> Result<(Vec<ListedKey>, Vec<S
 
 /// The key `asked` names (any order), or the primary key, or the only
 /// unique key.
-fn choose_key(
-    table: &str,
-    keys: &[(bool, Vec<String>)],
-    asked: Option<&[String]>,
-) -> Result<Vec<String>> {
+fn choose_key<'k>(table: &str, keys: &'k [Key], asked: Option<&[String]>) -> Result<&'k Key> {
     let listed = || {
         let all: Vec<String> = keys
             .iter()
-            .map(|(_, k)| format!("({})", k.join(", ")))
+            .map(|k| format!("({})", k.columns.join(", ")))
             .collect();
         match all.is_empty() {
             true => "it has none".to_string(),
@@ -342,12 +321,11 @@ fn choose_key(
         wanted.sort();
         return keys
             .iter()
-            .find(|(_, k)| {
-                let mut have: Vec<&String> = k.iter().collect();
+            .find(|k| {
+                let mut have: Vec<&String> = k.columns.iter().collect();
                 have.sort();
                 have == wanted
             })
-            .map(|(_, k)| k.clone())
             .ok_or_else(|| {
                 Error::Target(format!(
                     "--conflict-key {}: {table} has no unique key on exactly these columns \
@@ -358,8 +336,8 @@ fn choose_key(
             });
     }
     match keys {
-        [(true, key), ..] => Ok(key.clone()),
-        [(false, key)] => Ok(key.clone()),
+        [key, ..] if key.primary => Ok(key),
+        [key] => Ok(key),
         [] => Err(Error::Target(format!(
             "--on-conflict needs a unique key or primary key on {table}, and it has none"
         ))),
@@ -440,20 +418,27 @@ mod tests {
     #[test]
     fn the_key_is_the_one_named_or_the_primary_key_or_the_only_unique_one() {
         let s = |v: &[&str]| v.iter().map(|c| c.to_string()).collect::<Vec<_>>();
-        let keys = vec![(true, s(&["id"])), (false, s(&["a", "b"]))];
-        assert_eq!(choose_key("t", &keys, None).unwrap(), s(&["id"]));
+        let key = |primary, columns: &[&str]| Key {
+            primary,
+            columns: s(columns),
+            nulls_equal: false,
+        };
+        let keys = vec![key(true, &["id"]), key(false, &["a", "b"])];
+        assert_eq!(choose_key("t", &keys, None).unwrap().columns, s(&["id"]));
         assert_eq!(
-            choose_key("t", &keys, Some(&s(&["b", "a"]))).unwrap(),
+            choose_key("t", &keys, Some(&s(&["b", "a"])))
+                .unwrap()
+                .columns,
             s(&["a", "b"])
         );
         let e = choose_key("t", &keys, Some(&s(&["a"]))).unwrap_err();
         assert!(e.to_string().contains("(id), (a, b)"), "{e}");
-        let two = vec![(false, s(&["a"])), (false, s(&["b"]))];
+        let two = vec![key(false, &["a"]), key(false, &["b"])];
         assert!(choose_key("t", &two, None)
             .unwrap_err()
             .to_string()
             .contains("--conflict-key"));
-        assert_eq!(choose_key("t", &two[..1], None).unwrap(), s(&["a"]));
+        assert_eq!(choose_key("t", &two[..1], None).unwrap().columns, s(&["a"]));
         assert!(choose_key("t", &[], None).is_err());
     }
 }
