@@ -32,19 +32,26 @@ fn input() -> Vec<(i32, String)> {
         .collect()
 }
 
-fn options(dir: &tempfile::TempDir, rows: &[(i32, String)], mode: OnConflict) -> LoadOptions {
-    let path = dir.path().join("kv.csv");
-    let text: String = rows.iter().map(|(k, v)| format!("{k},{v}\n")).collect();
-    std::fs::write(&path, text).unwrap();
+/// A csv load of `body` (written to `TABLE.csv` in `dir`) into `table`
+/// with `mode`, its rejects to `TABLE.rejected.csv` beside it.
+fn csv_load(dir: &tempfile::TempDir, table: &str, body: &str, mode: OnConflict) -> LoadOptions {
+    let path = dir.path().join(format!("{table}.csv"));
+    std::fs::write(&path, body).unwrap();
     let mut options = LoadOptions::new(
         vec![InputSpec::File(path)],
-        TableName::parse("kv").unwrap(),
+        TableName::parse(table).unwrap(),
         FormatOptions::new(Format::Csv),
     );
-    options.columns = Some(vec!["id".into(), "value".into()]);
     options.on_conflict = mode;
+    options.reject_file = Some(dir.path().join(format!("{table}.rejected.csv")));
+    options
+}
+
+fn options(dir: &tempfile::TempDir, rows: &[(i32, String)], mode: OnConflict) -> LoadOptions {
+    let text: String = rows.iter().map(|(k, v)| format!("{k},{v}\n")).collect();
+    let mut options = csv_load(dir, "kv", &text, mode);
+    options.columns = Some(vec!["id".into(), "value".into()]);
     options.chunk_size = 200;
-    options.reject_file = Some(dir.path().join("rejects.csv"));
     options
 }
 
@@ -123,19 +130,12 @@ fn bad_rows_are_rejected_with_their_line_and_the_rest_merges() {
     let mut client = db.client();
     client.batch_execute(TABLE).unwrap();
     let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("kv.csv");
     // A value the server cannot read (line 2), a NULL where the table
     // wants one (line 4, refused only by the merge), a key met twice.
-    std::fs::write(&path, "1,one\nx,bad\n5,five\n6,\n5,again\n").unwrap();
-    let mut options = LoadOptions::new(
-        vec![InputSpec::File(path)],
-        TableName::parse("kv").unwrap(),
-        FormatOptions::new(Format::Csv),
-    );
+    let body = "1,one\nx,bad\n5,five\n6,\n5,again\n";
+    let mut options = csv_load(&dir, "kv", body, OnConflict::Update);
     options.columns = Some(vec!["id".into(), "value".into()]);
-    options.on_conflict = OnConflict::Update;
     options.max_errors = None;
-    options.reject_file = Some(dir.path().join("rejects.csv"));
     let summary = load(&db, &options).unwrap();
     assert_eq!((summary.rows_loaded, summary.rows_rejected), (3, 2));
     assert_eq!(
@@ -143,9 +143,9 @@ fn bad_rows_are_rejected_with_their_line_and_the_rest_merges() {
         (1, 2),
         "1 replaced, 5 inserted then replaced by its later row"
     );
-    let rejected = std::fs::read_to_string(dir.path().join("rejects.csv")).unwrap();
+    let rejected = std::fs::read_to_string(dir.path().join("kv.rejected.csv")).unwrap();
     assert_eq!(rejected, "x,bad\n6,\n");
-    let log = std::fs::read_to_string(dir.path().join("rejects.csv.jsonl")).unwrap();
+    let log = std::fs::read_to_string(dir.path().join("kv.rejected.csv.jsonl")).unwrap();
     assert!(
         log.contains("\"line\":2") && log.contains("\"line\":4"),
         "{log}"
@@ -173,15 +173,8 @@ fn the_key_must_be_a_unique_key_of_loaded_columns() {
         )
         .unwrap();
     let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("in.csv");
-    std::fs::write(&path, "1,2,x\n").unwrap();
     let attempt = |table: &str, key: Option<&[&str]>, columns: Option<&[&str]>| {
-        let mut options = LoadOptions::new(
-            vec![InputSpec::File(path.clone())],
-            TableName::parse(table).unwrap(),
-            FormatOptions::new(Format::Csv),
-        );
-        options.on_conflict = OnConflict::Skip;
+        let mut options = csv_load(&dir, table, "1,2,x\n", OnConflict::Skip);
         options.conflict_key = key.map(|k| k.iter().map(|c| c.to_string()).collect());
         options.columns = columns.map(|k| k.iter().map(|c| c.to_string()).collect());
         load(&db, &options).map(|s| s.rows_loaded)
@@ -258,18 +251,10 @@ fn identity_keys_refused_values_and_null_keys() {
         .unwrap();
     let dir = tempfile::tempdir().unwrap();
     let run = |table: &str, body: &str, columns: &[&str]| {
-        let path = dir.path().join(format!("{table}.csv"));
-        std::fs::write(&path, body).unwrap();
-        let mut options = LoadOptions::new(
-            vec![InputSpec::File(path)],
-            TableName::parse(table).unwrap(),
-            FormatOptions::new(Format::Csv),
-        );
+        let mut options = csv_load(&dir, table, body, OnConflict::Update);
         options.columns = Some(columns.iter().map(|c| c.to_string()).collect());
-        options.on_conflict = OnConflict::Update;
         options.conflict_key = Some(vec![columns[0].to_string()]);
         options.max_errors = None;
-        options.reject_file = Some(dir.path().join(format!("{table}.rejected.csv")));
         load(&db, &options).unwrap()
     };
     let summary = run("ident", "1,a,7\n2,b,8\nx,c,9\n1,d,10\n", &["id", "v", "n"]);
@@ -381,14 +366,7 @@ fn a_key_only_update_counts_conflicts_as_updated() {
         .batch_execute("CREATE TABLE k (id int PRIMARY KEY); INSERT INTO k VALUES (1);")
         .unwrap();
     let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("k.csv");
-    std::fs::write(&path, "1\n2\n2\n3\n").unwrap();
-    let mut options = LoadOptions::new(
-        vec![InputSpec::File(path)],
-        TableName::parse("k").unwrap(),
-        FormatOptions::new(Format::Csv),
-    );
-    options.on_conflict = OnConflict::Update;
+    let options = csv_load(&dir, "k", "1\n2\n2\n3\n", OnConflict::Update);
     let summary = load(&db, &options).unwrap();
     assert_eq!(
         (
