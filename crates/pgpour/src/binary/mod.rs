@@ -116,25 +116,17 @@ impl RowEncoder {
                 };
                 column += 1;
                 // One match per value, each arm a function of its own (not a
-                // pointer), inlined: a second dispatch for the general way
-                // cost a mispredicted jump per value.
+                // pointer), inlined, the general way included: no second
+                // dispatch on the type.
                 use ColumnType as T;
                 let last = match column_type {
-                    T::Int2 => values
-                        .typed(out, numbers::int2_prefix)
-                        .or_else(|| values.general(out, numbers::int2)),
-                    T::Int4 => values
-                        .typed(out, numbers::int4_prefix)
-                        .or_else(|| values.general(out, numbers::int4)),
-                    T::Int8 => values
-                        .typed(out, numbers::int8_prefix)
-                        .or_else(|| values.general(out, numbers::int8)),
-                    T::Numeric => values
-                        .typed(out, numbers::numeric_prefix)
-                        .or_else(|| values.general(out, numbers::numeric)),
-                    T::Date => values
-                        .typed(out, times::date_prefix)
-                        .or_else(|| values.general(out, times::date)),
+                    T::Int2 => values.typed_or_general(out, numbers::int2_prefix, numbers::int2),
+                    T::Int4 => values.typed_or_general(out, numbers::int4_prefix, numbers::int4),
+                    T::Int8 => values.typed_or_general(out, numbers::int8_prefix, numbers::int8),
+                    T::Numeric => {
+                        values.typed_or_general(out, numbers::numeric_prefix, numbers::numeric)
+                    }
+                    T::Date => values.typed_or_general(out, times::date_prefix, times::date),
                     T::Bool => values.general(out, numbers::boolean),
                     T::Float4 => values.general(out, numbers::float4),
                     T::Float8 => values.general(out, numbers::float8),

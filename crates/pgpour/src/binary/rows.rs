@@ -133,6 +133,19 @@ impl<'d> Values<'d> {
         }
     }
 
+    /// The next value read whole by `encode_prefix` (see `typed`), or else
+    /// split the general way and written by `encode` (see `general`).
+    #[inline]
+    pub fn typed_or_general(
+        &mut self,
+        out: &mut Vec<u8>,
+        encode_prefix: impl FnOnce(&[u8], &mut Vec<u8>) -> Option<usize>,
+        encode: impl FnOnce(&[u8], &mut Vec<u8>) -> bool,
+    ) -> Option<bool> {
+        self.typed(out, encode_prefix)
+            .or_else(|| self.general(out, encode))
+    }
+
     /// The next value, split by COPY's rules and written by `encode` (or
     /// as NULL). Whether it ended its record; `None` when the record or
     /// the value is not one the encoder vouches for.
