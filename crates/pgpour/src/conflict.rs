@@ -115,8 +115,9 @@ impl Merge {
         let copy_sql = Merge::staged_copy(&target.copy_sql, target);
         // The staging table is emptied after each merge, in the same
         // transaction (or savepoint), so that a merge sees only its own
-        // COPY's rows: TRUNCATE, where taking them out with DELETE ...
-        // RETURNING cost a tenth of an upsert's time.
+        // COPY's rows: TRUNCATE. Taking them out with DELETE ... RETURNING
+        // made `skip` into a full kv table of 1M rows take 2.0-2.4 s
+        // instead of 1.7 s.
         let staged = format!("staged AS (SELECT * FROM {STAGE})");
         let (merge_sql, deduped_sql) = match mode {
             OnConflict::Update => {

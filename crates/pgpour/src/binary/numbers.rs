@@ -260,9 +260,10 @@ fn numeric_parts(negative: bool, int_part: &[u8], frac_part: &[u8], out: &mut Ve
             if negative { 0x4000 } else { 0 },
         ),
     };
-    // Appended piece by piece into reserved room: a value built on the
-    // stack and copied whole was read back before its narrow writes had
-    // landed (a stalled load), a third of this function's time.
+    // Appended piece by piece into reserved room: copying a value built on
+    // the stack took a third of this function's time (perf), likely its
+    // wide reads stalling on the narrow writes just before; the column
+    // went from 308 to 394 MiB/s.
     let len = 8 + 2 * digits.len();
     out.reserve(4 + len);
     let mut header = [0u8; 12];

@@ -11,8 +11,9 @@
 //! Each build keeps the server's `maintenance_work_mem` and its own parallel
 //! workers (`max_parallel_maintenance_workers`): on 2 cores, raising the
 //! memory made builds slower (7.5M votes rows, an index on (link, score):
-//! 6.2 s with 64 MB, 7.3-7.8 s with 256 MB, 8.6-9.2 s with 512 MB; the
-//! sort's runs fit the caches better than one big in-memory sort).
+//! 6.2 s with 64 MB, 7.3-7.8 s with 256 MB, 8.6-9.2 s with 512 MB;
+//! probably because the sort's runs fit the caches better than one big
+//! in-memory sort, which was not measured).
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
