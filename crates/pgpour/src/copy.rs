@@ -560,14 +560,15 @@ fn piece_size(sent: usize, refused: usize) -> usize {
 }
 
 /// The records of a chunk with the physical line each starts on.
-struct Records {
-    ranges: Vec<Range<usize>>,
-    lines: Vec<u64>,
+/// A chunk's records: each one's bytes and its first physical line.
+pub(crate) struct Records {
+    pub ranges: Vec<Range<usize>>,
+    pub lines: Vec<u64>,
     eol: Option<Eol>,
 }
 
 impl Records {
-    fn new(syntax: Syntax, chunk: &Chunk) -> Self {
+    pub(crate) fn new(syntax: Syntax, chunk: &Chunk) -> Self {
         let eol_byte = chunk.eol.map_or(b'\n', Eol::last_byte);
         // The chunker finds record ends much faster than a byte-by-byte walk.
         let mut framer = Framer::with_eol(syntax, chunk.eol);

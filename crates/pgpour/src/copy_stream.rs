@@ -270,8 +270,9 @@ impl<'a> ChunkStream<'a> {
              WHERE load_id OPERATOR(pg_catalog.=) {load_id} \
              AND run_token OPERATOR(pg_catalog.=) {token} FOR KEY SHARE), \
              written AS (INSERT INTO pgpour.chunks (load_id, input, byte_start, byte_end, first_line, lines, \
-             rows_loaded, rows_rejected) \
-             SELECT owner.load_id, c.input, c.byte_start, c.byte_end, c.first_line, c.lines, c.rows, 0 \
+             rows_loaded, rows_rejected, xid) \
+             SELECT owner.load_id, c.input, c.byte_start, c.byte_end, c.first_line, c.lines, c.rows, 0, \
+             pg_catalog.pg_current_xact_id()::text::pg_catalog.int8 \
              FROM (VALUES {values}) AS c(input, byte_start, byte_end, first_line, lines, rows) \
              LEFT JOIN owner ON true RETURNING 1) \
              SELECT 1 OPERATOR(pg_catalog./) (SELECT (pg_catalog.count(*) OPERATOR(pg_catalog.=) {n})::pg_catalog.int4 FROM written)",

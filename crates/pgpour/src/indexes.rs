@@ -6,10 +6,13 @@
 //! Three rules keep it safe:
 //! * only a table that is empty (or that the load truncates) qualifies, so
 //!   the rebuilt indexes cover only this load's rows;
-//! * a unique index or primary key is dropped only when every key column is
+//! * a unique index or primary key is dropped when every key column is
 //!   filled by a sequence that does not cycle, so its rebuild cannot meet a
-//!   duplicate; a unique key read from the file keeps its index, which
-//!   checks each row as it loads;
+//!   duplicate; or when its values are read from the file and the load may
+//!   reject rows: then the rows that duplicate a key are found at the end
+//!   (see `dedupe`) and each, but the first in file order, rejected, as
+//!   COPY would have; otherwise it keeps its index, which checks each row
+//!   as it loads;
 //! * what recreates the indexes goes to the journal's undo log in the
 //!   transaction that drops them (see `journal::undo`), so a crash at any
 //!   moment leaves it for the end of the load, `pgpour resume` or `pgpour
@@ -18,7 +21,7 @@
 use postgres::Client;
 
 use crate::error::Result;
-use crate::journal::undo::{UndoStep, GUARD_TRIGGER};
+use crate::journal::undo::{FileKey, UndoStep, GUARD_TRIGGER};
 use crate::left_alone::LeftAlone;
 use crate::plan::Target;
 use crate::sql::quote_literal;
@@ -48,6 +51,10 @@ pub struct Rebuild {
     pub create_sql: String,
     /// A unique index or key: while it is away, other writers are kept out.
     pub unique: bool,
+    /// A unique key on values read from the file: its key columns. Rows
+    /// that duplicate a key are rejected before it is rebuilt.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub from_file: Option<Vec<String>>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
@@ -74,12 +81,13 @@ pub(crate) fn needs_emptiness(plan: &IndexPlan, facts: &TableFacts, truncate: bo
 /// Decides, without changing anything, which indexes the load would drop
 /// from a table with these `facts`. `left_alone`: why the load's plan keeps
 /// them all whatever the table holds, if it does; `truncate`: the load
-/// empties the table first.
+/// empties the table first; `file_keys_kept`: why the load keeps unique
+/// keys on values read from the file, if it must (see `file_keys_kept`).
 pub(crate) fn plan_from(
     facts: &TableFacts,
     target: &Target,
     left_alone: Option<&LeftAlone>,
-    truncate: bool,
+    (truncate, file_keys_kept): (bool, Option<&str>),
 ) -> IndexPlan {
     let because = |reason: &str| IndexPlan::not_used(LeftAlone::Because(reason.into()));
     match () {
@@ -94,23 +102,22 @@ pub(crate) fn plan_from(
     }
     let mut plan = IndexPlan::default();
     for index in &facts.indexes {
+        let from_file = index.is_unique && !index.keys_from_sequence;
         let reason = match () {
-            _ if index.contype.as_deref() == Some("x") => Some("exclusion constraint"),
-            _ if index.referenced => Some("a foreign key references it"),
-            _ if index.clustered => Some("the table is clustered on it"),
-            _ if index.replident => Some("it is the replica identity"),
-            _ if index.own_tablespace => Some("it has a tablespace of its own"),
-            _ if !index.valid => Some("it is not valid"),
-            _ if index.commented => Some("it has a comment"),
-            _ if index.is_unique && !index.keys_from_sequence => {
-                Some("unique on values read from the file: it checks each row as it loads")
-            }
+            _ if index.contype.as_deref() == Some("x") => Some("exclusion constraint".into()),
+            _ if index.referenced => Some("a foreign key references it".into()),
+            _ if index.clustered => Some("the table is clustered on it".into()),
+            _ if index.replident => Some("it is the replica identity".into()),
+            _ if index.own_tablespace => Some("it has a tablespace of its own".into()),
+            _ if !index.valid => Some("it is not valid".into()),
+            _ if index.commented => Some("it has a comment".into()),
+            _ if from_file => file_key_kept(facts, index, target, file_keys_kept),
             _ => None,
         };
         if let Some(reason) = reason {
             plan.kept.push(Kept {
                 name: index.name.clone(),
-                reason: reason.to_string(),
+                reason,
             });
             continue;
         }
@@ -152,9 +159,36 @@ pub(crate) fn plan_from(
             undo,
             create_sql,
             unique: index.is_unique,
+            from_file: from_file.then(|| index.key_columns.clone()),
         });
     }
     plan
+}
+
+/// Why a unique key on values read from the file stays in place, if it
+/// must: its rebuild would meet the file's duplicates, which the load then
+/// finds and rejects, and that only for keys whose duplicates a GROUP BY
+/// finds exactly, on columns that all come from the file, in a table
+/// whose triggers cannot change a row on its way in.
+fn file_key_kept(
+    facts: &TableFacts,
+    index: &crate::table_facts::IndexFacts,
+    target: &Target,
+    file_keys_kept: Option<&str>,
+) -> Option<String> {
+    const CHECKS: &str = "unique on values read from the file: it checks each row as it loads";
+    match () {
+        _ if file_keys_kept.is_some() => Some(format!("{CHECKS} ({})", file_keys_kept?)),
+        _ if !index.plain_key || index.key_columns.is_empty() => Some(format!(
+            "{CHECKS} (an expression, a predicate, NULLS NOT DISTINCT or an operator class \
+             of its own)"
+        )),
+        _ if !index.key_columns.iter().all(|c| target.columns.contains(c)) => {
+            Some(format!("{CHECKS} (a key column the file does not fill)"))
+        }
+        _ if facts.triggers => Some(format!("{CHECKS} (the table has triggers)")),
+        _ => None,
+    }
 }
 
 /// Drops the planned indexes and records how to rebuild them, in one
@@ -165,7 +199,7 @@ pub fn drop_for_load(
     client: &mut Client,
     target: &Target,
     left_alone: Option<&LeftAlone>,
-    truncate: bool,
+    (truncate, file_keys_kept): (bool, Option<&str>),
     load_id: &str,
 ) -> Result<IndexPlan> {
     if let Some(reason) = left_alone {
@@ -178,14 +212,14 @@ pub fn drop_for_load(
     }
     // The catalog first; the table itself only if it may lose indexes.
     let facts = crate::table_facts::read(client, target, false).and_then(|facts| {
-        let plan = plan_from(&facts, target, None, truncate);
+        let plan = plan_from(&facts, target, None, (truncate, file_keys_kept));
         match needs_emptiness(&plan, &facts, truncate) {
             true => crate::table_facts::read(client, target, true),
             false => Ok(facts),
         }
     });
     let plan = match facts {
-        Ok(facts) => plan_from(&facts, target, None, truncate),
+        Ok(facts) => plan_from(&facts, target, None, (truncate, file_keys_kept)),
         Err(e) => {
             rollback(client);
             return Err(e);
@@ -252,6 +286,34 @@ impl IndexPlan {
     /// caller's transaction; each ends in `;`.
     pub(crate) fn drop_sql(&self, target: &Target, load_id: &str) -> String {
         let mut sql = String::new();
+        let keys: Vec<FileKey> = self
+            .rebuild
+            .iter()
+            .filter_map(|r| {
+                Some(FileKey {
+                    name: r.name.clone(),
+                    columns: r.from_file.clone()?,
+                })
+            })
+            .collect();
+        if !keys.is_empty() {
+            // First: the duplicates go before any key is built again.
+            let table_name = self.rebuild.iter().find_map(|r| match &r.undo {
+                UndoStep::Index { table_name, .. } | UndoStep::Constraint { table_name, .. } => {
+                    Some(table_name.clone())
+                }
+                _ => None,
+            });
+            let duplicates = UndoStep::Duplicates {
+                table: target.oid,
+                table_name: table_name.unwrap_or_else(|| target.qualified.clone()),
+                keys,
+            };
+            sql.push_str(&format!(
+                "{}; ",
+                crate::journal::undo::record_sql(load_id, &duplicates)
+            ));
+        }
         for index in &self.rebuild {
             sql.push_str(&format!(
                 "{}; {}; ",
@@ -321,6 +383,15 @@ impl IndexPlan {
                 "after the load the {plain} plain indexes are built at once, up to one per \
                  worker, each in its own session; keys (ALTER TABLE takes the whole table) \
                  one at a time after them"
+            ));
+        }
+        for index in self.rebuild.iter().filter(|r| r.from_file.is_some()) {
+            lines.push(format!(
+                "{} is on values read from the file: after the load, before it is built, each \
+                 row that repeats a key of an earlier row in file order is deleted and \
+                 rejected (SQLSTATE 23505, naming the line that keeps the key), as COPY \
+                 would have; a load that stops before its end leaves it away until resumed",
+                index.name
             ));
         }
         if self.rebuild.iter().any(|r| r.unique) {

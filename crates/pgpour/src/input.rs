@@ -46,7 +46,7 @@ impl InputSpec {
         inputs.iter().map(InputSpec::size).sum()
     }
 
-    fn error(&self, source: io::Error) -> Error {
+    pub(crate) fn error(&self, source: io::Error) -> Error {
         Error::Input {
             path: PathBuf::from(self.name()),
             source,

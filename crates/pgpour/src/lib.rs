@@ -33,6 +33,7 @@ mod conn;
 mod copy;
 mod copy_context;
 mod copy_stream;
+mod dedupe;
 mod error;
 mod fingerprint;
 mod format;

@@ -19,6 +19,9 @@ use crate::sql::{quote_literal, TextRow};
 pub(crate) struct TableFacts {
     /// A partitioned table or a partition.
     pub partitioned: bool,
+    /// The table has triggers of its users (which may change a row).
+    #[serde(default)]
+    pub triggers: bool,
     /// The current role may act as the table's owner.
     pub owned: bool,
     /// Whether the table has no row, when it was asked (see `facts_sql`).
@@ -65,6 +68,14 @@ pub(crate) struct IndexFacts {
     pub referenced: bool,
     /// Every key column is filled by a sequence that does not cycle.
     pub keys_from_sequence: bool,
+    /// Its key columns by name, when each is a plain column (no
+    /// expression).
+    #[serde(default, deserialize_with = "null_as_empty")]
+    pub key_columns: Vec<String>,
+    /// A key whose duplicates a GROUP BY on its columns finds exactly: a
+    /// btree on plain columns, each with its type's default operator
+    /// class and its column's collation, no predicate, NULLs distinct.
+    pub plain_key: bool,
 }
 
 fn null_as_empty<'de, D, T>(d: D) -> std::result::Result<Vec<T>, D::Error>
@@ -129,7 +140,26 @@ pub(crate) fn facts_sql(target: &Target, emptiness: bool) -> String {
                             ARRAY(SELECT column_name FROM sequences WHERE NOT cycles))), false)
                      FROM unnest(i.indkey::int2[]) WITH ORDINALITY AS k(attnum, n)
                      LEFT JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = k.attnum
-                    WHERE k.n <= i.indnkeyatts) AS keys_from_sequence
+                    WHERE k.n <= i.indnkeyatts) AS keys_from_sequence,
+                  (SELECT array_agg(a.attname::text ORDER BY k.n)
+                     FROM unnest(i.indkey::int2[]) WITH ORDINALITY AS k(attnum, n)
+                     JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = k.attnum
+                    WHERE k.n <= i.indnkeyatts) AS key_columns,
+                  (ic.relam = (SELECT oid FROM pg_am WHERE amname = 'btree')
+                   AND i.indexprs IS NULL AND i.indpred IS NULL
+                   AND NOT coalesce((to_jsonb(i) ->> 'indnullsnotdistinct')::bool, false)
+                   AND (SELECT bool_and(k.attnum > 0 AND opc.opcdefault AND coll.coll = a.attcollation
+                                        AND (opc.opcintype = coalesce(nullif(ty.typbasetype, 0), a.atttypid)
+                                             OR EXISTS (SELECT 1 FROM pg_cast pc
+                                                        WHERE pc.castsource = coalesce(nullif(ty.typbasetype, 0), a.atttypid)
+                                                          AND pc.casttarget = opc.opcintype AND pc.castmethod = 'b')))
+                          FROM unnest(i.indkey::int2[]) WITH ORDINALITY AS k(attnum, n)
+                          JOIN unnest(i.indclass::oid[]) WITH ORDINALITY AS cls(oid, n) ON cls.n = k.n
+                          JOIN unnest(i.indcollation::oid[]) WITH ORDINALITY AS coll(coll, n) ON coll.n = k.n
+                          JOIN pg_opclass opc ON opc.oid = cls.oid
+                          LEFT JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = k.attnum
+                          LEFT JOIN pg_type ty ON ty.oid = a.atttypid
+                         WHERE k.n <= i.indnkeyatts)) AS plain_key
            FROM pg_index i
            JOIN pg_class ic ON ic.oid = i.indexrelid
            JOIN pg_namespace n ON n.oid = ic.relnamespace
@@ -139,6 +169,7 @@ pub(crate) fn facts_sql(target: &Target, emptiness: bool) -> String {
            ORDER BY ic.relname)
          SELECT json_build_object(
            'partitioned', c.relkind = 'p' OR c.relispartition,
+           'triggers', EXISTS (SELECT 1 FROM pg_trigger t WHERE t.tgrelid = c.oid AND NOT t.tgisinternal),
            'owned', pg_has_role(c.relowner, 'USAGE'),
            'empty', {empty},
            'sequences', (SELECT json_agg(s) FROM sequences s),

@@ -50,8 +50,9 @@ pub(crate) fn record_chunk(
     let written = tx.execute_typed(
         "WITH owner AS (SELECT 1 FROM pgpour.loads WHERE load_id = $1 AND run_token = $9 FOR KEY SHARE) \
          INSERT INTO pgpour.chunks (load_id, input, byte_start, byte_end, first_line, lines, rows_loaded, rows_rejected, \
-                                    rows_updated, rows_skipped) \
-         SELECT $1, $2, $3, $4, $5, $6, $7, $8, $10, $11 FROM owner",
+                                    rows_updated, rows_skipped, xid) \
+         SELECT $1, $2, $3, $4, $5, $6, $7, $8, $10, $11, \
+                pg_catalog.pg_current_xact_id()::text::int8 FROM owner",
         &[
             (&load_id, Type::TEXT),
             (&(chunk.input as i32), Type::INT4),
@@ -72,7 +73,18 @@ pub(crate) fn record_chunk(
     if rejected.is_empty() {
         return Ok(true);
     }
-    // One statement for all of the chunk's rejects, not a round trip each.
+    insert_rejects(tx, load_id, chunk.input, rejected)?;
+    Ok(true)
+}
+
+/// Adds rejected rows of `input` to the journal: one statement for all of
+/// them, not a round trip each.
+pub(super) fn insert_rejects(
+    tx: &mut impl GenericClient,
+    load_id: &str,
+    input: usize,
+    rejected: &[BadRow],
+) -> Result<u64, postgres::Error> {
     let bytes_at: Vec<i64> = rejected.iter().map(|r| r.byte as i64).collect();
     let reasons: Vec<String> = rejected
         .iter()
@@ -84,13 +96,12 @@ pub(crate) fn record_chunk(
          SELECT $1, $2, b, r::jsonb, d FROM unnest($3::int8[], $4::text[], $5::bytea[]) AS u(b, r, d)",
         &[
             (&load_id, Type::TEXT),
-            (&(chunk.input as i32), Type::INT4),
+            (&(input as i32), Type::INT4),
             (&bytes_at, Type::INT8_ARRAY),
             (&reasons, Type::TEXT_ARRAY),
             (&rows, Type::BYTEA_ARRAY),
         ],
-    )?;
-    Ok(true)
+    )
 }
 
 /// Sets the rows a committed chunk loaded, where its row says otherwise.

@@ -94,7 +94,7 @@ fn forget_locked(
             &mut restored,
             &mut || Ok(()),
             None,
-            None,
+            Default::default(),
         )?;
         let n = client
             .execute_typed(

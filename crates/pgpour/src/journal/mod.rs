@@ -22,6 +22,7 @@
 //! `trust` checks, before any use, that no other role can change it.
 
 mod chunks;
+pub(crate) mod duplicates;
 mod forget;
 pub(crate) mod index_builds;
 mod loads;

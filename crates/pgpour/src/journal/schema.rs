@@ -17,7 +17,7 @@ use crate::sql::{simple_statements, TextRow};
 
 /// Each migration, in order: migration `i` takes the journal from version
 /// `i` to `i + 1`.
-const MIGRATIONS: &[&str] = &[V1_TABLES, V2_RUNS, V3_UNDO, V4_MERGED];
+const MIGRATIONS: &[&str] = &[V1_TABLES, V2_RUNS, V3_UNDO, V4_MERGED, V5_DUPLICATES];
 
 /// The version this pgpour writes.
 pub(crate) const LATEST: i32 = MIGRATIONS.len() as i32;
@@ -151,6 +151,16 @@ const V4_MERGED: &str = "
 ALTER TABLE pgpour.chunks
     ADD COLUMN IF NOT EXISTS rows_updated bigint NOT NULL DEFAULT 0,
     ADD COLUMN IF NOT EXISTS rows_skipped bigint NOT NULL DEFAULT 0";
+
+/// Each chunk's transaction id, which tells the rows it wrote (their
+/// `xmin`) from other chunks' when duplicates of a unique key rebuilt at
+/// the end must be traced back to their lines; and the undo step that
+/// finds them before the keys are rebuilt.
+const V5_DUPLICATES: &str = "
+ALTER TABLE pgpour.chunks ADD COLUMN IF NOT EXISTS xid bigint;
+ALTER TABLE pgpour.undo DROP CONSTRAINT IF EXISTS undo_kind_check;
+ALTER TABLE pgpour.undo ADD CONSTRAINT undo_kind_check
+    CHECK (kind IN ('index', 'constraint', 'guard_trigger', 'sequence_cache', 'statement', 'duplicates'))";
 
 /// Kept after every migration: the journal holds rejected rows, which may
 /// be personal data, for its owner only, whatever default privileges say.

@@ -40,6 +40,14 @@ pub(crate) enum UndoStep {
     },
     /// Drop the trigger that keeps other writers out.
     GuardTrigger { table: Oid, table_name: String },
+    /// Before the unique `keys` read from the file are built again, reject
+    /// the rows that duplicate a key (see `duplicates`). Only a load's own
+    /// run does it: it needs the load's inputs.
+    Duplicates {
+        table: Oid,
+        table_name: String,
+        keys: Vec<FileKey>,
+    },
     /// Set a sequence's CACHE back.
     SequenceCache {
         sequence: Oid,
@@ -50,6 +58,18 @@ pub(crate) enum UndoStep {
     /// shown, never run.
     Statement { what: String, sql: String },
 }
+
+/// A unique key on values read from the file, dropped for the load.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub(crate) struct FileKey {
+    /// Its index's name (the constraint's, for a key).
+    pub name: String,
+    /// Its columns, in key order.
+    pub columns: Vec<String>,
+}
+
+/// The name the duplicates step goes by.
+const DUPLICATES: &str = "duplicates";
 
 impl UndoStep {
     /// How `status` and the summary name the step (`index votes_pkey`).
@@ -64,6 +84,13 @@ impl UndoStep {
                 format!("index {name}")
             }
             UndoStep::GuardTrigger { .. } => format!("trigger {GUARD_TRIGGER}"),
+            UndoStep::Duplicates { keys, .. } => format!(
+                "rows that duplicate a key of {}",
+                keys.iter()
+                    .map(|k| k.name.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
             UndoStep::SequenceCache {
                 sequence_name,
                 cache,
@@ -78,6 +105,8 @@ impl UndoStep {
 /// for a message of several statements: every value a literal.
 pub(crate) fn record_sql(load_id: &str, step: &UndoStep) -> String {
     let none = None::<String>;
+    let keys_json;
+    let duplicates = DUPLICATES.to_string();
     let (kind, relation, relation_name, name, definition, cache) = match step {
         UndoStep::Index {
             table,
@@ -113,6 +142,21 @@ pub(crate) fn record_sql(load_id: &str, step: &UndoStep) -> String {
             none.as_ref(),
             None,
         ),
+        UndoStep::Duplicates {
+            table,
+            table_name,
+            keys,
+        } => {
+            keys_json = serde_json::to_string(keys).unwrap_or_default();
+            (
+                DUPLICATES,
+                Some(*table),
+                table_name,
+                &duplicates,
+                Some(&keys_json),
+                None,
+            )
+        }
         UndoStep::SequenceCache {
             sequence,
             sequence_name,
@@ -151,11 +195,11 @@ pub(crate) struct Pending {
     pub position: i32,
     pub step: UndoStep,
     /// The step's object as it is named now (`None`: it is gone).
-    current: Option<String>,
+    pub current: Option<String>,
     /// Its relkind now.
     kind: Option<String>,
     /// The load's table now (its oid), if it is still there.
-    target: Option<Oid>,
+    pub target: Option<Oid>,
     /// A sequence step's sequence is owned by, or drawn from by, the table.
     sequence_of_table: bool,
     /// The step's name as the server quotes it (`pg_get_indexdef` quotes
@@ -215,6 +259,15 @@ fn pending_from(row: &TextRow) -> Pending {
             table,
             table_name: relation_name,
         },
+        (Some(DUPLICATES), Some(table), Some(definition))
+            if serde_json::from_str::<Vec<FileKey>>(&definition).is_ok() =>
+        {
+            UndoStep::Duplicates {
+                table,
+                table_name: relation_name,
+                keys: serde_json::from_str(&definition).unwrap_or_default(),
+            }
+        }
         (Some("sequence_cache"), Some(sequence), _) => UndoStep::SequenceCache {
             sequence,
             sequence_name: relation_name,
@@ -257,6 +310,20 @@ pub fn pending(client: &mut impl GenericClient, load_id: &str) -> Result<Vec<Str
 pub(crate) type AtOnce<'a> =
     &'a mut dyn FnMut(&mut Client, Vec<Pending>, &mut Vec<String>) -> Result<()>;
 
+/// Rejects the rows that duplicate a key read from the file and builds
+/// those keys (see `duplicates`): given the duplicates step and the
+/// pending steps of the keys it names. `Ok(false)`: not now (the load is
+/// not complete), and nothing runs: every step stays pending.
+pub(crate) type RejectDuplicates<'a> =
+    &'a mut dyn FnMut(&mut Client, Pending, Vec<Pending>, &mut Vec<String>) -> Result<bool>;
+
+/// What a load's own run does its own way in `run_pending`.
+#[derive(Default)]
+pub(crate) struct Hooks<'a> {
+    pub at_once: Option<AtOnce<'a>>,
+    pub duplicates: Option<RejectDuplicates<'a>>,
+}
+
 /// What `run_pending` does with a step pgpour will not run: a restore an
 /// older pgpour recorded as SQL text, or one no longer about the load's
 /// own table.
@@ -289,7 +356,7 @@ pub(crate) fn run_pending(
     done: &mut Vec<String>,
     ready: &mut dyn FnMut() -> Result<()>,
     progress: Option<&crate::progress::Progress>,
-    at_once: Option<AtOnce<'_>>,
+    hooks: Hooks<'_>,
 ) -> Result<()> {
     let read = super::checked(
         client,
@@ -303,8 +370,33 @@ pub(crate) fn run_pending(
         return Ok(());
     }
     ready()?;
+    let found = pending
+        .iter()
+        .position(|p| matches!(p.step, UndoStep::Duplicates { .. }));
+    let pending = match (found, hooks.duplicates) {
+        (Some(i), Some(reject_duplicates)) => {
+            let mut pending = pending;
+            let step = pending.remove(i);
+            let UndoStep::Duplicates { keys, .. } = &step.step else {
+                unreachable!("found above")
+            };
+            let names: Vec<&str> = keys.iter().map(|k| k.name.as_str()).collect();
+            let is_key = |p: &Pending| match &p.step {
+                UndoStep::Index { name, .. } | UndoStep::Constraint { name, .. } => {
+                    names.contains(&name.as_str())
+                }
+                _ => false,
+            };
+            let (keys, rest): (Vec<Pending>, Vec<Pending>) = pending.into_iter().partition(is_key);
+            if !reject_duplicates(client, step, keys, done)? {
+                return Ok(());
+            }
+            rest
+        }
+        _ => pending,
+    };
     let plain = |p: &Pending| matches!(p.step, UndoStep::Index { .. });
-    let pending = match at_once {
+    let pending = match hooks.at_once {
         Some(at_once) if pending.iter().filter(|p| plain(p)).count() >= 2 => {
             let (indexes, rest) = pending.into_iter().partition(plain);
             at_once(client, indexes, done)?;
@@ -509,7 +601,8 @@ fn step_relation(step: &UndoStep) -> Oid {
         UndoStep::SequenceCache { sequence, .. } => *sequence,
         UndoStep::Index { table, .. }
         | UndoStep::Constraint { table, .. }
-        | UndoStep::GuardTrigger { table, .. } => *table,
+        | UndoStep::GuardTrigger { table, .. }
+        | UndoStep::Duplicates { table, .. } => *table,
         UndoStep::Statement { .. } => 0,
     }
 }
@@ -568,7 +661,7 @@ fn statement_for(
 /// The statement that undoes `pending`'s step, decided from its facts:
 /// `Ok(None)` when its object is gone, `Err` with the reason when pgpour
 /// will not run it.
-fn statement_from(load_id: &str, pending: &Pending) -> Result<Option<String>, String> {
+pub(super) fn statement_from(load_id: &str, pending: &Pending) -> Result<Option<String>, String> {
     let step = &pending.step;
     let expected_kind = match step {
         UndoStep::Statement { sql, .. } => {
@@ -578,6 +671,13 @@ fn statement_from(load_id: &str, pending: &Pending) -> Result<Option<String>, St
             ))
         }
         UndoStep::SequenceCache { .. } => "S",
+        UndoStep::Duplicates { .. } if pending.current.is_some() => {
+            return Err(
+                "only the load can find the rows that duplicate a key: it reads its inputs \
+                 again; resume it"
+                    .into(),
+            )
+        }
         _ => "r",
     };
     let relation = step_relation(step);
@@ -623,7 +723,9 @@ fn statement_from(load_id: &str, pending: &Pending) -> Result<Option<String>, St
             Ok(Some(format!("ALTER SEQUENCE {current} CACHE {cache}")))
         }
         UndoStep::SequenceCache { cache, .. } => Err(format!("not a CACHE: {cache}")),
-        UndoStep::Statement { .. } => unreachable!("refused above"),
+        UndoStep::Statement { .. } | UndoStep::Duplicates { .. } => {
+            unreachable!("refused above")
+        }
     }
 }
 

@@ -285,7 +285,7 @@ impl Plan {
             facts,
             &self.target,
             self.indexes_left_alone.as_ref(),
-            self.truncate,
+            (self.truncate, self.file_keys_kept()),
         );
         let sequences = crate::sequences::plan_from(
             &facts.sequences,
@@ -293,6 +293,23 @@ impl Plan {
             self.workers,
         );
         (indexes, sequences)
+    }
+
+    /// Why unique keys on values read from the file stay in place, if
+    /// they must: their duplicates are found at the end only when the load
+    /// may reject rows and can read its inputs again, row for row as it
+    /// loaded them.
+    pub(crate) fn file_keys_kept(&self) -> Option<&'static str> {
+        match () {
+            _ if self.max_errors == Some(0) => {
+                Some("the first bad row stops the load, so a duplicate must stop it as it loads")
+            }
+            _ if self.filtering => Some("--where leaves rows out"),
+            _ if self.inputs.iter().any(|i| matches!(i, InputSpec::Stdin)) => {
+                Some("stdin cannot be read again to find a duplicate's line")
+            }
+            _ => None,
+        }
     }
 
     /// How the load's rows become visible.

@@ -10,6 +10,7 @@
 //! the last pass the load's undo steps run, however it ended.
 
 mod decide;
+mod duplicates;
 mod explain;
 mod finish;
 mod prepare;
@@ -24,7 +25,7 @@ use crate::conn::ConnectOptions;
 use crate::error::{Error, Result};
 use crate::journal::index_builds::rebuild_indexes_at_once;
 use crate::journal::undo::run_pending;
-use crate::journal::undo::Refused;
+use crate::journal::undo::{Hooks, Refused};
 use crate::journal::Totals;
 use crate::options::{default_workers, LoadOptions};
 use crate::progress::{Phase, Progress};
@@ -33,6 +34,7 @@ use crate::report::{LoadSummary, PhaseTime};
 use crate::run_lock::RunLock;
 use crate::sessions::{connect_retrying, pinned, take_spare, Spare, RETRY_FOR};
 use crate::warm::WarmSessions;
+use duplicates::Ending;
 pub use explain::{explain, Explain};
 use finish::Finished;
 use prepare::Prepared;
@@ -122,6 +124,7 @@ fn load_and_restore(
         }
     };
     let undo_pending = AtomicBool::new(false);
+    let ending = std::sync::Mutex::new(None);
     let spare = Spare::default();
     let opened = std::sync::Mutex::new(opened);
     let context = Passes {
@@ -135,6 +138,7 @@ fn load_and_restore(
         undo_pending: &undo_pending,
         run: run.as_ref(),
         spare: &spare,
+        ending: &ending,
     };
     let outcome = load_passes(&context, &options);
     // A load that failed before the journal had it (a missing file, a wrong
@@ -164,6 +168,12 @@ fn load_and_restore(
     let builders = options
         .workers
         .unwrap_or_else(crate::options::default_workers);
+    // Keys read from the file come back only once every chunk is in: rows
+    // still to load could hold the first of a key.
+    let complete = matches!(&outcome, Ok(summary) if !summary.interrupted);
+    let ending = ending.into_inner().unwrap_or_else(|p| p.into_inner());
+    let ending = ending.filter(|_| complete);
+    let mut rejected = 0;
     let restored = client
         .and_then(|client| {
             undo(
@@ -172,6 +182,7 @@ fn load_and_restore(
                 client,
                 (load_id, builders),
                 retry,
+                (ending.as_ref(), &mut rejected),
                 &mut done,
             )
         })
@@ -179,6 +190,15 @@ fn load_and_restore(
     match (outcome, restored) {
         (Ok(mut summary), Ok(done)) => {
             summary.restored(done, started.elapsed());
+            if let (Some(ending), true) = (&ending, rejected > 0) {
+                let reject_path = options.reject_path();
+                let rewritten = connect.connect().and_then(|mut client| {
+                    ending.rejected(&mut client, (load_id, reject_path), rejected, &mut summary)
+                });
+                if let Err(error) = rewritten {
+                    return Err(Box::new(LoadFailure { error, summary }));
+                }
+            }
             Ok(summary)
         }
         (Ok(summary), Err(error)) => Err(Box::new(LoadFailure { error, summary })),
@@ -203,6 +223,7 @@ fn undo(
     mut client: postgres::Client,
     (load_id, builders): (&str, usize),
     retry: bool,
+    (ending, rejected): (Option<&Ending>, &mut u64),
     done: &mut Vec<String>,
 ) -> Result<()> {
     let deadline = Instant::now() + if retry { RETRY_FOR } else { Default::default() };
@@ -226,6 +247,15 @@ fn undo(
             );
             rebuild_indexes_at_once(sessions, load_id, indexes, builders, done, Some(progress))
         };
+        let mut duplicates = |client: &mut postgres::Client, step, keys, done: &mut Vec<String>| {
+            reject_duplicates(
+                ending,
+                client,
+                load_id,
+                (step, keys),
+                (done, &mut *rejected),
+            )
+        };
         let first = run_pending(
             &mut client,
             load_id,
@@ -233,7 +263,10 @@ fn undo(
             done,
             &mut still_held,
             Some(progress),
-            Some(&mut at_once),
+            Hooks {
+                at_once: Some(&mut at_once),
+                duplicates: Some(&mut duplicates),
+            },
         );
         // Answered even when the undo had nothing to change.
         still_held().and(first)
@@ -247,6 +280,16 @@ fn undo(
                 if let Some(run) = run {
                     run.ensure_held(connect)?;
                 }
+                let mut duplicates =
+                    |client: &mut postgres::Client, step, keys, done: &mut Vec<String>| {
+                        reject_duplicates(
+                            ending,
+                            client,
+                            load_id,
+                            (step, keys),
+                            (done, &mut *rejected),
+                        )
+                    };
                 outcome = run_pending(
                     &mut client,
                     load_id,
@@ -254,12 +297,35 @@ fn undo(
                     done,
                     &mut || Ok(()),
                     Some(progress),
-                    None,
+                    Hooks {
+                        at_once: None,
+                        duplicates: Some(&mut duplicates),
+                    },
                 );
             }
             ended => return ended,
         }
     }
+}
+
+/// The undo hook for the duplicates step: not before the load is complete
+/// (`ending` is then `None`), when every step stays pending.
+fn reject_duplicates(
+    ending: Option<&Ending>,
+    client: &mut postgres::Client,
+    load_id: &str,
+    steps: (
+        crate::journal::undo::Pending,
+        Vec<crate::journal::undo::Pending>,
+    ),
+    counts: (&mut Vec<String>, &mut u64),
+) -> Result<bool> {
+    let Some(ending) = ending else {
+        return Ok(false);
+    };
+    ending
+        .reject_duplicates(client, load_id, steps, counts)
+        .map(|()| true)
 }
 
 /// The run lock of a journaled load (whose options the caller checked);
@@ -286,6 +352,8 @@ struct Passes<'a> {
     undo_pending: &'a AtomicBool,
     run: Option<&'a RunLock>,
     spare: &'a Spare,
+    /// What the load's end needs of the last pass's plan.
+    ending: &'a std::sync::Mutex<Option<Ending>>,
     /// Loading sessions opened ahead, for the first pass.
     warm: &'a WarmSessions,
     /// The load's first session, opened beside the run lock's, for the
@@ -360,6 +428,7 @@ fn load_pass(context: &Passes, options: &LoadOptions) -> Result<Pass, Box<LoadFa
         spare,
         opened,
         warm,
+        ending,
     } = *context;
     let run_token = run.map_or("", |r| r.token.as_str());
     let sink = RejectSink::new(options.reject_path()).replacing(options.replace_rejects);
@@ -412,6 +481,7 @@ fn load_pass(context: &Passes, options: &LoadOptions) -> Result<Pass, Box<LoadFa
         }
         Box::new(LoadFailure { error, summary })
     };
+    *ending.lock().unwrap_or_else(|p| p.into_inner()) = Some(Ending::of(&plan));
     // A server restart (which made another pass needed) ends the lock's
     // session: take the lock again, or learn that another run has it. (The
     // first pass took it a moment ago.)

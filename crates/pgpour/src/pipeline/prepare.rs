@@ -215,7 +215,7 @@ fn drop_indexes(client: &mut Client, plan: &Plan) -> Result<()> {
         client,
         &plan.target,
         left_alone,
-        plan.truncate,
+        (plan.truncate, plan.file_keys_kept()),
         &plan.load_id,
     )
     .map(drop)

@@ -7,6 +7,7 @@ mod conflicts;
 mod connection;
 mod faults;
 mod field_decoding;
+mod file_keys;
 mod harness;
 mod hostile_files;
 mod hostile_inputs;

@@ -44,7 +44,7 @@ fn restore_pending(client: &mut postgres::Client, load_id: &str) -> crate::Resul
         &mut done,
         &mut || Ok(()),
         None,
-        None,
+        Default::default(),
     )
     .map(|()| done)
 }

@@ -353,7 +353,15 @@ fn begin_and_drop_indexes(
         "test-run",
     )
     .unwrap();
-    crate::indexes::drop_for_load(client, &target, None, options.truncate, load_id).unwrap();
+    let file_keys_kept = Some("this test keeps them");
+    crate::indexes::drop_for_load(
+        client,
+        &target,
+        None,
+        (options.truncate, file_keys_kept),
+        load_id,
+    )
+    .unwrap();
     target
 }
 

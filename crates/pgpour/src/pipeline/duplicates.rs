@@ -1,0 +1,88 @@
+//! The end of a load whose unique keys on values read from the file were
+//! dropped: the rows that duplicate them rejected (see `dedupe`) once every
+//! chunk is in, the reject file rewritten and the summary's counts moved.
+
+use postgres::{Client, Transaction};
+
+use super::decide::Plan;
+use crate::dedupe::Dedupe;
+use crate::error::Result;
+use crate::format::{FormatOptions, Header};
+use crate::input::InputSpec;
+use crate::journal::duplicates::build_file_keys;
+use crate::journal::undo::{FileKey, Pending};
+use crate::plan::Target;
+use crate::reject::RejectSink;
+use crate::report::LoadSummary;
+
+/// What the load's end needs of its plan.
+pub(super) struct Ending {
+    target: Target,
+    inputs: Vec<InputSpec>,
+    format: FormatOptions,
+    skip_lines: u64,
+    max_errors: Option<u64>,
+}
+
+impl Ending {
+    pub fn of(plan: &Plan) -> Ending {
+        Ending {
+            target: plan.target.clone(),
+            inputs: plan.inputs.clone(),
+            format: plan.format.clone(),
+            skip_lines: plan.skip_lines,
+            max_errors: plan.max_errors,
+        }
+    }
+
+    /// Rejects the duplicates of `keys` and builds them (the undo hook):
+    /// adds the rows rejected to `rejected`.
+    pub fn reject_duplicates(
+        &self,
+        client: &mut Client,
+        load_id: &str,
+        (step, keys): (Pending, Vec<Pending>),
+        (done, rejected): (&mut Vec<String>, &mut u64),
+    ) -> Result<()> {
+        let dedupe = Dedupe {
+            load_id,
+            target: &self.target,
+            inputs: &self.inputs,
+            syntax: self.format.syntax(),
+            max_errors: self.max_errors,
+        };
+        let mut resolve = |tx: &mut Transaction<'_>, keys: &[FileKey]| {
+            let n = dedupe.resolve(tx, keys)?;
+            *rejected += n;
+            Ok(n)
+        };
+        build_file_keys(client, load_id, (step, keys), &mut resolve, done)
+    }
+
+    /// After `rejected` duplicates were rejected: the reject file rebuilt
+    /// from the journal, and the rows counted as rejected, not loaded.
+    pub fn rejected(
+        &self,
+        client: &mut Client,
+        (load_id, reject_path): (&str, std::path::PathBuf),
+        rejected: u64,
+        summary: &mut LoadSummary,
+    ) -> Result<()> {
+        let rows = crate::journal::rejected_rows(client, load_id)?;
+        let sink = RejectSink::new(reject_path).replacing(true);
+        if self.format.header != Header::None {
+            let header =
+                crate::reader::header_line(&self.inputs[0], &self.format, self.skip_lines)?;
+            let _ = sink.header.set(header);
+        }
+        sink.rewrite(&rows)?;
+        summary.set_counts(
+            summary.rows_loaded.saturating_sub(rejected),
+            summary.rows_rejected + rejected,
+            summary.bytes_loaded,
+        );
+        summary.reject_file = Some(sink.rows_path().display().to_string());
+        summary.reject_log = Some(sink.log_path().display().to_string());
+        Ok(())
+    }
+}
