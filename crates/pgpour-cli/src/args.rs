@@ -286,7 +286,8 @@ the local unix socket.
 Bad rows: by default the first bad row stops the load with an error naming the file, line, column, \
 value, the server's message and SQLSTATE. With --max-errors N (or all), bad rows go to the reject \
 file with a JSON-lines log of where and why, and the load goes on; the summary adds up: rows read = \
-loaded + rejected.
+loaded + rejected. Then a unique key on values from the file is also rebuilt at the end, and each row \
+that repeats a key of an earlier row in file order is rejected, naming both lines.
 
 Exactly once: each chunk commits together with its entry in the load journal (schema pgpour in the \
 target database, created on first use; `DROP SCHEMA pgpour CASCADE` removes it). A load that stops \
@@ -524,7 +525,10 @@ pub struct LoadArgs {
     /// load into an empty table (or with --truncate) drops the indexes it
     /// can rebuild safely and builds them once at the end, which is faster;
     /// the journal keeps their definitions, so a crashed load gets them back
-    /// from `pgpour resume` or `pgpour forget`. --explain lists them.
+    /// from `pgpour resume` or `pgpour forget`. --explain lists them. A
+    /// unique key on values from the file goes too when rejects are
+    /// allowed (--max-errors): its duplicates are rejected at the end, the
+    /// first row of each key in file order kept.
     #[arg(long)]
     pub keep_indexes: bool,
 

@@ -591,3 +591,123 @@ fn resumed_reject_file_keeps_the_header_and_every_rejected_row_once() {
     let rejects = std::fs::read_to_string(dir.path().join("rows.rejected.csv")).unwrap();
     assert_eq!(rejects, "id,v\nearly,x\nlate,x\n");
 }
+
+/// A load whose primary key is read from the file, killed while it
+/// rejects the rows that duplicate the key (after it deleted them, before
+/// its transaction commits), then resumed: the same table and the same
+/// reject file as an uninterrupted load.
+#[test]
+fn sigkill_while_duplicates_are_rejected_then_resume_rejects_them_once() {
+    let ddl = "CREATE TABLE t (id int PRIMARY KEY, v text)";
+    let db = shared_cluster().create_database("kill_duplicates");
+    let dir = tempfile::tempdir().unwrap();
+    db.client().batch_execute(ddl).unwrap();
+    // 5000 rows, ids 0..4000: the last 1000 repeat earlier ids.
+    let path = dir.path().join("keys.csv");
+    let body: String = (0..5000)
+        .map(|i| format!("{},row {i}\n", if i < 4000 { i } else { i * 7 % 4000 }))
+        .collect();
+    std::fs::write(&path, &body).unwrap();
+    let conninfo = db.conninfo();
+    // The journal exists before the load (a tiny load makes it), so that
+    // its table of rejects can be locked: the load touches it only when it
+    // rejects the duplicates.
+    db.client()
+        .batch_execute("CREATE TABLE warm (a int)")
+        .unwrap();
+    let warm = dir.path().join("warm.csv");
+    std::fs::write(&warm, "1\n").unwrap();
+    let out = pgpour(&[
+        "load",
+        warm.to_str().unwrap(),
+        "-t",
+        "warm",
+        "-d",
+        &conninfo,
+        "-q",
+    ]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let mut blocker = db.client();
+    blocker
+        .batch_execute("BEGIN; LOCK TABLE pgpour.rejects IN SHARE MODE")
+        .unwrap();
+    let args = [
+        "load",
+        path.to_str().unwrap(),
+        "-t",
+        "t",
+        "-d",
+        &conninfo,
+        "-q",
+        "--load-id",
+        "dups",
+        "--workers",
+        "2",
+        "--chunk-size",
+        "8KiB",
+        "--max-errors",
+        "all",
+    ];
+    let mut child = Command::new(env!("CARGO_BIN_EXE_pgpour"))
+        .args(args)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut watcher = db.client();
+    let waiting = |watcher: &mut postgres::Client| -> bool {
+        watcher
+            .query_one(
+                "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' \
+                 AND query LIKE 'INSERT INTO pgpour.rejects%'",
+                &[],
+            )
+            .unwrap()
+            .get::<_, i64>(0)
+            == 1
+    };
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    while !waiting(&mut watcher) {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "never reached the rejects"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let _ = child.kill(); // SIGKILL
+    assert_eq!(child.wait().unwrap().code(), None);
+    blocker.batch_execute("ROLLBACK").unwrap();
+    // No row went: the transaction that deleted them died with the run.
+    let count = |db: &TestDb| -> i64 {
+        db.client()
+            .query_one("SELECT count(*) FROM t", &[])
+            .unwrap()
+            .get(0)
+    };
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while count(&db) != 5000 {
+        assert!(std::time::Instant::now() < deadline, "rows are missing");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let out = pgpour(&["resume", "dups", "-d", &conninfo, "-q"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(count(&db), 4000);
+    let kept: i64 = db
+        .client()
+        .query_one("SELECT count(*) FROM t WHERE v = 'row ' || id::text", &[])
+        .unwrap()
+        .get(0);
+    assert_eq!(kept, 4000, "each id keeps its first row");
+    let rejected = std::fs::read_to_string(dir.path().join("keys.rejected.csv")).unwrap();
+    let want: String = body.lines().skip(4000).map(|l| format!("{l}\n")).collect();
+    assert_eq!(rejected, want);
+    let keys: i64 = db
+        .client()
+        .query_one(
+            "SELECT count(*) FROM pg_index WHERE indrelid = 't'::regclass AND indisprimary",
+            &[],
+        )
+        .unwrap()
+        .get(0);
+    assert_eq!(keys, 1);
+}

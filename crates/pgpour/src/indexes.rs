@@ -187,6 +187,9 @@ fn file_key_kept(
             Some(format!("{CHECKS} (a key column the file does not fill)"))
         }
         _ if facts.triggers => Some(format!("{CHECKS} (the table has triggers)")),
+        _ if !facts.temporary => Some(format!(
+            "{CHECKS} (the role may not create the temporary table duplicates are found in)"
+        )),
         _ => None,
     }
 }

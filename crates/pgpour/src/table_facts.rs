@@ -22,6 +22,9 @@ pub(crate) struct TableFacts {
     /// The table has triggers of its users (which may change a row).
     #[serde(default)]
     pub triggers: bool,
+    /// The role may create temporary tables (where duplicates are found).
+    #[serde(default)]
+    pub temporary: bool,
     /// The current role may act as the table's owner.
     pub owned: bool,
     /// Whether the table has no row, when it was asked (see `facts_sql`).
@@ -170,6 +173,7 @@ pub(crate) fn facts_sql(target: &Target, emptiness: bool) -> String {
          SELECT json_build_object(
            'partitioned', c.relkind = 'p' OR c.relispartition,
            'triggers', EXISTS (SELECT 1 FROM pg_trigger t WHERE t.tgrelid = c.oid AND NOT t.tgisinternal),
+           'temporary', has_database_privilege(current_database(), 'TEMPORARY'),
            'owned', pg_has_role(c.relowner, 'USAGE'),
            'empty', {empty},
            'sequences', (SELECT json_agg(s) FROM sequences s),

@@ -18,7 +18,8 @@ use crate::error::{Error, Result};
 use crate::reject::BadRow;
 
 /// Finds and rejects the rows that duplicate `keys`, in the caller's
-/// transaction, with the table locked: how many it rejected.
+/// transaction, with the table locked: how many it rejected (the caller
+/// counts them; the summary shows them with the other rejects).
 pub(crate) type Resolve<'a> = &'a mut dyn FnMut(&mut Transaction<'_>, &[FileKey]) -> Result<u64>;
 
 /// Runs the duplicates `step` and the steps that build its `keys` (pending
@@ -88,14 +89,13 @@ pub(crate) fn build_file_keys(
             duplicated.push((key, sql));
         }
     }
-    let mut rejected = 0;
     if !duplicated.is_empty() {
         let named: Vec<FileKey> = duplicated
             .iter()
             .filter_map(|(key, _)| file_keys.iter().find(|k| key_name(key) == Some(&k.name)))
             .cloned()
             .collect();
-        rejected = resolve(&mut tx, &named)?;
+        resolve(&mut tx, &named)?;
         for (key, sql) in &duplicated {
             tx.execute_typed(sql.as_str(), &[])
                 .map_err(|source| Error::Restore {
@@ -107,16 +107,6 @@ pub(crate) fn build_file_keys(
     }
     remove_steps(&mut tx, load_id, &step, &keys)?;
     tx.commit().map_err(&failed)?;
-    if rejected > 0 {
-        done.push(format!(
-            "{rejected} rows rejected that duplicated a key of {}",
-            file_keys
-                .iter()
-                .map(|k| k.name.as_str())
-                .collect::<Vec<_>>()
-                .join(", ")
-        ));
-    }
     done.extend(keys.iter().map(|k| k.step.describe()));
     Ok(())
 }

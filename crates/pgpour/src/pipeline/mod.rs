@@ -249,7 +249,7 @@ fn undo(
         };
         let mut duplicates = |client: &mut postgres::Client, step, keys, done: &mut Vec<String>| {
             reject_duplicates(
-                ending,
+                (ending, progress),
                 client,
                 load_id,
                 (step, keys),
@@ -283,7 +283,7 @@ fn undo(
                 let mut duplicates =
                     |client: &mut postgres::Client, step, keys, done: &mut Vec<String>| {
                         reject_duplicates(
-                            ending,
+                            (ending, progress),
                             client,
                             load_id,
                             (step, keys),
@@ -311,7 +311,7 @@ fn undo(
 /// The undo hook for the duplicates step: not before the load is complete
 /// (`ending` is then `None`), when every step stays pending.
 fn reject_duplicates(
-    ending: Option<&Ending>,
+    (ending, progress): (Option<&Ending>, &Progress),
     client: &mut postgres::Client,
     load_id: &str,
     steps: (
@@ -323,6 +323,12 @@ fn reject_duplicates(
     let Some(ending) = ending else {
         return Ok(false);
     };
+    let keys: Vec<String> = steps.1.iter().map(|k| k.step.describe()).collect();
+    progress.set_phase(Phase::Restoring {
+        what: format!("{}, rejecting its duplicates", keys.join(", ")),
+        step: 1,
+        of: 1,
+    });
     ending
         .reject_duplicates(client, load_id, steps, counts)
         .map(|()| true)

@@ -280,3 +280,49 @@ fn without_rejects_allowed_the_key_stays_and_checks_each_row() {
         "{kept:?}"
     );
 }
+
+/// A load that stops before its end leaves the key away (other writers
+/// kept out): rows still to load could hold the first of a key. Its
+/// resume rejects the duplicates of the whole file.
+#[test]
+fn a_load_stopped_early_leaves_the_key_away_until_resumed() {
+    let db = shared_cluster().create_database("file_keys_stopped");
+    let mut client = db.client();
+    client
+        .batch_execute("CREATE TABLE kv (id int PRIMARY KEY, value text)")
+        .unwrap();
+    let lines = input();
+    let (want, refused) = expected(&lines);
+    let dir = tempfile::tempdir().unwrap();
+    let mut options = options(&dir, "kv", &lines);
+    // The bad ids (every 50th line) stop it at the third.
+    options.max_errors = Some(2);
+    options.workers = Some(1);
+    options.load_id = Some("stopped".into());
+    let failure = load(&db, &options).unwrap_err();
+    assert!(
+        failure.error.to_string().contains("bad150"),
+        "{}",
+        failure.error
+    );
+    assert!(indexes(&mut client, "kv").is_empty(), "the key stays away");
+    let outsider = client.batch_execute("INSERT INTO kv VALUES (1000, 'outsider')");
+    assert!(outsider.is_err(), "other writers are kept out");
+
+    let mut changes = pgpour::ResumeChanges::default();
+    changes.max_errors = Some(None);
+    let summary = pgpour::resume(
+        &crate::harness::connect(&db),
+        "stopped",
+        &changes,
+        &pgpour::Progress::default(),
+        &std::sync::atomic::AtomicBool::new(false),
+    )
+    .unwrap();
+    assert_eq!(table(&mut client, "kv"), want);
+    assert_eq!(indexes(&mut client, "kv").len(), 1);
+    // This run's: the first rejected the first two bad rows.
+    assert_eq!(summary.rows_rejected, refused.len() as u64 - 2);
+    let rejected = std::fs::read_to_string(dir.path().join("kv.rejected.csv")).unwrap();
+    assert_eq!(rejected.lines().count(), refused.len());
+}
