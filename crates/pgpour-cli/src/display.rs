@@ -134,6 +134,9 @@ pub fn workers_note(from: Option<pgpour::WorkersFrom>) -> String {
             "--atomic in one transaction: the server's max_prepared_transactions is \
              {max_prepared_transactions}, under one per worker"
         ),
+        Some(WorkersFrom::AtomicCitus) => "--atomic into a Citus table on several nodes: one \
+                                            transaction, which Citus commits on all of them"
+            .to_string(),
         Some(other) => format!("{other:?}"),
     };
     format!(" ({why})")
@@ -189,6 +192,11 @@ pub fn explain_text(plan: &pgpour::Explain) -> String {
         plan.on_conflict
             .iter()
             .map(|merge| format!("  conflict {merge}")),
+    );
+    lines.extend(
+        plan.citus
+            .iter()
+            .map(|citus| format!("  citus    {}", citus.describe())),
     );
     lines.extend([
         format!(

@@ -24,10 +24,12 @@
 //! tests' verdict. The kit depends on no pgpour crate, so that each of them
 //! can use it.
 
+mod citus;
 mod client_cert;
 mod compare;
 pub mod datasets;
 
+pub use citus::{citus_cluster, CitusCluster};
 pub use client_cert::{CertificateLogin, ClientCertificate};
 pub use compare::assert_same_rows;
 

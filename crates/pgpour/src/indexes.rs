@@ -72,6 +72,20 @@ impl IndexPlan {
     }
 }
 
+/// What decides, beside the table's facts, which indexes a load drops.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct DropRules<'a> {
+    /// The load empties the table first.
+    pub truncate: bool,
+    /// Why unique keys on values read from the file stay, if they must
+    /// (see `file_key_kept`).
+    pub file_keys_kept: Option<&'a str>,
+    /// Why every unique key stays, if they all must.
+    pub unique_kept: Option<&'a str>,
+    /// Each DDL statement goes alone, not in a message of several (Citus).
+    pub alone: bool,
+}
+
 /// Whether `plan`, made from `facts` that did not say whether the table is
 /// empty, would drop indexes if it were: then the table must be read.
 pub(crate) fn needs_emptiness(plan: &IndexPlan, facts: &TableFacts, truncate: bool) -> bool {
@@ -80,15 +94,14 @@ pub(crate) fn needs_emptiness(plan: &IndexPlan, facts: &TableFacts, truncate: bo
 
 /// Decides, without changing anything, which indexes the load would drop
 /// from a table with these `facts`. `left_alone`: why the load's plan keeps
-/// them all whatever the table holds, if it does; `truncate`: the load
-/// empties the table first; `file_keys_kept`: why the load keeps unique
-/// keys on values read from the file, if it must (see `file_keys_kept`).
+/// them all whatever the table holds, if it does.
 pub(crate) fn plan_from(
     facts: &TableFacts,
     target: &Target,
     left_alone: Option<&LeftAlone>,
-    (truncate, file_keys_kept): (bool, Option<&str>),
+    rules: DropRules<'_>,
 ) -> IndexPlan {
+    let truncate = rules.truncate;
     let because = |reason: &str| IndexPlan::not_used(LeftAlone::Because(reason.into()));
     match () {
         _ if left_alone.is_some() => return IndexPlan::not_used(left_alone.cloned().unwrap()),
@@ -111,7 +124,10 @@ pub(crate) fn plan_from(
             _ if index.own_tablespace => Some("it has a tablespace of its own".into()),
             _ if !index.valid => Some("it is not valid".into()),
             _ if index.commented => Some("it has a comment".into()),
-            _ if from_file => file_key_kept(facts, index, target, file_keys_kept),
+            _ if index.is_unique && rules.unique_kept.is_some() => {
+                rules.unique_kept.map(str::to_string)
+            }
+            _ if from_file => file_key_kept(facts, index, target, rules.file_keys_kept),
             _ => None,
         };
         if let Some(reason) = reason {
@@ -202,9 +218,10 @@ pub fn drop_for_load(
     client: &mut Client,
     target: &Target,
     left_alone: Option<&LeftAlone>,
-    (truncate, file_keys_kept): (bool, Option<&str>),
+    rules: DropRules<'_>,
     load_id: &str,
 ) -> Result<IndexPlan> {
+    let truncate = rules.truncate;
     if let Some(reason) = left_alone {
         return Ok(IndexPlan::not_used(reason.clone()));
     }
@@ -215,14 +232,14 @@ pub fn drop_for_load(
     }
     // The catalog first; the table itself only if it may lose indexes.
     let facts = crate::table_facts::read(client, target, false).and_then(|facts| {
-        let plan = plan_from(&facts, target, None, (truncate, file_keys_kept));
+        let plan = plan_from(&facts, target, None, rules);
         match needs_emptiness(&plan, &facts, truncate) {
             true => crate::table_facts::read(client, target, true),
             false => Ok(facts),
         }
     });
     let plan = match facts {
-        Ok(facts) => plan_from(&facts, target, None, (truncate, file_keys_kept)),
+        Ok(facts) => plan_from(&facts, target, None, rules),
         Err(e) => {
             rollback(client);
             return Err(e);
@@ -232,13 +249,25 @@ pub fn drop_for_load(
         rollback(client);
         return Ok(plan);
     }
-    match client.batch_execute(&format!("{}COMMIT", plan.drop_sql(target, load_id))) {
+    let dropped = match rules.alone {
+        true => run_alone(client, &plan.drop_statements(target, load_id))
+            .and_then(|()| client.batch_execute("COMMIT")),
+        false => client.batch_execute(&format!("{}COMMIT", plan.drop_sql(target, load_id))),
+    };
+    match dropped {
         Ok(()) => Ok(plan),
         Err(e) => {
             rollback(client);
             Ok(plan.not_dropped(&e))
         }
     }
+}
+
+/// Runs `statements` one message each, in the caller's transaction.
+pub(crate) fn run_alone(client: &mut Client, statements: &[String]) -> Result<(), postgres::Error> {
+    statements
+        .iter()
+        .try_for_each(|statement| client.batch_execute(statement))
 }
 
 /// The statements that lock the table for the drop, in the caller's
@@ -256,14 +285,13 @@ pub(crate) fn lock_sql(target: &Target) -> String {
 /// leave the table without them. A statement trigger costs one call per
 /// COPY, and keeps COPY's batched inserts. It keeps out the careless, not
 /// the malicious: the load id is no secret. Statements for the caller's
-/// transaction, each ending in `;`, the last recording the undo step.
-fn keep_other_writers_out_sql(target: &Target, table_name: &str, load_id: &str) -> String {
+/// transaction, the last recording the undo step.
+fn keep_other_writers_out_sql(target: &Target, table_name: &str, load_id: &str) -> [String; 3] {
     let guard = UndoStep::GuardTrigger {
         table: target.oid,
         table_name: table_name.to_string(),
     };
-    format!(
-        "CREATE OR REPLACE FUNCTION pgpour.keep_out() RETURNS trigger LANGUAGE plpgsql \
+    let function = "CREATE OR REPLACE FUNCTION pgpour.keep_out() RETURNS trigger LANGUAGE plpgsql \
            SET search_path = pg_catalog, pg_temp AS $$ \
          BEGIN \
            IF current_setting('pgpour.load', true) IS DISTINCT FROM TG_ARGV[0] THEN \
@@ -273,13 +301,18 @@ fn keep_other_writers_out_sql(target: &Target, table_name: &str, load_id: &str) 
                      HINT = 'Writes by other sessions could duplicate a key and keep it from being rebuilt: wait for the load to end.'; \
            END IF; \
            RETURN NULL; \
-         END $$; \
-         CREATE TRIGGER {GUARD_TRIGGER} BEFORE INSERT OR UPDATE ON {table} \
-           FOR EACH STATEMENT EXECUTE FUNCTION pgpour.keep_out({id}); {record}; ",
-        table = target.qualified,
-        id = quote_literal(load_id),
-        record = crate::journal::undo::record_sql(load_id, &guard),
-    )
+         END $$";
+    let trigger = format!(
+        "CREATE TRIGGER {GUARD_TRIGGER} BEFORE INSERT OR UPDATE ON {} \
+           FOR EACH STATEMENT EXECUTE FUNCTION pgpour.keep_out({})",
+        target.qualified,
+        quote_literal(load_id),
+    );
+    [
+        function.to_string(),
+        trigger,
+        crate::journal::undo::record_sql(load_id, &guard),
+    ]
 }
 
 impl IndexPlan {
@@ -288,7 +321,17 @@ impl IndexPlan {
     /// away (recorded after the indexes: restored after them too), for the
     /// caller's transaction; each ends in `;`.
     pub(crate) fn drop_sql(&self, target: &Target, load_id: &str) -> String {
-        let mut sql = String::new();
+        self.drop_statements(target, load_id)
+            .iter()
+            .map(|s| format!("{s}; "))
+            .collect()
+    }
+
+    /// The same, each statement apart (without its `;`), for a server
+    /// whose DDL must go alone (Citus forwards a DDL statement's message
+    /// to its nodes, and they refuse one of several statements).
+    pub(crate) fn drop_statements(&self, target: &Target, load_id: &str) -> Vec<String> {
+        let mut sql = Vec::new();
         let keys: Vec<FileKey> = self
             .rebuild
             .iter()
@@ -312,17 +355,11 @@ impl IndexPlan {
                 table_name: table_name.unwrap_or_else(|| target.qualified.clone()),
                 keys,
             };
-            sql.push_str(&format!(
-                "{}; ",
-                crate::journal::undo::record_sql(load_id, &duplicates)
-            ));
+            sql.push(crate::journal::undo::record_sql(load_id, &duplicates));
         }
         for index in &self.rebuild {
-            sql.push_str(&format!(
-                "{}; {}; ",
-                index.drop_sql,
-                crate::journal::undo::record_sql(load_id, &index.undo)
-            ));
+            sql.push(index.drop_sql.clone());
+            sql.push(crate::journal::undo::record_sql(load_id, &index.undo));
         }
         let unique = self.rebuild.iter().find(|r| r.unique);
         if let Some(Rebuild {
@@ -330,7 +367,7 @@ impl IndexPlan {
             ..
         }) = unique
         {
-            sql.push_str(&keep_other_writers_out_sql(target, table_name, load_id));
+            sql.extend(keep_other_writers_out_sql(target, table_name, load_id));
         }
         sql
     }

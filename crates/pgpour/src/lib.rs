@@ -27,6 +27,7 @@
 mod binary;
 mod chunk;
 mod chunk_range;
+mod citus;
 mod commit_mode;
 mod conflict;
 mod conn;
@@ -68,6 +69,7 @@ mod wire;
 mod workers_from;
 
 pub use binary::{encode_for_bench, WireFormat};
+pub use citus::CitusTable;
 pub use conflict::OnConflict;
 pub use conn::ConnectOptions;
 pub use error::{

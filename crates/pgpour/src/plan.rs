@@ -37,6 +37,8 @@ pub struct Target {
     pub column_types: Vec<(u32, String)>,
     /// The session's TimeZone setting.
     pub time_zone: String,
+    /// The database has the Citus extension (see `citus`).
+    pub citus_installed: bool,
 }
 
 struct Column {
@@ -74,7 +76,8 @@ impl Target {
                pg_catalog.current_setting('server_version_num'), \
                pg_catalog.current_setting('max_prepared_transactions'), \
                pg_catalog.array_to_json(pg_catalog.current_schemas(false))::text, \
-               pg_catalog.current_setting('TimeZone') \
+               pg_catalog.current_setting('TimeZone'), \
+               EXISTS (SELECT 1 FROM pg_catalog.pg_extension WHERE extname = 'citus') \
              FROM (SELECT pg_catalog.to_regclass({}) AS oid) r \
              LEFT JOIN pg_catalog.pg_class c ON c.oid = r.oid \
              LEFT JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace{after}",
@@ -162,6 +165,7 @@ impl Target {
             max_prepared_transactions,
             column_types,
             time_zone: text(8),
+            citus_installed: text(9) == "t",
         })
     }
 

@@ -9,12 +9,13 @@ use std::time::{Duration, Instant};
 use postgres::Client;
 
 use crate::binary::WireChoice;
+use crate::citus::CitusTable;
 use crate::commit_mode::CommitMode;
 use crate::conflict::{Merge, OnConflict};
 use crate::conn::ConnectOptions;
 use crate::error::{Error, Result};
 use crate::format::FormatOptions;
-use crate::indexes::IndexPlan;
+use crate::indexes::{DropRules, IndexPlan};
 use crate::input::InputSpec;
 use crate::journal::OptionsRecord;
 use crate::left_alone::LeftAlone;
@@ -79,6 +80,8 @@ pub(crate) struct Plan {
     pub wire: WireChoice,
     /// How rows merge into the table (`--on-conflict skip|update`).
     pub merge: Option<Merge>,
+    /// What the table is for Citus, on a database that has it.
+    pub citus: Option<CitusTable>,
 }
 
 /// The load's first session: it decides, prepares, and ends the load.
@@ -223,7 +226,11 @@ pub(super) fn decide(
             encoder.copy_sql = Merge::staged_copy(&encoder.copy_sql, &target);
         }
     }
-    let mut plan = Plan::make(options, total, target, round_trip, wire);
+    let citus = match target.citus_installed {
+        true => CitusTable::read(&mut client, target.oid)?,
+        false => None,
+    };
+    let mut plan = Plan::make(options, total, (target, citus), round_trip, wire);
     plan.merge = merge;
     Ok((client, plan))
 }
@@ -232,7 +239,7 @@ impl Plan {
     fn make(
         options: &LoadOptions,
         total: Option<u64>,
-        target: Target,
+        (target, citus): (Target, Option<CitusTable>),
         round_trip: Duration,
         wire: WireChoice,
     ) -> Plan {
@@ -241,11 +248,18 @@ impl Plan {
             Some(_) => WorkersFrom::Given,
             None => WorkersFrom::Cores,
         };
-        let atomic = atomic_mode(options, workers, target.max_prepared_transactions);
+        // Prepared transactions of pgpour's own cannot span Citus' nodes.
+        let spans_nodes = citus.as_ref().is_some_and(CitusTable::spans_nodes);
+        let max_prepared = match spans_nodes {
+            true => 0,
+            false => target.max_prepared_transactions,
+        };
+        let atomic = atomic_mode(options, workers, max_prepared);
         if atomic == Some(AtomicMode::OneTransaction) && workers > 1 {
-            workers_from = match options.truncate {
-                true => WorkersFrom::AtomicTruncate,
-                false => WorkersFrom::NoPreparedTransactions {
+            workers_from = match (options.truncate, spans_nodes) {
+                (true, _) => WorkersFrom::AtomicTruncate,
+                (false, true) => WorkersFrom::AtomicCitus,
+                (false, false) => WorkersFrom::NoPreparedTransactions {
                     max_prepared_transactions: target.max_prepared_transactions,
                 },
             };
@@ -272,9 +286,16 @@ impl Plan {
             max_errors: options.max_errors,
             truncate: options.truncate,
             indexes_left_alone: indexes_left_alone(options, total),
-            sequences_left_alone: sequences_left_alone(options, total),
             wire,
             merge: None,
+            sequences_left_alone: match spans_nodes {
+                true => Some(LeftAlone::Because(
+                    "a Citus table of several nodes: pgpour leaves its sequences as they are"
+                        .into(),
+                )),
+                false => sequences_left_alone(options, total),
+            },
+            citus,
         }
     }
 
@@ -285,7 +306,7 @@ impl Plan {
             facts,
             &self.target,
             self.indexes_left_alone.as_ref(),
-            (self.truncate, self.file_keys_kept()),
+            self.drop_rules(),
         );
         let sequences = crate::sequences::plan_from(
             &facts.sequences,
@@ -309,6 +330,20 @@ impl Plan {
                 Some("stdin cannot be read again to find a duplicate's line")
             }
             _ => None,
+        }
+    }
+
+    /// What decides, beside the table's facts, which indexes it drops.
+    pub(crate) fn drop_rules(&self) -> DropRules<'static> {
+        let citus = self.citus.as_ref().is_some_and(CitusTable::spans_nodes);
+        DropRules {
+            truncate: self.truncate,
+            file_keys_kept: self.file_keys_kept(),
+            unique_kept: citus.then_some(
+                "a unique key of a Citus table: the trigger that keeps other writers out while \
+                 it is away cannot go on a table of several nodes",
+            ),
+            alone: citus,
         }
     }
 

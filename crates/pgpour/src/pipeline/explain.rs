@@ -53,6 +53,9 @@ pub struct Explain {
     /// With `--on-conflict skip|update`: the key, and how rows merge.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub on_conflict: Option<String>,
+    /// What the table is for Citus, on a database that has it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub citus: Option<crate::citus::CitusTable>,
 }
 
 /// Connects, resolves and checks the target as a load would, and says what
@@ -103,5 +106,6 @@ pub fn explain(connect: &ConnectOptions, options: &LoadOptions) -> Result<Explai
         indexes,
         sequences,
         on_conflict: plan.merge.as_ref().map(crate::conflict::Merge::describe),
+        citus: plan.citus.clone(),
     })
 }

@@ -189,7 +189,22 @@ fn prepare_new_load(
         (false, false) => Some(format!("BEGIN; {changes}COMMIT")),
         (true, false) => Some(format!("{changes}COMMIT")),
     };
-    if let Some(Err(_)) = sql.map(|sql| client.batch_execute(&sql)) {
+    let run = |client: &mut Client, sql: String| match plan.drop_rules().alone {
+        // Its DDL alone, each statement a message (Citus).
+        true if !changes.is_empty() => {
+            let begin = if locked { "" } else { "BEGIN" };
+            client
+                .batch_execute(begin)
+                .and_then(|()| {
+                    let statements = indexes.drop_statements(target, load_id);
+                    crate::indexes::run_alone(client, &statements)
+                })
+                .and_then(|()| client.batch_execute(&sequences.raise_sql(load_id)))
+                .and_then(|()| client.batch_execute("COMMIT"))
+        }
+        _ => client.batch_execute(&sql),
+    };
+    if let Some(Err(_)) = sql.map(|sql| run(client, sql)) {
         // Neither happened. Each is tried again on its own, one step at a
         // time, so that one failing (a sequence's owner changed) does not
         // keep the other from happening; each that fails leaves things as
@@ -215,7 +230,7 @@ fn drop_indexes(client: &mut Client, plan: &Plan) -> Result<()> {
         client,
         &plan.target,
         left_alone,
-        (plan.truncate, plan.file_keys_kept()),
+        plan.drop_rules(),
         &plan.load_id,
     )
     .map(drop)

@@ -353,15 +353,12 @@ fn begin_and_drop_indexes(
         "test-run",
     )
     .unwrap();
-    let file_keys_kept = Some("this test keeps them");
-    crate::indexes::drop_for_load(
-        client,
-        &target,
-        None,
-        (options.truncate, file_keys_kept),
-        load_id,
-    )
-    .unwrap();
+    let rules = crate::indexes::DropRules {
+        truncate: options.truncate,
+        file_keys_kept: Some("this test keeps them"),
+        ..Default::default()
+    };
+    crate::indexes::drop_for_load(client, &target, None, rules, load_id).unwrap();
     target
 }
 

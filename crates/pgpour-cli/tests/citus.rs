@@ -1,0 +1,350 @@
+//! Loads into Citus through its coordinator: distributed and reference
+//! tables end as COPY leaves them, with rejects, `--atomic`, the index
+//! planner, and exactly once across a kill -9 of pgpour and a crash of a
+//! worker node. Against a real cluster (a coordinator and two workers, see
+//! `pgpour_testkit::citus_cluster`); skipped where Citus is not installed,
+//! unless `PGPOUR_CITUS=required` (CI).
+
+mod common;
+
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use common::{pgpour, text};
+use pgpour_testkit::{citus_cluster, CitusCluster};
+
+/// `username,link,score` lines: `rows` of them, the n-th line (from 1) of
+/// `bad` holding a score that is no integer.
+fn votes(rows: u64, bad: &[u64]) -> String {
+    (1..=rows)
+        .map(|i| match bad.contains(&i) {
+            true => format!("user{i},t3_{},lots\n", i * 7919 % 5003),
+            false => format!("user{i},t3_{},{}\n", i * 7919 % 5003, i % 7),
+        })
+        .collect()
+}
+
+/// A table `name` of votes, made as `kind` says: `distributed` (hash on
+/// link, 32 shards), `reference`, or `local` (a plain table).
+fn table(cluster: &CitusCluster, name: &str, kind: &str) {
+    let mut client = cluster.client();
+    client
+        .batch_execute(&format!(
+            "DROP TABLE IF EXISTS {name}; CREATE TABLE {name} (username text, link text, score int)"
+        ))
+        .unwrap();
+    match kind {
+        "distributed" => {
+            client.batch_execute("SET citus.shard_count = 32").unwrap();
+            client
+                .execute(
+                    "SELECT create_distributed_table($1::text::regclass, 'link')",
+                    &[&name],
+                )
+                .unwrap();
+        }
+        "reference" => {
+            client
+                .execute(
+                    "SELECT create_reference_table($1::text::regclass)",
+                    &[&name],
+                )
+                .unwrap();
+        }
+        _ => {}
+    }
+}
+
+/// What a table holds, order aside: rows, the sum of scores, and a digest.
+fn contents(cluster: &CitusCluster, name: &str) -> (i64, i64, String) {
+    let row = cluster
+        .client()
+        .query_one(
+            &format!(
+                "SELECT count(*), coalesce(sum(score), 0)::int8, \
+                        md5(coalesce(string_agg(username || ',' || link || ',' || score, ';' \
+                                     ORDER BY username, link, score), '')) FROM {name}"
+            ),
+            &[],
+        )
+        .unwrap();
+    (row.get(0), row.get(1), row.get(2))
+}
+
+/// The table `name` loaded from `body` by the coordinator's own COPY (a
+/// plain table beside it), for comparison.
+fn copied(cluster: &CitusCluster, name: &str, body: &str) -> (i64, i64, String) {
+    let reference = format!("{name}_copy");
+    table(cluster, &reference, "local");
+    let mut client = cluster.client();
+    let mut writer = client
+        .copy_in(&format!("COPY {reference} FROM STDIN WITH (FORMAT csv)"))
+        .unwrap();
+    std::io::Write::write_all(&mut writer, body.as_bytes()).unwrap();
+    writer.finish().unwrap();
+    contents(cluster, &reference)
+}
+
+fn load(
+    cluster: &CitusCluster,
+    file: &std::path::Path,
+    name: &str,
+    extra: &[&str],
+) -> std::process::Output {
+    let conninfo = cluster.conninfo();
+    let args = [
+        &["load", file.to_str().unwrap(), "-t", name, "-d", &conninfo][..],
+        extra,
+    ]
+    .concat();
+    pgpour(&args, None)
+}
+
+#[test]
+fn distributed_and_reference_tables_end_as_copy_leaves_them() {
+    let Some(cluster) = citus_cluster() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let bad = [17, 4000, 9999];
+    let body = votes(12_000, &bad);
+    let file = dir.path().join("votes.csv");
+    std::fs::write(&file, &body).unwrap();
+    let good: String = body
+        .lines()
+        .enumerate()
+        .filter(|(i, _)| !bad.contains(&(*i as u64 + 1)))
+        .map(|(_, l)| format!("{l}\n"))
+        .collect();
+    let want = copied(cluster, "votes_good", &good);
+    for kind in ["distributed", "reference"] {
+        let name = format!("votes_{kind}");
+        table(cluster, &name, kind);
+        let conninfo = cluster.conninfo();
+        let plan = pgpour(
+            &[
+                "load",
+                file.to_str().unwrap(),
+                "-t",
+                &name,
+                "-d",
+                &conninfo,
+                "--explain",
+                "--json",
+            ],
+            None,
+        );
+        let plan: serde_json::Value = serde_json::from_slice(&plan.stdout).unwrap();
+        assert_eq!(plan["citus"]["kind"], kind, "{plan}");
+        let out = load(
+            cluster,
+            &file,
+            &name,
+            &[
+                "--workers",
+                "3",
+                "--chunk-size",
+                "16KiB",
+                "--max-errors",
+                "all",
+                "-q",
+            ],
+        );
+        assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+        assert_eq!(contents(cluster, &name), want, "{kind}");
+        let rejected = std::fs::read_to_string(dir.path().join("votes.rejected.csv")).unwrap();
+        let lines: Vec<&str> = body.lines().collect();
+        let expected: String = bad
+            .iter()
+            .map(|&l| format!("{}\n", lines[l as usize - 1]))
+            .collect();
+        assert_eq!(rejected, expected, "{kind}");
+        std::fs::remove_file(dir.path().join("votes.rejected.csv")).unwrap();
+        std::fs::remove_file(dir.path().join("votes.rejected.csv.jsonl")).unwrap();
+    }
+}
+
+/// `--atomic`: one transaction that Citus commits on every node; a bad row
+/// leaves nothing of it anywhere.
+#[test]
+fn atomic_loads_commit_on_every_node_or_not_at_all() {
+    let Some(cluster) = citus_cluster() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("votes.csv");
+    let body = votes(8000, &[]);
+    std::fs::write(&file, &body).unwrap();
+    let want = copied(cluster, "votes_atomic_ref", &body);
+    table(cluster, "votes_atomic", "distributed");
+    let out = load(
+        cluster,
+        &file,
+        "votes_atomic",
+        &["--atomic", "--chunk-size", "16KiB", "-q"],
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(contents(cluster, "votes_atomic"), want);
+
+    std::fs::write(&file, votes(8000, &[7000])).unwrap();
+    table(cluster, "votes_atomic", "distributed");
+    let out = load(
+        cluster,
+        &file,
+        "votes_atomic",
+        &["--atomic", "--chunk-size", "16KiB", "-q"],
+    );
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+    assert_eq!(contents(cluster, "votes_atomic").0, 0);
+}
+
+/// Plain indexes of a distributed table are dropped and built again
+/// through Citus' DDL; a unique key stays, saying why.
+#[test]
+fn indexes_of_a_distributed_table_are_rebuilt_and_keys_kept() {
+    let Some(cluster) = citus_cluster() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("votes.csv");
+    std::fs::write(&file, votes(12_000, &[])).unwrap();
+    table(cluster, "votes_indexed", "distributed");
+    let mut client = cluster.client();
+    client
+        .batch_execute("CREATE INDEX votes_indexed_score ON votes_indexed (score)")
+        .unwrap();
+    client
+        .batch_execute(
+            "ALTER TABLE votes_indexed ADD CONSTRAINT votes_indexed_key UNIQUE (link, username)",
+        )
+        .unwrap();
+    let definitions = |client: &mut postgres::Client| -> Vec<String> {
+        client
+            .query(
+                "SELECT pg_get_indexdef(indexrelid) FROM pg_index \
+                 WHERE indrelid = 'votes_indexed'::regclass ORDER BY 1",
+                &[],
+            )
+            .unwrap()
+            .iter()
+            .map(|r| r.get(0))
+            .collect()
+    };
+    let before = definitions(&mut client);
+    let out = load(
+        cluster,
+        &file,
+        "votes_indexed",
+        &["--chunk-size", "16KiB", "--max-errors", "all", "--json"],
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let summary: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        summary["restored"],
+        serde_json::json!(["index votes_indexed_score"]),
+        "{summary}"
+    );
+    assert_eq!(definitions(&mut client), before);
+    assert_eq!(contents(cluster, "votes_indexed").0, 12_000);
+    let conninfo = cluster.conninfo();
+    let plan = pgpour(
+        &[
+            "load",
+            file.to_str().unwrap(),
+            "-t",
+            "votes_indexed",
+            "-d",
+            &conninfo,
+            "--truncate",
+            "--chunk-size",
+            "16KiB",
+            "--explain",
+        ],
+        None,
+    );
+    assert!(
+        text(&plan.stdout).contains("keep votes_indexed_key: a unique key of a Citus table"),
+        "{}",
+        text(&plan.stdout)
+    );
+}
+
+/// kill -9 of pgpour at random moments, then resume; and a worker node
+/// crashed and started again during a load: every row once.
+#[test]
+fn kill_of_pgpour_or_crash_of_a_worker_then_resume_loads_every_row_once() {
+    let Some(cluster) = citus_cluster() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("votes.csv");
+    let body = votes(150_000, &[]);
+    std::fs::write(&file, &body).unwrap();
+    let want = copied(cluster, "votes_once_ref", &body);
+    let conninfo = cluster.conninfo();
+    let start = |load_id: &str| {
+        Command::new(env!("CARGO_BIN_EXE_pgpour"))
+            .args([
+                "load",
+                file.to_str().unwrap(),
+                "-t",
+                "votes_once",
+                "-d",
+                &conninfo,
+                "-q",
+            ])
+            .args([
+                "--load-id",
+                load_id,
+                "--workers",
+                "2",
+                "--chunk-size",
+                "64KiB",
+            ])
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap()
+    };
+    // Citus finishes on a node, in the background, the prepared
+    // transactions whose commit it decided before the node went away.
+    let settled = |cluster: &CitusCluster| {
+        cluster
+            .client()
+            .batch_execute("SELECT recover_prepared_transactions()")
+            .unwrap();
+        contents(cluster, "votes_once")
+    };
+    for (run, wait_ms) in [(0, 150), (1, 400), (2, 800)] {
+        table(cluster, "votes_once", "distributed");
+        let load_id = format!("citus-once-{run}");
+        let mut child = start(&load_id);
+        std::thread::sleep(Duration::from_millis(wait_ms));
+        match run {
+            1 => cluster.restart_worker(1).unwrap(),
+            _ => {
+                let _ = child.kill(); // SIGKILL
+            }
+        }
+        let status = child.wait().unwrap();
+        if !status.success() {
+            let out = pgpour(&["resume", &load_id, "-d", &conninfo, "-q"], None);
+            if text(&out.stderr).contains("no load") {
+                // Killed before the journal had it: nothing committed.
+                assert_eq!(contents(cluster, "votes_once").0, 0);
+                assert!(start(&load_id).wait().unwrap().success(), "run {run}");
+            } else {
+                assert!(out.status.success(), "run {run}: {}", text(&out.stderr));
+            }
+        }
+        let deadline = std::time::Instant::now() + Duration::from_secs(30);
+        while settled(cluster) != want {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "run {run}: {:?} against {want:?}",
+                settled(cluster)
+            );
+            std::thread::sleep(Duration::from_millis(500));
+        }
+    }
+}
