@@ -55,6 +55,9 @@ pub struct Rebuild {
     /// that duplicate a key are rejected before it is rebuilt.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub from_file: Option<Vec<String>>,
+    /// Their equality operators (see `FileKey`).
+    #[serde(skip)]
+    key_equals: Vec<String>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
@@ -176,9 +179,39 @@ pub(crate) fn plan_from(
             create_sql,
             unique: index.is_unique,
             from_file: from_file.then(|| index.key_columns.clone()),
+            key_equals: index.key_equals.clone(),
         });
     }
+    keep_file_keys_beside_kept_keys(&mut plan, facts);
     plan
+}
+
+/// Keeps the unique keys read from the file in place when another unique
+/// key stays: that one settles conflicts as chunks commit, in their order,
+/// which the file's order could not undo at the end; and rows a foreign key
+/// of another table points at through it could not be deleted.
+fn keep_file_keys_beside_kept_keys(plan: &mut IndexPlan, facts: &TableFacts) {
+    let unique_kept = plan.kept.iter().any(|k| {
+        facts
+            .indexes
+            .iter()
+            .any(|i| i.name == k.name && i.is_unique)
+    });
+    if !unique_kept {
+        return;
+    }
+    let (file_keys, rest): (Vec<Rebuild>, Vec<Rebuild>) = std::mem::take(&mut plan.rebuild)
+        .into_iter()
+        .partition(|r| r.from_file.is_some());
+    plan.rebuild = rest;
+    plan.kept.extend(file_keys.into_iter().map(|r| {
+        Kept {
+            name: r.name,
+            reason: "unique on values read from the file: it checks each row as it loads (another \
+                 unique key stays in place, and settles conflicts as chunks commit)"
+                .into(),
+        }
+    }));
 }
 
 /// Why a unique key on values read from the file stays in place, if it
@@ -195,14 +228,21 @@ fn file_key_kept(
     const CHECKS: &str = "unique on values read from the file: it checks each row as it loads";
     match () {
         _ if file_keys_kept.is_some() => Some(format!("{CHECKS} ({})", file_keys_kept?)),
-        _ if !index.plain_key || index.key_columns.is_empty() => Some(format!(
-            "{CHECKS} (an expression, a predicate, NULLS NOT DISTINCT or an operator class \
-             of its own)"
-        )),
+        _ if !index.plain_key
+            || index.key_columns.is_empty()
+            || index.key_equals.len() != index.key_columns.len() =>
+        {
+            Some(format!(
+                "{CHECKS} (an expression, a predicate, NULLS NOT DISTINCT or an operator class \
+                 of its own)"
+            ))
+        }
         _ if !index.key_columns.iter().all(|c| target.columns.contains(c)) => {
             Some(format!("{CHECKS} (a key column the file does not fill)"))
         }
         _ if facts.triggers => Some(format!("{CHECKS} (the table has triggers)")),
+        // Deleting a duplicate needs the replica identity the key gave.
+        _ if facts.published => Some(format!("{CHECKS} (a publication has the table)")),
         _ if !facts.temporary => Some(format!(
             "{CHECKS} (the role may not create the temporary table duplicates are found in)"
         )),
@@ -339,6 +379,7 @@ impl IndexPlan {
                 Some(FileKey {
                     name: r.name.clone(),
                     columns: r.from_file.clone()?,
+                    equals: r.key_equals.clone(),
                 })
             })
             .collect();

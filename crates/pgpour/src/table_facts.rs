@@ -25,6 +25,9 @@ pub(crate) struct TableFacts {
     /// The role may create temporary tables (where duplicates are found).
     #[serde(default)]
     pub temporary: bool,
+    /// A publication has the table (its deletes need a replica identity).
+    #[serde(default)]
+    pub published: bool,
     /// The current role may act as the table's owner.
     pub owned: bool,
     /// Whether the table has no row, when it was asked (see `facts_sql`).
@@ -77,8 +80,13 @@ pub(crate) struct IndexFacts {
     pub key_columns: Vec<String>,
     /// A key whose duplicates a GROUP BY on its columns finds exactly: a
     /// btree on plain columns, each with its type's default operator
-    /// class and its column's collation, no predicate, NULLs distinct.
+    /// class (or a built-in one its type is read as, varchar's text_ops)
+    /// and its column's collation, no predicate, NULLs distinct.
     pub plain_key: bool,
+    /// Each key column's equality operator, from its operator class,
+    /// schema-qualified: `OPERATOR(pg_catalog.=)`.
+    #[serde(default, deserialize_with = "null_as_empty")]
+    pub key_equals: Vec<String>,
 }
 
 fn null_as_empty<'de, D, T>(d: D) -> std::result::Result<Vec<T>, D::Error>
@@ -153,16 +161,29 @@ pub(crate) fn facts_sql(target: &Target, emptiness: bool) -> String {
                    AND NOT coalesce((to_jsonb(i) ->> 'indnullsnotdistinct')::bool, false)
                    AND (SELECT bool_and(k.attnum > 0 AND opc.opcdefault AND coll.coll = a.attcollation
                                         AND (opc.opcintype = coalesce(nullif(ty.typbasetype, 0), a.atttypid)
-                                             OR EXISTS (SELECT 1 FROM pg_cast pc
-                                                        WHERE pc.castsource = coalesce(nullif(ty.typbasetype, 0), a.atttypid)
-                                                          AND pc.casttarget = opc.opcintype AND pc.castmethod = 'b')))
+                                             OR (opc.opcintype < 16384
+                                                 AND NOT EXISTS (SELECT 1 FROM pg_opclass o2
+                                                                 WHERE o2.opcmethod = opc.opcmethod AND o2.opcdefault
+                                                                   AND o2.opcintype = coalesce(nullif(ty.typbasetype, 0), a.atttypid))
+                                                 AND EXISTS (SELECT 1 FROM pg_cast pc
+                                                             WHERE pc.castsource = coalesce(nullif(ty.typbasetype, 0), a.atttypid)
+                                                               AND pc.casttarget = opc.opcintype AND pc.castmethod = 'b'))))
                           FROM unnest(i.indkey::int2[]) WITH ORDINALITY AS k(attnum, n)
                           JOIN unnest(i.indclass::oid[]) WITH ORDINALITY AS cls(oid, n) ON cls.n = k.n
                           JOIN unnest(i.indcollation::oid[]) WITH ORDINALITY AS coll(coll, n) ON coll.n = k.n
                           JOIN pg_opclass opc ON opc.oid = cls.oid
                           LEFT JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = k.attnum
                           LEFT JOIN pg_type ty ON ty.oid = a.atttypid
-                         WHERE k.n <= i.indnkeyatts)) AS plain_key
+                         WHERE k.n <= i.indnkeyatts)) AS plain_key,
+                  (SELECT array_agg(format('OPERATOR(%I.%s)', opn.nspname, op.oprname) ORDER BY k.n)
+                     FROM unnest(i.indkey::int2[]) WITH ORDINALITY AS k(attnum, n)
+                     JOIN unnest(i.indclass::oid[]) WITH ORDINALITY AS cls(oid, n) ON cls.n = k.n
+                     JOIN pg_opclass opc ON opc.oid = cls.oid
+                     JOIN pg_amop ao ON ao.amopfamily = opc.opcfamily AND ao.amopstrategy = 3
+                                    AND ao.amoplefttype = opc.opcintype AND ao.amoprighttype = opc.opcintype
+                     JOIN pg_operator op ON op.oid = ao.amopopr
+                     JOIN pg_namespace opn ON opn.oid = op.oprnamespace
+                    WHERE k.n <= i.indnkeyatts) AS key_equals
            FROM pg_index i
            JOIN pg_class ic ON ic.oid = i.indexrelid
            JOIN pg_namespace n ON n.oid = ic.relnamespace
@@ -174,11 +195,13 @@ pub(crate) fn facts_sql(target: &Target, emptiness: bool) -> String {
            'partitioned', c.relkind = 'p' OR c.relispartition,
            'triggers', EXISTS (SELECT 1 FROM pg_trigger t WHERE t.tgrelid = c.oid AND NOT t.tgisinternal),
            'temporary', has_database_privilege(current_database(), 'TEMPORARY'),
+           'published', EXISTS (SELECT 1 FROM pg_publication_tables p
+                                WHERE p.schemaname = n.nspname AND p.tablename = c.relname),
            'owned', pg_has_role(c.relowner, 'USAGE'),
            'empty', {empty},
            'sequences', (SELECT json_agg(s) FROM sequences s),
            'indexes', (SELECT json_agg(x) FROM indexes x))::text
-         FROM pg_class c WHERE c.oid = {oid}",
+         FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE c.oid = {oid}",
         oid = target.oid,
     )
 }

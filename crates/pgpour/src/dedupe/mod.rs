@@ -66,9 +66,10 @@ impl Dedupe<'_> {
         let loaded = quoted(&self.target.columns);
         sql.push_str(&format!(
             "CREATE TEMPORARY TABLE pgpour_duplicated_rows ON COMMIT DROP AS \
-             SELECT t.ctid AS tid, t.xmin::text::int8 AS row_xmin, ROW({content})::text AS content \
+             SELECT t.ctid AS tid, t.xmin::text::int8 AS row_xmin, \
+                    {content} AS content \
              FROM {table} t {joins} WHERE {any}",
-            content = prefixed("t", &loaded).join(", "),
+            content = digest(&prefixed("t", &loaded)),
             joins = group_joins("t", keys),
             any = any_group(keys),
         ));
@@ -138,10 +139,10 @@ impl Dedupe<'_> {
             .collect();
         let loaded = prefixed("s", &quoted(&self.target.columns));
         let sql = format!(
-            "SELECT s.{POSITION}, ROW({content})::text, ARRAY[{groups}]::int8[], \
+            "SELECT s.{POSITION}, {content}, ARRAY[{groups}]::int8[], \
                     ARRAY[{values}]::text[] \
              FROM {STAGE} s {joins} WHERE {any} ORDER BY s.{POSITION}",
-            content = loaded.join(", "),
+            content = digest(&loaded),
             groups = groups.join(", "),
             values = values.join(", "),
             joins = group_joins("s", keys),
@@ -318,7 +319,8 @@ impl Dedupe<'_> {
 struct Found {
     /// Its position in the staging table (from 1).
     position: i64,
-    /// Its loaded columns as one text.
+    /// A digest of its loaded columns as one text: rows equal in all of
+    /// them are interchangeable.
     content: String,
     occurrence: Occurrence,
     /// For each key, its value as text.
@@ -327,20 +329,27 @@ struct Found {
 
 /// The chunks whose rows may hold a duplicated key: those whose
 /// transaction wrote one of the rows (by `xmin`). A row written under a
-/// savepoint (a chunk that rejected rows) has its own `xmin`, as has one
-/// of a chunk an older pgpour recorded without its id: then every such
-/// chunk is read too.
+/// savepoint (a chunk loaded row by row, after a refusal) has its own
+/// `xmin`, as has one of a chunk an older pgpour recorded without its id:
+/// then every chunk is read.
 fn chunks_holding<'a>(chunks: &'a [ChunkRows], xmins: &[i64]) -> Vec<&'a ChunkRows> {
     let xmin_of = |c: &ChunkRows| c.xid.map(|x| x & 0xFFFF_FFFF);
     let known: std::collections::HashSet<i64> = chunks.iter().filter_map(xmin_of).collect();
     let unknown = xmins.iter().any(|x| !known.contains(x));
+    let xmins: std::collections::HashSet<i64> = xmins.iter().copied().collect();
     chunks
         .iter()
-        .filter(|c| {
-            xmin_of(c).is_some_and(|x| xmins.contains(&x))
-                || (unknown && (c.xid.is_none() || !c.rejected_at.is_empty()))
-        })
+        .filter(|c| unknown || xmin_of(c).is_some_and(|x| xmins.contains(&x)))
         .collect()
+}
+
+/// A digest of a row's `columns` as one text (SHA-256: md5 is refused on
+/// servers in FIPS mode).
+fn digest(columns: &[String]) -> String {
+    format!(
+        "pg_catalog.encode(pg_catalog.sha256(pg_catalog.textsend(ROW({})::text)), 'hex')",
+        columns.join(", ")
+    )
 }
 
 fn quoted(names: &[String]) -> Vec<String> {
@@ -358,7 +367,8 @@ fn group_joins(alias: &str, keys: &[FileKey]) -> String {
         .map(|(i, key)| {
             let on: Vec<String> = quoted(&key.columns)
                 .iter()
-                .map(|c| format!("{alias}.{c} = d{i}.{c}"))
+                .zip(&key.equals)
+                .map(|(c, equals)| format!("{alias}.{c} {equals} d{i}.{c}"))
                 .collect();
             format!(
                 "LEFT JOIN pg_temp.pgpour_duplicated_{i} d{i} ON {}",

@@ -11,7 +11,7 @@ use postgres::Transaction;
 use crate::chunk::Chunk;
 use crate::copy::Records;
 use crate::error::{Error, Result};
-use crate::frame::{first_terminator, Syntax};
+use crate::frame::{first_terminator, Eol, Syntax, MAX_RECORD_BYTES};
 use crate::input::InputSpec;
 use crate::journal::duplicates::ChunkRows;
 use crate::plan::Target;
@@ -62,10 +62,17 @@ pub(super) fn stage(
         .iter()
         .map(|c| (c.input, c.byte_start, c.byte_end))
         .collect();
+    // Each input's line ending, as the load framed its chunks with it.
+    let mut eols = std::collections::HashMap::new();
+    for chunk in chunks {
+        if let std::collections::hash_map::Entry::Vacant(e) = eols.entry(chunk.input) {
+            e.insert(input_eol(&inputs[chunk.input], syntax)?);
+        }
+    }
     let mut index = 0;
     read_ranges(inputs, &ranges, &mut |data| {
         let chunk = chunks[index];
-        let records = records_of(syntax, chunk, data);
+        let records = records_of(syntax, chunk, eols[&chunk.input], data);
         let mut writer = tx
             .copy_in(copy_sql.as_str())
             .map_err(Error::db("reading rows again to find duplicates"))?;
@@ -104,14 +111,36 @@ pub(super) fn stage(
     Ok(staged)
 }
 
+/// The line ending of an input: its first record's, as the load's reader
+/// learnt it.
+fn input_eol(input: &InputSpec, syntax: Syntax) -> Result<Option<Eol>> {
+    let counted = AtomicU64::new(0);
+    let mut reader = input.open(&counted)?;
+    let mut buf = Vec::new();
+    loop {
+        let before = buf.len();
+        (&mut reader)
+            .take(64 * 1024)
+            .read_to_end(&mut buf)
+            .map_err(|e| input.error(e))?;
+        let eof = buf.len() == before;
+        if let Some((_, eol)) = first_terminator(syntax, &buf, eof) {
+            return Ok(Some(eol));
+        }
+        if eof || buf.len() > MAX_RECORD_BYTES {
+            return Ok(None);
+        }
+    }
+}
+
 /// The records of a chunk read again, with their lines.
-fn records_of(syntax: Syntax, chunk: &ChunkRows, data: &[u8]) -> Records {
+fn records_of(syntax: Syntax, chunk: &ChunkRows, eol: Option<Eol>, data: &[u8]) -> Records {
     let framed = Chunk {
         seq: 0,
         input: chunk.input,
         offset: chunk.byte_start,
         first_line: chunk.first_line,
-        eol: first_terminator(syntax, data, true).map(|(_, eol)| eol),
+        eol,
         lines: 0,
         data: data.to_vec(),
     };

@@ -23,21 +23,22 @@ use crate::reject::BadRow;
 pub(crate) type Resolve<'a> = &'a mut dyn FnMut(&mut Transaction<'_>, &[FileKey]) -> Result<u64>;
 
 /// Runs the duplicates `step` and the steps that build its `keys` (pending
-/// steps of the load). Adds what it did to `done`.
+/// steps of the load). Adds what it did to `done`; the rows it rejected,
+/// once committed.
 pub(crate) fn build_file_keys(
     client: &mut Client,
     load_id: &str,
     (step, keys): (Pending, Vec<Pending>),
     resolve: Resolve<'_>,
     done: &mut Vec<String>,
-) -> Result<()> {
+) -> Result<u64> {
     let UndoStep::Duplicates {
         table,
         keys: file_keys,
         ..
     } = &step.step
     else {
-        return Ok(());
+        return Ok(0);
     };
     let refused = |reason: String| Error::UndoRefused {
         what: step.step.describe(),
@@ -51,7 +52,7 @@ pub(crate) fn build_file_keys(
     };
     let Some(current) = step.current.as_deref() else {
         // The table is gone: nothing left to check, nor to build.
-        return remove_steps(client, load_id, &step, &keys);
+        return remove_steps(client, load_id, &step, &keys).map(|()| 0);
     };
     if step.target != Some(*table) {
         return Err(refused(format!(
@@ -67,8 +68,10 @@ pub(crate) fn build_file_keys(
         }
     }
     let mut tx = client.transaction().map_err(&failed)?;
+    // The transaction waits idle while the inputs are read again.
     tx.batch_execute(&format!(
-        "LOCK TABLE {current} IN ACCESS EXCLUSIVE MODE; \
+        "SET LOCAL idle_in_transaction_session_timeout = 0; \
+         LOCK TABLE {current} IN ACCESS EXCLUSIVE MODE; \
          SELECT 1 / (coalesce(pg_catalog.to_regclass({})::oid = {table}, false))::int",
         crate::quote::quote_literal(current)
     ))
@@ -81,7 +84,7 @@ pub(crate) fn build_file_keys(
         )
         .map_err(&failed)?;
     if still.is_none() {
-        return Ok(());
+        return Ok(0);
     }
     let mut duplicated = Vec::new();
     for (key, sql) in &builds {
@@ -89,13 +92,14 @@ pub(crate) fn build_file_keys(
             duplicated.push((key, sql));
         }
     }
+    let mut rejected = 0;
     if !duplicated.is_empty() {
         let named: Vec<FileKey> = duplicated
             .iter()
             .filter_map(|(key, _)| file_keys.iter().find(|k| key_name(key) == Some(&k.name)))
             .cloned()
             .collect();
-        resolve(&mut tx, &named)?;
+        rejected = resolve(&mut tx, &named)?;
         for (key, sql) in &duplicated {
             tx.execute_typed(sql.as_str(), &[])
                 .map_err(|source| Error::Restore {
@@ -108,7 +112,7 @@ pub(crate) fn build_file_keys(
     remove_steps(&mut tx, load_id, &step, &keys)?;
     tx.commit().map_err(&failed)?;
     done.extend(keys.iter().map(|k| k.step.describe()));
-    Ok(())
+    Ok(rejected)
 }
 
 /// The index or constraint name of a key's step.

@@ -66,6 +66,10 @@ pub(crate) struct FileKey {
     pub name: String,
     /// Its columns, in key order.
     pub columns: Vec<String>,
+    /// Each column's equality operator, from the key's operator class and
+    /// schema-qualified (`OPERATOR(pg_catalog.=)`): the session's search
+    /// path would find another, or none.
+    pub equals: Vec<String>,
 }
 
 /// The name the duplicates step goes by.

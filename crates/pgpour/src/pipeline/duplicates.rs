@@ -51,16 +51,16 @@ impl Ending {
             syntax: self.format.syntax(),
             max_errors: self.max_errors,
         };
-        let mut resolve = |tx: &mut Transaction<'_>, keys: &[FileKey]| {
-            let n = dedupe.resolve(tx, keys)?;
-            *rejected += n;
-            Ok(n)
-        };
-        build_file_keys(client, load_id, (step, keys), &mut resolve, done)
+        let mut resolve = |tx: &mut Transaction<'_>, keys: &[FileKey]| dedupe.resolve(tx, keys);
+        // Counted once committed: a retry after a failure resolves again.
+        *rejected += build_file_keys(client, load_id, (step, keys), &mut resolve, done)?;
+        Ok(())
     }
 
-    /// After `rejected` duplicates were rejected: the reject file rebuilt
-    /// from the journal, and the rows counted as rejected, not loaded.
+    /// After `rejected` duplicates were rejected (or none, in a run that
+    /// found the load done: a crash may have come between their commit
+    /// and the file): the reject file rebuilt from the journal, and the
+    /// rows counted as rejected, not loaded.
     pub fn rejected(
         &self,
         client: &mut Client,
@@ -69,6 +69,9 @@ impl Ending {
         summary: &mut LoadSummary,
     ) -> Result<()> {
         let rows = crate::journal::rejected_rows(client, load_id)?;
+        if rows.is_empty() {
+            return Ok(());
+        }
         let sink = RejectSink::new(reject_path).replacing(true);
         if self.format.header != Header::None {
             let header =

@@ -190,7 +190,7 @@ fn load_and_restore(
     match (outcome, restored) {
         (Ok(mut summary), Ok(done)) => {
             summary.restored(done, started.elapsed());
-            if let (Some(ending), true) = (&ending, rejected > 0) {
+            if let (Some(ending), true) = (&ending, rejected > 0 || summary.already_done) {
                 let reject_path = options.reject_path();
                 let rewritten = connect.connect().and_then(|mut client| {
                     ending.rejected(&mut client, (load_id, reject_path), rejected, &mut summary)

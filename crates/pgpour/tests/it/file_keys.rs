@@ -326,3 +326,67 @@ fn a_load_stopped_early_leaves_the_key_away_until_resumed() {
     let rejected = std::fs::read_to_string(dir.path().join("kv.rejected.csv")).unwrap();
     assert_eq!(rejected.lines().count(), refused.len());
 }
+
+/// A key compares as its operator class does, not as the session's search
+/// path would find `=`: a citext key holds `Ann` and `ann` once.
+#[test]
+fn a_key_compares_with_its_own_operator_class() {
+    let db = shared_cluster().create_database("file_keys_citext");
+    let mut client = db.client();
+    client
+        .batch_execute(
+            "CREATE EXTENSION citext;
+             CREATE TABLE people (name citext PRIMARY KEY, value text)",
+        )
+        .unwrap();
+    let mut lines: Vec<String> = (0..80).map(|i| format!("name{i},filler")).collect();
+    lines.extend(["Ann,first", "bob,second", "ANN,third", "ann,fourth"].map(String::from));
+    let dir = tempfile::tempdir().unwrap();
+    let mut options = options(&dir, "people", &lines);
+    options.workers = Some(2);
+    let summary = load(&db, &options).unwrap();
+    assert_eq!(summary.rows_rejected, 2, "{summary:?}");
+    let value: String = client
+        .query_one("SELECT value FROM people WHERE name = 'ann'::citext", &[])
+        .unwrap()
+        .get(0);
+    assert_eq!(value, "first");
+    let rejected = std::fs::read_to_string(dir.path().join("people.rejected.csv")).unwrap();
+    assert_eq!(rejected, "ANN,third\nann,fourth\n");
+}
+
+/// Keys read from the file stay in place (checking each row) where the
+/// end could not settle their duplicates in file order: beside another
+/// unique key that stays, and in a table a publication has (deleting a
+/// duplicate needs the replica identity the key gives).
+#[test]
+fn keys_stay_beside_a_kept_unique_key_and_in_published_tables() {
+    let db = shared_cluster().create_database("file_keys_kept");
+    let mut client = db.client();
+    client
+        .batch_execute(
+            "CREATE TABLE beside (id int PRIMARY KEY, email text);
+             CREATE UNIQUE INDEX beside_email ON beside (lower(email));
+             CREATE TABLE published (id int PRIMARY KEY, value text);
+             CREATE PUBLICATION pgpour_test_publication FOR TABLE published;",
+        )
+        .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let lines: Vec<String> = (0..80).map(|i| format!("{i},x{i}")).collect();
+    for (table, why) in [
+        ("beside", "another unique key stays in place"),
+        ("published", "a publication has the table"),
+    ] {
+        let options = options(&dir, table, &lines);
+        let plan = pgpour::explain(&crate::harness::connect(&db), &options).unwrap();
+        let key = format!("{table}_pkey");
+        assert!(
+            plan.indexes
+                .kept
+                .iter()
+                .any(|k| k.name == key && k.reason.contains(why)),
+            "{table}: {:?}",
+            plan.indexes
+        );
+    }
+}
