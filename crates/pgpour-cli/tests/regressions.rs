@@ -305,3 +305,35 @@ fn a_damaged_gzip_file_fails_naming_where_and_what_committed() {
     assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
     assert_eq!(count(), 0, "--atomic commits nothing");
 }
+
+/// An input that is a pipe, as `<(zcat a.gz)` gives: pgpour reads its
+/// inputs more than once (its first bytes, then its rows), and a pipe's
+/// bytes go with the first read. It loaded nothing and said it had loaded
+/// everything; it must refuse the pipe and say how to give it instead.
+#[test]
+fn a_pipe_given_as_a_file_is_refused_not_loaded_as_empty() {
+    let db = shared_cluster().create_database("regression_pipe_input");
+    db.client()
+        .batch_execute("CREATE TABLE t (a int, b text)")
+        .unwrap();
+    let script = format!(
+        "exec {} load <(printf '1,x\\n2,y\\n') -t t -d \"$0\"",
+        env!("CARGO_BIN_EXE_pgpour")
+    );
+    let out = Command::new("bash")
+        .args(["-c", &script, &db.conninfo()])
+        .output()
+        .unwrap();
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("not a regular file") && stderr.contains("pgpour load -"),
+        "{stderr}"
+    );
+    let rows: i64 = db
+        .client()
+        .query_one("SELECT count(*) FROM t", &[])
+        .unwrap()
+        .get(0);
+    assert_eq!(rows, 0);
+}

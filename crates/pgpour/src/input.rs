@@ -65,6 +65,16 @@ impl InputSpec {
                 if meta.is_dir() {
                     return Err(self.error(io::Error::other("is a directory")));
                 }
+                // A pipe (`<(zcat a.gz)`) or a device: its bytes go with
+                // the first read, and pgpour reads an input more than once
+                // (its first bytes, then its rows; again to resume).
+                if !meta.is_file() {
+                    return Err(self.error(io::Error::other(
+                        "not a regular file (a pipe or a device): pgpour reads each input file \
+                         more than once; give a stream on stdin instead: \
+                         `zcat a.gz | pgpour load - ...`",
+                    )));
+                }
                 Ok(Some(meta.len()))
             }
         }
