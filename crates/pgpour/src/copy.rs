@@ -22,6 +22,7 @@ use crate::conflict::{Merge, MergeOrder, Merged};
 use crate::copy_context::CopyContext;
 use crate::error::{BadRow, Error, ServerError};
 use crate::frame::{copy_lines, count_byte, stray_line_break, Eol, Framer, Syntax};
+use crate::journal::Written;
 use crate::reject::{RejectBudget, RejectSink};
 use crate::sqlstate::{blame, Blame};
 use crate::validate::{Problem, Validator};
@@ -115,7 +116,7 @@ impl<'a> ChunkLoader<'a> {
                     .map_err(|e| Failure::Fatal(fatal(e)))?;
             }
             let (copied, binary) = self.copy_whole(&mut tx, chunk)?;
-            self.journal_chunk(&mut tx, chunk, copied, &[])
+            self.journal_chunk(&mut tx, chunk, (copied, Written::Whole), &[])
                 .map_err(Failure::Fatal)?;
             tx.commit()
                 .map_err(|e| match self.in_doubt(&e, chunk, file) {
@@ -286,7 +287,12 @@ impl<'a> ChunkLoader<'a> {
             rows: loaded.rows,
             merged: loaded.merged,
         };
-        self.journal_chunk(&mut tx, chunk, copied, &loaded.rejected)?;
+        self.journal_chunk(
+            &mut tx,
+            chunk,
+            (copied, Written::UnderSavepoints),
+            &loaded.rejected,
+        )?;
         let commit = || {
             tx.commit()
                 .map_err(|e| self.in_doubt(&e, chunk, file).unwrap_or_else(|| fatal(e)))
@@ -322,7 +328,7 @@ impl<'a> ChunkLoader<'a> {
         &self,
         tx: &mut Transaction<'_>,
         chunk: &Chunk,
-        copied: Copied,
+        (copied, written): (Copied, Written),
         rejected: &[BadRow],
     ) -> Result<(), Error> {
         let Some(load_id) = self.journal else {
@@ -334,7 +340,7 @@ impl<'a> ChunkLoader<'a> {
             self.run_token,
             &chunk.range(),
             (copied.rows, copied.merged),
-            rejected,
+            (rejected, written),
         );
         match recorded {
             Ok(true) => Ok(()),

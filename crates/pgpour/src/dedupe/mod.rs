@@ -328,10 +328,10 @@ struct Found {
 }
 
 /// The chunks whose rows may hold a duplicated key: those whose
-/// transaction wrote one of the rows (by `xmin`). A row written under a
-/// savepoint (a chunk loaded row by row, after a refusal) has its own
-/// `xmin`, as has one of a chunk an older pgpour recorded without its id:
-/// then every chunk is read.
+/// transaction wrote one of the rows (by `xmin`). A chunk loaded under
+/// savepoints (row by row, after a refusal) is recorded without its id:
+/// its rows have ids of their own. When some row's `xmin` is no chunk's,
+/// every such chunk is read too.
 fn chunks_holding<'a>(chunks: &'a [ChunkRows], xmins: &[i64]) -> Vec<&'a ChunkRows> {
     let xmin_of = |c: &ChunkRows| c.xid.map(|x| x & 0xFFFF_FFFF);
     let known: std::collections::HashSet<i64> = chunks.iter().filter_map(xmin_of).collect();
@@ -339,7 +339,10 @@ fn chunks_holding<'a>(chunks: &'a [ChunkRows], xmins: &[i64]) -> Vec<&'a ChunkRo
     let xmins: std::collections::HashSet<i64> = xmins.iter().copied().collect();
     chunks
         .iter()
-        .filter(|c| unknown || xmin_of(c).is_some_and(|x| xmins.contains(&x)))
+        .filter(|c| match xmin_of(c) {
+            Some(x) => xmins.contains(&x),
+            None => unknown,
+        })
         .collect()
 }
 

@@ -34,6 +34,15 @@ impl Totals {
     }
 }
 
+/// How a chunk's rows were written: their `xmin` is the chunk's
+/// transaction id only when written whole (see `dedupe`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Written {
+    Whole,
+    /// Each run of rows under a savepoint: a transaction id of its own.
+    UnderSavepoints,
+}
+
 /// The journal rows of one chunk, written in the chunk's transaction; false
 /// when the load's current run is not `run_token` any more (another run
 /// took it over): then nothing is written and the chunk must not commit.
@@ -43,16 +52,16 @@ pub(crate) fn record_chunk(
     run_token: &str,
     chunk: &ChunkRange,
     (rows_loaded, merged): (u64, Merged),
-    rejected: &[BadRow],
+    (rejected, written): (&[BadRow], Written),
 ) -> Result<bool, postgres::Error> {
     // The key share lock on the load's row holds off a takeover (which
     // locks the row for update) until this transaction ends.
-    let written = tx.execute_typed(
+    let inserted = tx.execute_typed(
         "WITH owner AS (SELECT 1 FROM pgpour.loads WHERE load_id = $1 AND run_token = $9 FOR KEY SHARE) \
          INSERT INTO pgpour.chunks (load_id, input, byte_start, byte_end, first_line, lines, rows_loaded, rows_rejected, \
                                     rows_updated, rows_skipped, xid) \
          SELECT $1, $2, $3, $4, $5, $6, $7, $8, $10, $11, \
-                pg_catalog.pg_current_xact_id()::text::int8 FROM owner",
+                CASE WHEN $12 THEN pg_catalog.pg_current_xact_id()::text::int8 END FROM owner",
         &[
             (&load_id, Type::TEXT),
             (&(chunk.input as i32), Type::INT4),
@@ -65,9 +74,10 @@ pub(crate) fn record_chunk(
             (&run_token, Type::TEXT),
             (&(merged.updated as i64), Type::INT8),
             (&(merged.skipped as i64), Type::INT8),
+            (&(written == Written::Whole), Type::BOOL),
         ],
     )?;
-    if written == 0 {
+    if inserted == 0 {
         return Ok(false);
     }
     if rejected.is_empty() {

@@ -34,7 +34,7 @@ pub(crate) mod two_phase;
 pub(crate) mod undo;
 
 pub use chunks::Totals;
-pub(crate) use chunks::{committed_chunk, correct_rows, record_chunk};
+pub(crate) use chunks::{committed_chunk, correct_rows, record_chunk, Written};
 pub use forget::{forget, forget_matching, Forgetting};
 pub(crate) use loads::{begin, register_sql, reject_path_of, state_of, OptionsRecord};
 pub use loads::{finish_if_complete, options_of, set_state, Previous};
