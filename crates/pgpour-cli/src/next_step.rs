@@ -42,6 +42,17 @@ pub fn advice(failed: &Failed) -> Option<String> {
         Error::RejectFile { .. } => {
             format!("once the reject file can be written, continue it with: {resume}")
         }
+        // Each worker's chunk holds a prepared transaction at its commit
+        // where the server (a Citus node) runs two-phase commit.
+        e if e.sqlstate().as_deref() == Some("53200")
+            && e.to_string().contains("prepared transactions") =>
+        {
+            format!(
+                "the server, or a Citus node, allows fewer prepared transactions than the \
+                 load's workers commit at once: raise its max_prepared_transactions, or \
+                 continue with fewer workers: {resume} --workers 1"
+            )
+        }
         e if resumable(e) => format!("continue it with: {resume}"),
         _ if committed == 0 => {
             "nothing was committed: fix the cause and run the same command again".to_string()
@@ -120,6 +131,23 @@ mod tests {
             hint: None,
         };
         assert!(advice_for(rejected, 0).contains("pgpour resume l1 --max-errors all"));
+        // Citus nodes out of prepared transactions (SQLSTATE 53200).
+        let prepared = Error::Server {
+            context: "loading a chunk".into(),
+            server: Box::new(pgpour::ServerError {
+                sqlstate: "53200".into(),
+                message: "maximum number of prepared transactions reached".into(),
+                detail: None,
+                context: None,
+                schema: None,
+                table: None,
+            }),
+        };
+        let said = advice_for(prepared, 10);
+        assert!(
+            said.contains("max_prepared_transactions") && said.contains("--workers 1"),
+            "{said}"
+        );
         let no_journal = Failed {
             error: &data(),
             load_id: "l1",
