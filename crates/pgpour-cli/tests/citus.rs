@@ -13,6 +13,13 @@ use std::time::Duration;
 use common::{pgpour, text};
 use pgpour_testkit::{citus_cluster, CitusCluster};
 
+/// The tests share one cluster, and one of them crashes a node: they run
+/// one at a time.
+fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
+    static ALONE: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    ALONE.lock().unwrap_or_else(|p| p.into_inner())
+}
+
 /// `username,link,score` lines: `rows` of them, the n-th line (from 1) of
 /// `bad` holding a score that is no integer.
 fn votes(rows: u64, bad: &[u64]) -> String {
@@ -105,6 +112,7 @@ fn distributed_and_reference_tables_end_as_copy_leaves_them() {
     let Some(cluster) = citus_cluster() else {
         return;
     };
+    let _alone = one_at_a_time();
     let dir = tempfile::tempdir().unwrap();
     let bad = [17, 4000, 9999];
     let body = votes(12_000, &bad);
@@ -171,6 +179,7 @@ fn atomic_loads_commit_on_every_node_or_not_at_all() {
     let Some(cluster) = citus_cluster() else {
         return;
     };
+    let _alone = one_at_a_time();
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("votes.csv");
     let body = votes(8000, &[]);
@@ -205,6 +214,7 @@ fn indexes_of_a_distributed_table_are_rebuilt_and_keys_kept() {
     let Some(cluster) = citus_cluster() else {
         return;
     };
+    let _alone = one_at_a_time();
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("votes.csv");
     std::fs::write(&file, votes(12_000, &[])).unwrap();
@@ -276,6 +286,7 @@ fn kill_of_pgpour_or_crash_of_a_worker_then_resume_loads_every_row_once() {
     let Some(cluster) = citus_cluster() else {
         return;
     };
+    let _alone = one_at_a_time();
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("votes.csv");
     let body = votes(150_000, &[]);
@@ -327,6 +338,16 @@ fn kill_of_pgpour_or_crash_of_a_worker_then_resume_loads_every_row_once() {
             }
         }
         let status = child.wait().unwrap();
+        if run == 1 {
+            // A node that went away and came back is a moment's trouble:
+            // the chunks it broke are tried again.
+            let mut stderr = String::new();
+            std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut stderr).unwrap();
+            assert!(
+                status.success(),
+                "a worker's restart failed the load: {stderr}"
+            );
+        }
         if !status.success() {
             let out = pgpour(&["resume", &load_id, "-d", &conninfo, "-q"], None);
             if text(&out.stderr).contains("no load") {
@@ -346,5 +367,64 @@ fn kill_of_pgpour_or_crash_of_a_worker_then_resume_loads_every_row_once() {
             );
             std::thread::sleep(Duration::from_millis(500));
         }
+    }
+}
+
+/// `--truncate` empties a distributed table with the load's first chunk,
+/// and `--on-conflict` merges through its key (which holds the
+/// distribution column): a second load of the same file with `update`
+/// replaces every row, with `skip` keeps them.
+#[test]
+fn truncate_and_on_conflict_work_on_a_distributed_table() {
+    let Some(cluster) = citus_cluster() else {
+        return;
+    };
+    let _alone = one_at_a_time();
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("votes.csv");
+    let body = votes(6000, &[]);
+    std::fs::write(&file, &body).unwrap();
+    let want = copied(cluster, "votes_merge_ref", &body);
+    let mut client = cluster.client();
+    client
+        .batch_execute(
+            "DROP TABLE IF EXISTS votes_merge; \
+             CREATE TABLE votes_merge (username text, link text, score int, \
+                                       PRIMARY KEY (link, username))",
+        )
+        .unwrap();
+    client
+        .batch_execute("SELECT create_distributed_table('votes_merge', 'link')")
+        .unwrap();
+    client
+        .batch_execute("INSERT INTO votes_merge VALUES ('stale', 't3_0', 9)")
+        .unwrap();
+    let out = load(
+        cluster,
+        &file,
+        "votes_merge",
+        &["--truncate", "--chunk-size", "16KiB", "-q"],
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(
+        contents(cluster, "votes_merge"),
+        want,
+        "truncated, then loaded"
+    );
+    for mode in ["update", "skip"] {
+        let out = load(
+            cluster,
+            &file,
+            "votes_merge",
+            &["--on-conflict", mode, "--chunk-size", "16KiB", "--json"],
+        );
+        assert!(out.status.success(), "{mode}: {}", text(&out.stderr));
+        let summary: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        let counted = match mode {
+            "update" => &summary["rows_updated"],
+            _ => &summary["rows_skipped"],
+        };
+        assert_eq!(counted, 6000, "{mode}: {summary}");
+        assert_eq!(contents(cluster, "votes_merge"), want, "{mode}");
     }
 }

@@ -20,7 +20,7 @@ use crate::conn::ConnectOptions;
 use crate::error::{Error, ServerError};
 use crate::frame::{count_records, Syntax};
 use crate::quote::quote_literal;
-use crate::sqlstate::{blame, Blame};
+use crate::sqlstate::{blame_error, Blame};
 use crate::warm::{loading_settings, WarmSessions};
 use crate::wire::Wire;
 
@@ -225,7 +225,7 @@ impl<'a> ChunkStream<'a> {
                 batch,
                 error: Error::ChunkCommittedByOtherRun { load_id },
             },
-            _ => match blame(&server.sqlstate) {
+            _ => match blame_error(&server.sqlstate, &server.message) {
                 Blame::Row => Settled::Refused {
                     batch,
                     server: (!binary).then_some(server),

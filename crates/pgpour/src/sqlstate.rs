@@ -19,6 +19,26 @@ pub(crate) enum Blame {
     Load,
 }
 
+/// [`blame`], also by the message where a SQLSTATE says too little: a
+/// Citus coordinator reports a connection to a node that broke (the node
+/// restarted) as an internal error (XX000: its relayed libpq message has
+/// no SQLSTATE), or a COPY to a shard that failed with it as an I/O error
+/// (58030). Both pass when tried again once the node is back; a real I/O
+/// error fails again after the retries.
+pub(crate) fn blame_error(sqlstate: &str, message: &str) -> Blame {
+    let node_lost = [
+        "failure on connection marked as essential",
+        "server closed the connection unexpectedly",
+        "connection not open",
+        "no connection to the server",
+    ];
+    match sqlstate {
+        "XX000" if node_lost.iter().any(|m| message.contains(m)) => Blame::Transient,
+        "58030" if message.starts_with("failed to COPY to shard") => Blame::Transient,
+        _ => blame(sqlstate),
+    }
+}
+
 pub(crate) fn blame(sqlstate: &str) -> Blame {
     let class = sqlstate.get(..2).unwrap_or(sqlstate);
     if class == "08"
@@ -38,6 +58,17 @@ pub(crate) fn blame(sqlstate: &str) -> Blame {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_citus_node_lost_mid_transaction_is_transient() {
+        let lost = "failure on connection marked as essential: 10.0.0.2:5432";
+        assert_eq!(blame_error("XX000", lost), Blame::Transient);
+        assert_eq!(blame_error("XX000", "cache lookup failed"), Blame::Load);
+        let copy = "failed to COPY to shard 102066 on 10.0.0.2:5432";
+        assert_eq!(blame_error("58030", copy), Blame::Transient);
+        assert_eq!(blame_error("58030", "could not read block"), Blame::Load);
+        assert_eq!(blame_error("22P02", lost), Blame::Row);
+    }
 
     #[test]
     fn classes_and_codes() {

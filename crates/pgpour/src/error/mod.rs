@@ -8,7 +8,7 @@ use std::fmt;
 use std::path::PathBuf;
 
 use crate::quote::quote_ident;
-use crate::sqlstate::{blame, Blame};
+use crate::sqlstate::{blame_error, Blame};
 
 mod hint;
 mod problems;
@@ -445,15 +445,16 @@ impl Error {
     /// restarting or shutting down, a terminated backend, a serialization
     /// failure or deadlock, too many connections.
     pub fn is_transient(&self) -> bool {
-        let transient_state = |s: &str| blame(s) == Blame::Transient;
+        let transient_state = |s: &str, message: &str| blame_error(s, message) == Blame::Transient;
         match self {
             Error::Db { source, .. }
             | Error::Connect { source, .. }
-            | Error::Restore { source, .. } => {
-                source.code().is_none_or(|c| transient_state(c.code()))
-            }
+            | Error::Restore { source, .. } => source.code().is_none_or(|c| {
+                let message = source.as_db_error().map_or("", |e| e.message());
+                transient_state(c.code(), message)
+            }),
             Error::Copy { server, .. } | Error::Server { server, .. } => {
-                transient_state(&server.sqlstate)
+                transient_state(&server.sqlstate, &server.message)
             }
             Error::Stream { .. } | Error::Unreachable { .. } => true,
             _ => false,
