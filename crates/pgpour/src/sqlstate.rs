@@ -26,9 +26,14 @@ pub(crate) enum Blame {
 /// (58030). Both pass when tried again once the node is back; a real I/O
 /// error fails again after the retries.
 pub(crate) fn blame_error(sqlstate: &str, message: &str) -> Blame {
+    // Citus' own words, then libpq's for a connection that broke.
     let node_lost = [
         "failure on connection marked as essential",
         "server closed the connection unexpectedly",
+        "SSL SYSCALL error",
+        "SSL connection has been closed unexpectedly",
+        "could not receive data from server",
+        "could not send data to server",
         "connection not open",
         "no connection to the server",
     ];
@@ -64,6 +69,8 @@ mod tests {
         let lost = "failure on connection marked as essential: 10.0.0.2:5432";
         assert_eq!(blame_error("XX000", lost), Blame::Transient);
         assert_eq!(blame_error("XX000", "cache lookup failed"), Blame::Load);
+        let ssl = "SSL SYSCALL error: EOF detected";
+        assert_eq!(blame_error("XX000", ssl), Blame::Transient);
         let copy = "failed to COPY to shard 102066 on 10.0.0.2:5432";
         assert_eq!(blame_error("58030", copy), Blame::Transient);
         assert_eq!(blame_error("58030", "could not read block"), Blame::Load);
