@@ -84,6 +84,16 @@ impl Dedupe<'_> {
         let holding = chunks_holding(&chunks, &xmins);
         let staged = stage::stage(tx, self.target, (self.inputs, self.syntax), &holding)?;
         let found = self.occurrences(tx, keys)?;
+        if found
+            .iter()
+            .any(|f| f.position < 1 || f.position as usize > staged.len())
+        {
+            return Err(Error::Target(format!(
+                "finding duplicates: a row read again is out of the {} staged; nothing was \
+                 deleted",
+                staged.len()
+            )));
+        }
         let refused = order::refused(
             &found
                 .iter()
