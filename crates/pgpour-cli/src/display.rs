@@ -134,8 +134,8 @@ pub fn workers_note(from: Option<pgpour::WorkersFrom>) -> String {
             "--atomic in one transaction: the server's max_prepared_transactions is \
              {max_prepared_transactions}, under one per worker"
         ),
-        Some(WorkersFrom::AtomicCitus) => "--atomic into a Citus table on several nodes: one \
-                                            transaction, which Citus commits on all of them"
+        Some(WorkersFrom::AtomicCitus) => "--atomic into a Citus table: one transaction, which \
+                                            Citus commits on every node"
             .to_string(),
         Some(other) => format!("{other:?}"),
     };

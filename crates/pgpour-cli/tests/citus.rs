@@ -428,3 +428,74 @@ fn truncate_and_on_conflict_work_on_a_distributed_table() {
         assert_eq!(contents(cluster, "votes_merge"), want, "{mode}");
     }
 }
+
+/// A single-shard distributed table (`create_distributed_table(t, NULL)`)
+/// and a Citus local table take the same care as the others: `--atomic`
+/// in one transaction (pgpour's prepared transactions would span nodes),
+/// their indexes dropped and rebuilt one statement per message.
+#[test]
+fn single_shard_and_citus_local_tables_load_atomically_and_rebuild_indexes() {
+    let Some(cluster) = citus_cluster() else {
+        return;
+    };
+    let _alone = one_at_a_time();
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("votes.csv");
+    let body = votes(12_000, &[]);
+    std::fs::write(&file, &body).unwrap();
+    let want = copied(cluster, "votes_small_ref", &body);
+    for (name, make, kind) in [
+        (
+            "votes_single",
+            "SELECT create_distributed_table('votes_single', NULL)",
+            "distributed",
+        ),
+        (
+            "votes_local",
+            "SELECT citus_add_local_table_to_metadata('votes_local')",
+            "local",
+        ),
+    ] {
+        table(cluster, name, "plain");
+        let mut client = cluster.client();
+        client
+            .batch_execute(&format!("CREATE INDEX {name}_score ON {name} (score)"))
+            .unwrap();
+        client.batch_execute(make).unwrap();
+        let conninfo = cluster.conninfo();
+        let plan = pgpour(
+            &[
+                "load",
+                file.to_str().unwrap(),
+                "-t",
+                name,
+                "-d",
+                &conninfo,
+                "--explain",
+                "--json",
+            ],
+            None,
+        );
+        let plan: serde_json::Value = serde_json::from_slice(&plan.stdout).unwrap();
+        assert_eq!(plan["citus"]["kind"], kind, "{plan}");
+        let out = load(
+            cluster,
+            &file,
+            name,
+            &["--atomic", "--workers", "2", "--chunk-size", "16KiB", "-q"],
+        );
+        assert!(
+            out.status.success(),
+            "{name} --atomic: {}",
+            text(&out.stderr)
+        );
+        assert_eq!(contents(cluster, name), want, "{name}");
+        client.batch_execute(&format!("TRUNCATE {name}")).unwrap();
+        let out = load(cluster, &file, name, &["--chunk-size", "16KiB", "--json"]);
+        assert!(out.status.success(), "{name}: {}", text(&out.stderr));
+        let summary: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        let index = format!("index {name}_score");
+        assert_eq!(summary["restored"], serde_json::json!([index]), "{summary}");
+        assert_eq!(contents(cluster, name), want, "{name}");
+    }
+}

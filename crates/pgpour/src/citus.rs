@@ -20,7 +20,8 @@ use crate::error::{Error, Result};
 #[serde(rename_all = "snake_case", tag = "kind")]
 pub enum CitusTable {
     /// Hash-distributed on `column` (or distributed another way:
-    /// `method` is Citus' letter for it).
+    /// `method` is Citus' letter for it; `n` for a table of one shard,
+    /// on a worker).
     Distributed {
         column: Option<String>,
         method: String,
@@ -48,17 +49,21 @@ impl CitusTable {
                         (SELECT pg_catalog.count(DISTINCT pl.groupid) \
                            FROM pg_catalog.pg_dist_shard s \
                            JOIN pg_catalog.pg_dist_placement pl ON pl.shardid = s.shardid \
-                          WHERE s.logicalrelid = p.logicalrelid) \
+                          WHERE s.logicalrelid = p.logicalrelid), \
+                        p.colocationid::int8 \
                  FROM pg_catalog.pg_dist_partition p WHERE p.logicalrelid = $1",
                 &[(&oid, Type::OID)],
             )
             .map_err(Error::db("reading what Citus knows of the table"))?;
         let Some(row) = row else { return Ok(None) };
         let (method, model): (String, String) = (row.get(0), row.get(1));
-        let (shards, nodes): (i64, i64) = (row.get(3), row.get(4));
-        Ok(Some(match (method.as_str(), model.as_str()) {
-            ("n", "t") => CitusTable::Reference { nodes },
-            ("n", _) => CitusTable::Local,
+        let (shards, nodes, colocation): (i64, i64, i64) = (row.get(3), row.get(4), row.get(5));
+        Ok(Some(match (method.as_str(), model.as_str(), colocation) {
+            ("n", "t", _) => CitusTable::Reference { nodes },
+            // Not colocated with anything: a table of the coordinator. (A
+            // single-shard distributed table, of a schema-sharded schema or
+            // `create_distributed_table(t, NULL)`, has the same method.)
+            ("n", _, 0) => CitusTable::Local,
             _ => CitusTable::Distributed {
                 column: row.get(2),
                 method,
@@ -66,11 +71,6 @@ impl CitusTable {
                 nodes,
             },
         }))
-    }
-
-    /// Whether its rows go to other nodes than the coordinator.
-    pub fn spans_nodes(&self) -> bool {
-        !matches!(self, CitusTable::Local)
     }
 
     /// `--explain`'s words for it.
@@ -88,6 +88,7 @@ impl CitusTable {
             } => {
                 let on = match (method.as_str(), column) {
                     ("h", Some(column)) => format!("hash-distributed on {column}"),
+                    ("n", _) => "distributed as a single shard".to_string(),
                     (_, Some(column)) => format!("distributed ({method}) on {column}"),
                     _ => format!("distributed ({method})"),
                 };

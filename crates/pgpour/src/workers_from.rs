@@ -19,7 +19,7 @@ pub enum WorkersFrom {
     /// `--atomic`, and the server takes fewer prepared transactions than
     /// there would be workers: one transaction, so one worker.
     NoPreparedTransactions { max_prepared_transactions: i64 },
-    /// `--atomic` into a Citus table on several nodes: one transaction,
-    /// which Citus commits on all of them, so one worker.
+    /// `--atomic` into a Citus table: one transaction, which Citus
+    /// commits on every node, so one worker.
     AtomicCitus,
 }

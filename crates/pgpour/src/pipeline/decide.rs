@@ -248,15 +248,16 @@ impl Plan {
             Some(_) => WorkersFrom::Given,
             None => WorkersFrom::Cores,
         };
-        // Prepared transactions of pgpour's own cannot span Citus' nodes.
-        let spans_nodes = citus.as_ref().is_some_and(CitusTable::spans_nodes);
-        let max_prepared = match spans_nodes {
+        // Prepared transactions of pgpour's own cannot span Citus' nodes
+        // (nor go where Citus may carry a local table's writes to them).
+        let in_citus = citus.is_some();
+        let max_prepared = match in_citus {
             true => 0,
             false => target.max_prepared_transactions,
         };
         let atomic = atomic_mode(options, workers, max_prepared);
         if atomic == Some(AtomicMode::OneTransaction) && workers > 1 {
-            workers_from = match (options.truncate, spans_nodes) {
+            workers_from = match (options.truncate, in_citus) {
                 (true, _) => WorkersFrom::AtomicTruncate,
                 (false, true) => WorkersFrom::AtomicCitus,
                 (false, false) => WorkersFrom::NoPreparedTransactions {
@@ -288,10 +289,9 @@ impl Plan {
             indexes_left_alone: indexes_left_alone(options, total),
             wire,
             merge: None,
-            sequences_left_alone: match spans_nodes {
+            sequences_left_alone: match in_citus {
                 true => Some(LeftAlone::Because(
-                    "a Citus table of several nodes: pgpour leaves its sequences as they are"
-                        .into(),
+                    "a Citus table: pgpour leaves its sequences as they are".into(),
                 )),
                 false => sequences_left_alone(options, total),
             },
@@ -335,13 +335,13 @@ impl Plan {
 
     /// What decides, beside the table's facts, which indexes it drops.
     pub(crate) fn drop_rules(&self) -> DropRules<'static> {
-        let citus = self.citus.as_ref().is_some_and(CitusTable::spans_nodes);
+        let citus = self.citus.is_some();
         DropRules {
             truncate: self.truncate,
             file_keys_kept: self.file_keys_kept(),
             unique_kept: citus.then_some(
                 "a unique key of a Citus table: the trigger that keeps other writers out while \
-                 it is away cannot go on a table of several nodes",
+                 it is away cannot go on a distributed table",
             ),
             alone: citus,
         }
