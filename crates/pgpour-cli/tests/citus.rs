@@ -128,20 +128,7 @@ fn distributed_and_reference_tables_end_as_copy_leaves_them() {
     for kind in ["distributed", "reference"] {
         let name = format!("votes_{kind}");
         table(cluster, &name, kind);
-        let conninfo = cluster.conninfo();
-        let plan = pgpour(
-            &[
-                "load",
-                file.to_str().unwrap(),
-                "-t",
-                &name,
-                "-d",
-                &conninfo,
-                "--explain",
-                "--json",
-            ],
-            None,
-        );
+        let plan = load(cluster, &file, &name, &["--explain", "--json"]);
         let plan: serde_json::Value = serde_json::from_slice(&plan.stdout).unwrap();
         assert_eq!(plan["citus"]["kind"], kind, "{plan}");
         let out = load(
@@ -256,21 +243,11 @@ fn indexes_of_a_distributed_table_are_rebuilt_and_keys_kept() {
     );
     assert_eq!(definitions(&mut client), before);
     assert_eq!(contents(cluster, "votes_indexed").0, 12_000);
-    let conninfo = cluster.conninfo();
-    let plan = pgpour(
-        &[
-            "load",
-            file.to_str().unwrap(),
-            "-t",
-            "votes_indexed",
-            "-d",
-            &conninfo,
-            "--truncate",
-            "--chunk-size",
-            "16KiB",
-            "--explain",
-        ],
-        None,
+    let plan = load(
+        cluster,
+        &file,
+        "votes_indexed",
+        &["--truncate", "--chunk-size", "16KiB", "--explain"],
     );
     assert!(
         text(&plan.stdout).contains("keep votes_indexed_key: a unique key of a Citus table"),
@@ -462,20 +439,7 @@ fn single_shard_and_citus_local_tables_load_atomically_and_rebuild_indexes() {
             .batch_execute(&format!("CREATE INDEX {name}_score ON {name} (score)"))
             .unwrap();
         client.batch_execute(make).unwrap();
-        let conninfo = cluster.conninfo();
-        let plan = pgpour(
-            &[
-                "load",
-                file.to_str().unwrap(),
-                "-t",
-                name,
-                "-d",
-                &conninfo,
-                "--explain",
-                "--json",
-            ],
-            None,
-        );
+        let plan = load(cluster, &file, name, &["--explain", "--json"]);
         let plan: serde_json::Value = serde_json::from_slice(&plan.stdout).unwrap();
         assert_eq!(plan["citus"]["kind"], kind, "{plan}");
         let out = load(

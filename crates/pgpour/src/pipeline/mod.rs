@@ -230,6 +230,17 @@ fn undo(
     // Only while this run holds the load: a run that took it over (after
     // this one lost its lock with its session) restores at its own end.
     // Asked beside the undo's first message, answered before any change.
+    // The duplicates of keys read from the file, on the first attempt or
+    // a later one (see `duplicates`).
+    let mut duplicates = |client: &mut postgres::Client, step, keys, done: &mut Vec<String>| {
+        reject_duplicates(
+            (ending, progress),
+            client,
+            load_id,
+            (step, keys),
+            (done, &mut *rejected),
+        )
+    };
     let first = std::thread::scope(|s| {
         let mut held = run.map(|run| s.spawn(move || run.ensure_held(connect)));
         let mut still_held = || match held.take() {
@@ -246,15 +257,6 @@ fn undo(
                 &open as &(dyn Fn() -> Result<postgres::Client> + Sync),
             );
             rebuild_indexes_at_once(sessions, load_id, indexes, builders, done, Some(progress))
-        };
-        let mut duplicates = |client: &mut postgres::Client, step, keys, done: &mut Vec<String>| {
-            reject_duplicates(
-                (ending, progress),
-                client,
-                load_id,
-                (step, keys),
-                (done, &mut *rejected),
-            )
         };
         let first = run_pending(
             &mut client,
@@ -280,16 +282,6 @@ fn undo(
                 if let Some(run) = run {
                     run.ensure_held(connect)?;
                 }
-                let mut duplicates =
-                    |client: &mut postgres::Client, step, keys, done: &mut Vec<String>| {
-                        reject_duplicates(
-                            (ending, progress),
-                            client,
-                            load_id,
-                            (step, keys),
-                            (done, &mut *rejected),
-                        )
-                    };
                 outcome = run_pending(
                     &mut client,
                     load_id,

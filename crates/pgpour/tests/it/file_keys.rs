@@ -61,6 +61,29 @@ fn expected(lines: &[String]) -> (BTreeMap<i32, String>, Vec<usize>) {
     (kept, refused)
 }
 
+/// `pgpour resume load_id --max-errors all`.
+fn resume_without_limit(db: &pgpour_testkit::TestDb, load_id: &str) -> pgpour::LoadSummary {
+    let mut changes = pgpour::ResumeChanges::default();
+    changes.max_errors = Some(None);
+    pgpour::resume(
+        &crate::harness::connect(db),
+        load_id,
+        &changes,
+        &pgpour::Progress::default(),
+        &std::sync::atomic::AtomicBool::new(false),
+    )
+    .unwrap()
+}
+
+/// A session on `db`, whose table `kv` (id int PRIMARY KEY, value text) it made.
+fn kv_table(db: &pgpour_testkit::TestDb) -> postgres::Client {
+    let mut client = db.client();
+    client
+        .batch_execute("CREATE TABLE kv (id int PRIMARY KEY, value text)")
+        .unwrap();
+    client
+}
+
 fn table(client: &mut postgres::Client, name: &str) -> BTreeMap<i32, String> {
     client
         .query(&format!("SELECT id, value FROM {name}"), &[])
@@ -94,10 +117,7 @@ fn the_first_row_of_each_key_in_file_order_is_kept_whatever_the_workers() {
     ] {
         let name = format!("file_keys_{workers}_{wire:?}").to_lowercase();
         let db = shared_cluster().create_database(&name);
-        let mut client = db.client();
-        client
-            .batch_execute("CREATE TABLE kv (id int PRIMARY KEY, value text)")
-            .unwrap();
+        let mut client = kv_table(&db);
         let before = indexes(&mut client, "kv");
         let dir = tempfile::tempdir().unwrap();
         let mut options = options(&dir, "kv", &lines);
@@ -219,10 +239,7 @@ fn a_row_refused_for_one_key_leaves_its_other_key_free() {
 #[test]
 fn duplicates_past_max_errors_stop_the_load_and_resume_finishes_it() {
     let db = shared_cluster().create_database("file_keys_budget");
-    let mut client = db.client();
-    client
-        .batch_execute("CREATE TABLE kv (id int PRIMARY KEY, value text)")
-        .unwrap();
+    let mut client = kv_table(&db);
     let lines: Vec<String> = input()
         .into_iter()
         .filter(|l| !l.starts_with("bad"))
@@ -245,16 +262,7 @@ fn duplicates_past_max_errors_stop_the_load_and_resume_finishes_it() {
     assert_eq!(rows, lines.len() as i64, "nothing deleted");
     assert!(indexes(&mut client, "kv").is_empty(), "the key stays away");
 
-    let mut changes = pgpour::ResumeChanges::default();
-    changes.max_errors = Some(None);
-    let summary = pgpour::resume(
-        &crate::harness::connect(&db),
-        "budget",
-        &changes,
-        &pgpour::Progress::default(),
-        &std::sync::atomic::AtomicBool::new(false),
-    )
-    .unwrap();
+    let summary = resume_without_limit(&db, "budget");
     assert_eq!(table(&mut client, "kv"), want);
     assert_eq!(indexes(&mut client, "kv").len(), 1);
     assert_eq!(summary.rows_rejected, refused.len() as u64);
@@ -267,9 +275,7 @@ fn duplicates_past_max_errors_stop_the_load_and_resume_finishes_it() {
 #[test]
 fn without_rejects_allowed_the_key_stays_and_checks_each_row() {
     let db = shared_cluster().create_database("file_keys_default");
-    db.client()
-        .batch_execute("CREATE TABLE kv (id int PRIMARY KEY, value text)")
-        .unwrap();
+    kv_table(&db);
     let dir = tempfile::tempdir().unwrap();
     let mut options = options(&dir, "kv", &input());
     options.max_errors = Some(0);
@@ -287,10 +293,7 @@ fn without_rejects_allowed_the_key_stays_and_checks_each_row() {
 #[test]
 fn a_load_stopped_early_leaves_the_key_away_until_resumed() {
     let db = shared_cluster().create_database("file_keys_stopped");
-    let mut client = db.client();
-    client
-        .batch_execute("CREATE TABLE kv (id int PRIMARY KEY, value text)")
-        .unwrap();
+    let mut client = kv_table(&db);
     let lines = input();
     let (want, refused) = expected(&lines);
     let dir = tempfile::tempdir().unwrap();
@@ -309,16 +312,7 @@ fn a_load_stopped_early_leaves_the_key_away_until_resumed() {
     let outsider = client.batch_execute("INSERT INTO kv VALUES (1000, 'outsider')");
     assert!(outsider.is_err(), "other writers are kept out");
 
-    let mut changes = pgpour::ResumeChanges::default();
-    changes.max_errors = Some(None);
-    let summary = pgpour::resume(
-        &crate::harness::connect(&db),
-        "stopped",
-        &changes,
-        &pgpour::Progress::default(),
-        &std::sync::atomic::AtomicBool::new(false),
-    )
-    .unwrap();
+    let summary = resume_without_limit(&db, "stopped");
     assert_eq!(table(&mut client, "kv"), want);
     assert_eq!(indexes(&mut client, "kv").len(), 1);
     // This run's: the first rejected the first two bad rows.
