@@ -257,6 +257,11 @@ pub fn explain_text(plan: &pgpour::Explain) -> String {
             .map(|line| format!("  indexes  {line}")),
     );
     lines.extend(
+        plan.file_order
+            .iter()
+            .map(|order| format!("  indexes  {order}")),
+    );
+    lines.extend(
         plan.sequences
             .describe(|why| left_alone(why, "--keep-sequences", "set its CACHE back"))
             .into_iter()

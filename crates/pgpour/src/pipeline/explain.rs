@@ -56,6 +56,11 @@ pub struct Explain {
     /// What the table is for Citus, on a database that has it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub citus: Option<crate::citus::CitusTable>,
+    /// When unique keys on values read from the file stay in place, rows
+    /// may be rejected, and several workers load: which row of a repeated
+    /// key is kept (the one whose chunk commits first).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub file_order: Option<String>,
 }
 
 /// Connects, resolves and checks the target as a load would, and says what
@@ -70,6 +75,27 @@ pub fn explain(connect: &ConnectOptions, options: &LoadOptions) -> Result<Explai
         let facts = crate::table_facts::read(&mut client, &plan.target, true)?;
         (indexes, sequences) = plan.changes(&facts);
     }
+    // Unique keys on the file's values that check each row as it loads.
+    let checking: Vec<&str> = facts
+        .indexes
+        .iter()
+        .filter(|i| i.is_unique && !i.keys_from_sequence)
+        .filter(|i| !indexes.rebuild.iter().any(|r| r.name == i.name))
+        .map(|i| i.name.as_str())
+        .collect();
+    let file_order = (plan.workers > 1
+        && plan.max_errors != Some(0)
+        && plan.merge.is_none()
+        && !checking.is_empty())
+    .then(|| {
+        format!(
+            "a row that repeats a key of {} is refused as its chunk commits: with {} workers \
+             the row kept may come later in the file than the one refused; --workers 1 \
+             keeps the first",
+            checking.join(", "),
+            plan.workers
+        )
+    });
     Ok(Explain {
         schema: plan.target.schema.clone(),
         table: plan.target.relation.clone(),
@@ -107,5 +133,6 @@ pub fn explain(connect: &ConnectOptions, options: &LoadOptions) -> Result<Explai
         sequences,
         on_conflict: plan.merge.as_ref().map(crate::conflict::Merge::describe),
         citus: plan.citus.clone(),
+        file_order,
     })
 }

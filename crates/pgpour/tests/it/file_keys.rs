@@ -371,8 +371,18 @@ fn keys_stay_beside_a_kept_unique_key_and_in_published_tables() {
         ("beside", "another unique key stays in place"),
         ("published", "a publication has the table"),
     ] {
-        let options = options(&dir, table, &lines);
+        let mut options = options(&dir, table, &lines);
+        options.workers = Some(2);
         let plan = pgpour::explain(&crate::harness::connect(&db), &options).unwrap();
+        // Such a key settles a repeated key as chunks commit: said.
+        let order = plan.file_order.clone().unwrap_or_default();
+        assert!(
+            order.contains(&format!("{table}_pkey")) && order.contains("--workers 1"),
+            "{table}: {order:?}"
+        );
+        options.workers = Some(1);
+        let alone = pgpour::explain(&crate::harness::connect(&db), &options).unwrap();
+        assert_eq!(alone.file_order, None, "{table}");
         let key = format!("{table}_pkey");
         assert!(
             plan.indexes
