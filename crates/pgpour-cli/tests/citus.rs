@@ -31,6 +31,14 @@ fn votes(rows: u64, bad: &[u64]) -> String {
         .collect()
 }
 
+/// `votes(rows, bad)` written to `votes.csv` in `dir`: its path and text.
+fn votes_file(dir: &tempfile::TempDir, rows: u64, bad: &[u64]) -> (std::path::PathBuf, String) {
+    let file = dir.path().join("votes.csv");
+    let body = votes(rows, bad);
+    std::fs::write(&file, &body).unwrap();
+    (file, body)
+}
+
 /// A table `name` of votes, made as `kind` says: `distributed` (hash on
 /// link, 32 shards), `reference`, or `local` (a plain table).
 fn table(cluster: &CitusCluster, name: &str, kind: &str) {
@@ -115,9 +123,7 @@ fn distributed_and_reference_tables_end_as_copy_leaves_them() {
     let _alone = one_at_a_time();
     let dir = tempfile::tempdir().unwrap();
     let bad = [17, 4000, 9999];
-    let body = votes(12_000, &bad);
-    let file = dir.path().join("votes.csv");
-    std::fs::write(&file, &body).unwrap();
+    let (file, body) = votes_file(&dir, 12_000, &bad);
     let good: String = body
         .lines()
         .enumerate()
@@ -168,9 +174,7 @@ fn atomic_loads_commit_on_every_node_or_not_at_all() {
     };
     let _alone = one_at_a_time();
     let dir = tempfile::tempdir().unwrap();
-    let file = dir.path().join("votes.csv");
-    let body = votes(8000, &[]);
-    std::fs::write(&file, &body).unwrap();
+    let (file, body) = votes_file(&dir, 8000, &[]);
     let want = copied(cluster, "votes_atomic_ref", &body);
     table(cluster, "votes_atomic", "distributed");
     let out = load(
@@ -203,8 +207,7 @@ fn indexes_of_a_distributed_table_are_rebuilt_and_keys_kept() {
     };
     let _alone = one_at_a_time();
     let dir = tempfile::tempdir().unwrap();
-    let file = dir.path().join("votes.csv");
-    std::fs::write(&file, votes(12_000, &[])).unwrap();
+    let (file, _) = votes_file(&dir, 12_000, &[]);
     table(cluster, "votes_indexed", "distributed");
     let mut client = cluster.client();
     client
@@ -265,9 +268,7 @@ fn kill_of_pgpour_or_crash_of_a_worker_then_resume_loads_every_row_once() {
     };
     let _alone = one_at_a_time();
     let dir = tempfile::tempdir().unwrap();
-    let file = dir.path().join("votes.csv");
-    let body = votes(150_000, &[]);
-    std::fs::write(&file, &body).unwrap();
+    let (file, body) = votes_file(&dir, 150_000, &[]);
     let want = copied(cluster, "votes_once_ref", &body);
     let conninfo = cluster.conninfo();
     let start = |load_id: &str| {
@@ -358,9 +359,7 @@ fn truncate_and_on_conflict_work_on_a_distributed_table() {
     };
     let _alone = one_at_a_time();
     let dir = tempfile::tempdir().unwrap();
-    let file = dir.path().join("votes.csv");
-    let body = votes(6000, &[]);
-    std::fs::write(&file, &body).unwrap();
+    let (file, body) = votes_file(&dir, 6000, &[]);
     let want = copied(cluster, "votes_merge_ref", &body);
     let mut client = cluster.client();
     client
@@ -417,9 +416,7 @@ fn single_shard_and_citus_local_tables_load_atomically_and_rebuild_indexes() {
     };
     let _alone = one_at_a_time();
     let dir = tempfile::tempdir().unwrap();
-    let file = dir.path().join("votes.csv");
-    let body = votes(12_000, &[]);
-    std::fs::write(&file, &body).unwrap();
+    let (file, body) = votes_file(&dir, 12_000, &[]);
     let want = copied(cluster, "votes_small_ref", &body);
     for (name, make, kind) in [
         (

@@ -575,23 +575,25 @@ pub(crate) struct Records {
 
 impl Records {
     pub(crate) fn new(syntax: Syntax, chunk: &Chunk) -> Self {
-        let eol_byte = chunk.eol.map_or(b'\n', Eol::last_byte);
+        Records::of(syntax, (chunk.eol, chunk.first_line), &chunk.data)
+    }
+
+    /// The records of `data`, framed with the input's line ending `eol`,
+    /// its first starting on physical line `first_line`.
+    pub(crate) fn of(syntax: Syntax, (eol, first_line): (Option<Eol>, u64), data: &[u8]) -> Self {
+        let eol_byte = eol.map_or(b'\n', Eol::last_byte);
         // The chunker finds record ends much faster than a byte-by-byte walk.
-        let mut framer = Framer::with_eol(syntax, chunk.eol);
+        let mut framer = Framer::with_eol(syntax, eol);
         let mut ranges = Vec::new();
         let mut lines = Vec::new();
-        let (mut pos, mut line) = (0, chunk.first_line);
-        while let Some(n) = framer.find_cut(&chunk.data[pos..], 1, true) {
+        let (mut pos, mut line) = (0, first_line);
+        while let Some(n) = framer.find_cut(&data[pos..], 1, true) {
             ranges.push(pos..pos + n);
             lines.push(line);
-            line += count_byte(&chunk.data[pos..pos + n], eol_byte) as u64;
+            line += count_byte(&data[pos..pos + n], eol_byte) as u64;
             pos += n;
         }
-        Records {
-            ranges,
-            lines,
-            eol: chunk.eol,
-        }
+        Records { ranges, lines, eol }
     }
 
     /// The listed records as byte ranges, neighbours merged.

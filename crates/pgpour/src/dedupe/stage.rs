@@ -8,7 +8,6 @@ use std::sync::atomic::AtomicU64;
 
 use postgres::Transaction;
 
-use crate::chunk::Chunk;
 use crate::copy::Records;
 use crate::error::{Error, Result};
 use crate::frame::{first_terminator, Eol, Syntax, MAX_RECORD_BYTES};
@@ -72,7 +71,7 @@ pub(super) fn stage(
     let mut index = 0;
     read_ranges(inputs, &ranges, &mut |data| {
         let chunk = chunks[index];
-        let records = records_of(syntax, chunk, eols[&chunk.input], data);
+        let records = Records::of(syntax, (eols[&chunk.input], chunk.first_line), data);
         let mut writer = tx
             .copy_in(copy_sql.as_str())
             .map_err(Error::db("reading rows again to find duplicates"))?;
@@ -131,20 +130,6 @@ fn input_eol(input: &InputSpec, syntax: Syntax) -> Result<Option<Eol>> {
             return Ok(None);
         }
     }
-}
-
-/// The records of a chunk read again, with their lines.
-fn records_of(syntax: Syntax, chunk: &ChunkRows, eol: Option<Eol>, data: &[u8]) -> Records {
-    let framed = Chunk {
-        seq: 0,
-        input: chunk.input,
-        offset: chunk.byte_start,
-        first_line: chunk.first_line,
-        eol,
-        lines: 0,
-        data: data.to_vec(),
-    };
-    Records::new(syntax, &framed)
 }
 
 /// Reads the byte ranges `(input, start, end)` of the decompressed inputs,
