@@ -8,7 +8,7 @@ mod values;
 
 use clap::{Args, Parser, Subcommand};
 
-pub use values::{FormatArg, HeaderArg, MaxErrors, OnConflictArg, WireFormatArg};
+pub use values::{CitusRouteArg, FormatArg, HeaderArg, MaxErrors, OnConflictArg, WireFormatArg};
 
 #[derive(Debug, Parser)]
 #[command(
@@ -549,6 +549,16 @@ pub struct LoadArgs {
     /// text; a chunk with a value pgpour cannot vouch for goes as read.
     #[arg(long, value_name = "FORMAT", default_value = "auto")]
     pub wire_format: WireFormatArg,
+
+    /// Where rows for a hash-distributed Citus table go. `auto` sends them
+    /// straight to the shards on the worker nodes where pgpour can compute
+    /// each row's shard exactly as Citus does (the distribution column is
+    /// read from the file; int2/4/8, text, varchar or uuid; one placement
+    /// per shard), else through the coordinator; `coordinator` always
+    /// through it; `shards` stops before loading when rows cannot go
+    /// straight. --explain says which and why.
+    #[arg(long, value_name = "ROUTE", default_value = "auto")]
+    pub citus_route: CitusRouteArg,
 
     /// What a row whose key the table already holds does: `error` (a bad
     /// row, as with COPY), `skip` (the row there stays), or `update` (the

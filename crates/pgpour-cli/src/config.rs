@@ -65,6 +65,7 @@ impl LoadConfig {
                 load.keep_indexes = args.keep_indexes;
                 load.keep_sequences = args.keep_sequences;
                 load.wire_format = args.wire_format.into();
+                load.citus_route = args.citus_route.into();
                 load.on_conflict = args.on_conflict.into();
                 load.conflict_key = args
                     .conflict_key

@@ -198,6 +198,11 @@ pub fn explain_text(plan: &pgpour::Explain) -> String {
             .iter()
             .map(|citus| format!("  citus    {}", citus.describe())),
     );
+    lines.extend(
+        plan.citus_route
+            .iter()
+            .map(|route| format!("  route    {route}")),
+    );
     lines.extend([
         format!(
             "  workers  {}{}",

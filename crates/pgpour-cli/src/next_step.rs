@@ -77,6 +77,7 @@ fn resumable(error: &Error) -> bool {
                 | Error::TakenOver { .. }
                 | Error::ChunkCommittedByOtherRun { .. }
                 | Error::InDoubt { .. }
+                | Error::Unsettled { .. }
         )
 }
 

@@ -100,6 +100,56 @@ fn copied(cluster: &CitusCluster, name: &str, body: &str) -> (i64, i64, String) 
     contents(cluster, &reference)
 }
 
+/// Chunks of the loads into `table` that went straight to the shards.
+fn direct_chunks(cluster: &CitusCluster, table: &str) -> i64 {
+    cluster
+        .client()
+        .query_one(
+            "SELECT count(*) FROM pgpour.chunks c JOIN pgpour.loads l USING (load_id) \
+             WHERE l.target LIKE '%\"' || $1 || '\"' AND c.direct_token IS NOT NULL",
+            &[&table],
+        )
+        .unwrap()
+        .get(0)
+}
+
+/// Rows of the distributed table `table` that lie in another shard than
+/// the one Citus computes for their `column`.
+fn misplaced(cluster: &CitusCluster, table: &str, column: &str) -> i64 {
+    let command = format!(
+        "SELECT count(*) FROM %s WHERE get_shard_id_for_distribution_column('{table}', {column}) \
+         <> reverse(split_part(reverse(tableoid::regclass::text), '_', 1))::bigint"
+    );
+    cluster
+        .client()
+        .query_one(
+            "SELECT coalesce(sum(result::int8), 0)::int8 FROM run_command_on_shards($1::text::regclass, $2)",
+            &[&table, &command],
+        )
+        .unwrap()
+        .get(0)
+}
+
+/// The prepared transactions of pgpour's direct routing on the workers.
+fn prepared_left(cluster: &CitusCluster) -> Vec<String> {
+    let mut all = Vec::new();
+    for n in [1, 2] {
+        let (_, port) = cluster.worker(n);
+        let conninfo = format!("host=127.0.0.1 port={port} user=postgres dbname=postgres");
+        let mut client = postgres::Client::connect(&conninfo, postgres::NoTls).unwrap();
+        for row in client
+            .query(
+                "SELECT gid FROM pg_prepared_xacts WHERE gid LIKE 'pgpour:%'",
+                &[],
+            )
+            .unwrap()
+        {
+            all.push(row.get(0));
+        }
+    }
+    all
+}
+
 fn load(
     cluster: &CitusCluster,
     file: &std::path::Path,
@@ -131,10 +181,19 @@ fn distributed_and_reference_tables_end_as_copy_leaves_them() {
         .map(|(_, l)| format!("{l}\n"))
         .collect();
     let want = copied(cluster, "votes_good", &good);
-    for kind in ["distributed", "reference"] {
-        let name = format!("votes_{kind}");
+    for (kind, route) in [
+        ("distributed", "auto"),
+        ("distributed", "coordinator"),
+        ("reference", "auto"),
+    ] {
+        let name = format!("votes_{kind}_{route}");
         table(cluster, &name, kind);
-        let plan = load(cluster, &file, &name, &["--explain", "--json"]);
+        let plan = load(
+            cluster,
+            &file,
+            &name,
+            &["--explain", "--json", "--citus-route", route],
+        );
         let plan: serde_json::Value = serde_json::from_slice(&plan.stdout).unwrap();
         assert_eq!(plan["citus"]["kind"], kind, "{plan}");
         let out = load(
@@ -149,10 +208,28 @@ fn distributed_and_reference_tables_end_as_copy_leaves_them() {
                 "--max-errors",
                 "all",
                 "-q",
+                "--citus-route",
+                route,
             ],
         );
         assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
-        assert_eq!(contents(cluster, &name), want, "{kind}");
+        assert_eq!(contents(cluster, &name), want, "{kind} {route}");
+        let straight = (kind, route) == ("distributed", "auto");
+        let route_words = plan["citus_route"].as_str().unwrap_or_default();
+        assert_eq!(
+            route_words.contains("straight to the shards"),
+            straight,
+            "{plan}"
+        );
+        // Straight to the shards for the chunks without a bad row, through
+        // the coordinator for the others.
+        assert_eq!(
+            direct_chunks(cluster, &name) > 0,
+            straight,
+            "{kind} {route}"
+        );
+        assert_eq!(misplaced(cluster, &name, "link"), 0);
+        assert_eq!(prepared_left(cluster), Vec::<String>::new());
         let rejected = std::fs::read_to_string(dir.path().join("votes.rejected.csv")).unwrap();
         let lines: Vec<&str> = body.lines().collect();
         let expected: String = bad
@@ -345,6 +422,154 @@ fn kill_of_pgpour_or_crash_of_a_worker_then_resume_loads_every_row_once() {
             );
             std::thread::sleep(Duration::from_millis(500));
         }
+        assert_eq!(prepared_left(cluster), Vec::<String>::new(), "run {run}");
+    }
+}
+
+/// Rows sent straight to the shards that a run prepared on the nodes but
+/// never decided (killed while its journal rows waited for a lock) are
+/// rolled back by the resume, which loads them again: every row once.
+#[test]
+fn prepared_on_the_nodes_but_undecided_are_rolled_back_by_the_resume() {
+    let Some(cluster) = citus_cluster() else {
+        return;
+    };
+    let _alone = one_at_a_time();
+    let dir = tempfile::tempdir().unwrap();
+    let (file, body) = votes_file(&dir, 20_000, &[]);
+    let want = copied(cluster, "votes_undecided_ref", &body);
+    table(cluster, "votes_undecided", "distributed");
+    // The journal exists before it is locked.
+    table(cluster, "votes_undecided_warm", "local");
+    let out = load(cluster, &file, "votes_undecided_warm", &["-q"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let mut blocker = cluster.client();
+    blocker
+        .batch_execute("BEGIN; LOCK TABLE pgpour.chunks IN SHARE MODE")
+        .unwrap();
+    let conninfo = cluster.conninfo();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_pgpour"))
+        .args(["load", file.to_str().unwrap(), "-t", "votes_undecided"])
+        .args(["-d", &conninfo, "-q", "--load-id", "undecided"])
+        .args(["--chunk-size", "64KiB", "--workers", "2"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while prepared_left(cluster).is_empty() {
+        assert!(std::time::Instant::now() < deadline, "nothing was prepared");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let _ = child.kill(); // SIGKILL
+    child.wait().unwrap();
+    blocker.batch_execute("COMMIT").unwrap();
+    assert!(prepared_left(cluster).iter().all(|g| g.contains(":d:")));
+    assert_eq!(contents(cluster, "votes_undecided").0, 0);
+    let out = pgpour(&["resume", "undecided", "-d", &conninfo, "-q"], None);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(contents(cluster, "votes_undecided"), want);
+    assert_eq!(prepared_left(cluster), Vec::<String>::new());
+    assert_eq!(misplaced(cluster, "votes_undecided", "link"), 0);
+}
+
+/// Keys of every type the client hashes go to the shards Citus would pick,
+/// spellings it does not vouch for (blanks, a sign, leading zeros, upper
+/// case, a varchar too long) through the coordinator: the tables end as
+/// COPY leaves them.
+#[test]
+fn keys_of_each_hashed_type_land_in_their_shards() {
+    let Some(cluster) = citus_cluster() else {
+        return;
+    };
+    let _alone = one_at_a_time();
+    let dir = tempfile::tempdir().unwrap();
+    let mut body = String::new();
+    for i in 0..6000i64 {
+        let big = i * 7_919_000_000_003 - 15_000_000_000_000;
+        let uuid = format!(
+            "{:08x}-9c0b-4ef8-bb6d-{:012x}",
+            (i * 2_654_435) & 0xffff_ffff,
+            i * 40_503
+        );
+        let small = i % 65_000 - 32_000;
+        let id = match i {
+            // Read alike by the server, not taken by the client: their
+            // chunks go through the coordinator.
+            100 => " 42".to_string(),
+            2500 => "+7".to_string(),
+            _ => big.to_string(),
+        };
+        let uuid = match i {
+            3000 => uuid.to_uppercase(),
+            _ => uuid,
+        };
+        let name = match i {
+            4000 => "a varchar much too long, refused".to_string(),
+            _ => format!("é{i}"),
+        };
+        body.push_str(&format!("{id},{uuid},{small},{name},{i}\n"));
+    }
+    let file = dir.path().join("keys.csv");
+    std::fs::write(&file, &body).unwrap();
+    let mut client = cluster.client();
+    let columns = "id bigint, u uuid, k int, s varchar(12), n int";
+    let refused = "a varchar much too long";
+    // The reference: COPY of every line but the refused one.
+    let good: String = body
+        .lines()
+        .filter(|l| !l.contains(refused))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    client
+        .batch_execute(&format!(
+            "DROP TABLE IF EXISTS keys_want; CREATE TABLE keys_want ({columns})"
+        ))
+        .unwrap();
+    let mut writer = client
+        .copy_in("COPY keys_want FROM STDIN WITH (FORMAT csv)")
+        .unwrap();
+    std::io::Write::write_all(&mut writer, good.as_bytes()).unwrap();
+    writer.finish().unwrap();
+    let digest = "SELECT count(*), md5(string_agg(concat_ws(',', id, u, k, s, n), ';' ORDER BY n))";
+    let row = client
+        .query_one(&format!("{digest} FROM keys_want"), &[])
+        .unwrap();
+    let want: (i64, String) = (row.get(0), row.get(1));
+    assert_eq!(want.0, 5999);
+    for column in ["id", "u", "k", "s"] {
+        let name = format!("keys_by_{column}");
+        client
+            .batch_execute(&format!(
+                "DROP TABLE IF EXISTS {name}; CREATE TABLE {name} ({columns}); \
+                 SET citus.shard_count = 8; \
+                 SELECT create_distributed_table('{name}', '{column}')"
+            ))
+            .unwrap();
+        let out = load(
+            cluster,
+            &file,
+            &name,
+            &["-q", "--chunk-size", "8KiB", "--max-errors", "all"],
+        );
+        assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+        let rejected = dir.path().join("keys.rejected.csv");
+        let rejects = std::fs::read_to_string(&rejected).unwrap();
+        assert_eq!(rejects.lines().count(), 1, "{rejects}");
+        assert!(rejects.contains(refused), "{rejects}");
+        std::fs::remove_file(&rejected).unwrap();
+        std::fs::remove_file(dir.path().join("keys.rejected.csv.jsonl")).unwrap();
+        let got = client
+            .query_one(&format!("{digest} FROM {name}"), &[])
+            .unwrap();
+        assert_eq!(
+            (got.get::<_, i64>(0), got.get::<_, String>(1)),
+            want,
+            "{column}"
+        );
+        assert_eq!(misplaced(cluster, &name, column), 0, "{column}");
+        assert!(direct_chunks(cluster, &name) > 0, "{column}");
+        assert_eq!(prepared_left(cluster), Vec::<String>::new());
     }
 }
 

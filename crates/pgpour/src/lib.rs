@@ -69,7 +69,7 @@ mod wire;
 mod workers_from;
 
 pub use binary::{encode_for_bench, WireFormat};
-pub use citus::CitusTable;
+pub use citus::{CitusRoute, CitusTable};
 pub use conflict::OnConflict;
 pub use conn::ConnectOptions;
 pub use error::{

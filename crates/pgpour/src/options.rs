@@ -71,6 +71,8 @@ pub struct LoadOptions {
     /// How chunks go to the server: as read, or in binary (see `binary`).
     #[serde(default)]
     pub wire_format: crate::binary::WireFormat,
+    /// Where rows for a hash-distributed Citus table go.
+    pub citus_route: crate::citus::CitusRoute,
     /// What a row whose key the table already holds does (see `conflict`).
     #[serde(default)]
     pub on_conflict: crate::conflict::OnConflict,
@@ -163,6 +165,7 @@ impl LoadOptions {
             keep_indexes: false,
             keep_sequences: false,
             wire_format: crate::binary::WireFormat::Auto,
+            citus_route: crate::citus::CitusRoute::Auto,
             on_conflict: crate::conflict::OnConflict::Error,
             conflict_key: None,
         }

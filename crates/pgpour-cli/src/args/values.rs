@@ -37,6 +37,27 @@ impl From<WireFormatArg> for pgpour::WireFormat {
     }
 }
 
+/// `--citus-route`'s value.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum CitusRouteArg {
+    /// Straight to the shards where every row can be routed exactly.
+    Auto,
+    /// Through the coordinator.
+    Coordinator,
+    /// Straight to the shards, or stop.
+    Shards,
+}
+
+impl From<CitusRouteArg> for pgpour::CitusRoute {
+    fn from(arg: CitusRouteArg) -> Self {
+        match arg {
+            CitusRouteArg::Auto => pgpour::CitusRoute::Auto,
+            CitusRouteArg::Coordinator => pgpour::CitusRoute::Coordinator,
+            CitusRouteArg::Shards => pgpour::CitusRoute::Shards,
+        }
+    }
+}
+
 /// `--on-conflict`'s value.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub enum OnConflictArg {

@@ -17,7 +17,7 @@
 mod choice;
 mod numbers;
 mod others;
-mod rows;
+pub(crate) mod rows;
 mod times;
 mod worth;
 
@@ -27,6 +27,19 @@ pub(crate) use choice::{choose, ColumnType, WireChoice};
 use crate::chunk::Chunk;
 use crate::frame::Syntax;
 use rows::Values;
+
+/// `[+-]?[0-9]+` as an integer within `min..=max`: the spellings every
+/// supported server reads the same way (for routing rows to Citus shards).
+pub(crate) fn exact_integer(text: &[u8], min: i64, max: i64) -> Option<i64> {
+    numbers::integer(text, min, max)
+}
+
+/// A uuid's 16 bytes, from its canonical text only.
+pub(crate) fn exact_uuid(text: &[u8]) -> Option<[u8; 16]> {
+    let mut out = Vec::with_capacity(20);
+    others::uuid(text, &mut out).then_some(())?;
+    out[4..].try_into().ok()
+}
 
 const HEADER: &[u8] = b"PGCOPY\n\xff\r\n\0\0\0\0\0\0\0\0\0";
 const TRAILER: &[u8] = &[0xff, 0xff];

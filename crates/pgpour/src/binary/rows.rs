@@ -13,7 +13,7 @@ use memchr::{memchr, memchr2};
 use crate::frame::{letter_escape, Eol, Syntax};
 
 /// What the next step of a record gave.
-pub(super) enum Step<'s> {
+pub(crate) enum Step<'s> {
     /// A value (`None` for NULL), and whether it ends its record.
     Value(Option<&'s [u8]>, bool),
     /// No record is left.
@@ -23,7 +23,7 @@ pub(super) enum Step<'s> {
 }
 
 /// Walks the values of whole records.
-pub(super) struct Values<'d> {
+pub(crate) struct Values<'d> {
     data: &'d [u8],
     pos: usize,
     syntax: Syntax,
@@ -82,6 +82,11 @@ impl<'d> Values<'d> {
     /// Gives the scratch buffer back, for the next chunk.
     pub fn into_scratch(self) -> Vec<u8> {
         self.scratch
+    }
+
+    /// Where the next value starts in the data.
+    pub fn position(&self) -> usize {
+        self.pos
     }
 
     /// Whether no record is left.

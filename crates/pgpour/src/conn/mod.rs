@@ -307,7 +307,7 @@ impl ConnectOptions {
     /// The options with host `i` (and its port and hostaddr) alone.
     fn single_host(&self, i: usize) -> Config {
         let all = &self.config;
-        let mut one = Config::new();
+        let mut one = self.all_but_hosts();
         match &all.get_hosts()[i] {
             Host::Tcp(name) => one.host(name),
             Host::Unix(path) => one.host_path(path),
@@ -317,6 +317,26 @@ impl ConnectOptions {
         }
         let ports = all.get_ports();
         one.port(ports.get(i).or(ports.first()).copied().unwrap_or(5432));
+        one
+    }
+
+    /// These options for another server of the same cluster (a Citus
+    /// node): its host and port instead of the load's, the same user,
+    /// password, database, settings and TLS rules.
+    pub(crate) fn for_node(&self, host: &str, port: u16) -> ConnectOptions {
+        let mut config = self.all_but_hosts();
+        config.host(host).port(port);
+        ConnectOptions {
+            config,
+            tls: self.tls.clone(),
+            tls_connector: self.tls_connector.clone(),
+        }
+    }
+
+    /// Everything but the hosts, their addresses and ports.
+    fn all_but_hosts(&self) -> Config {
+        let all = &self.config;
+        let mut one = Config::new();
         if let Some(user) = all.get_user() {
             one.user(user);
         }

@@ -402,6 +402,15 @@ pub enum Error {
     )]
     InDoubt { chunk: String, loaded: String },
 
+    /// Rows sent straight to Citus' shards wait in prepared transactions on
+    /// a node that could not be reached to commit or roll them back.
+    #[error(
+        "Citus node {node} holds prepared transactions of this load that could not be \
+         settled ({reason}); they hold rows sent straight to the shards: once the node \
+         answers, resume the load to finish it"
+    )]
+    Unsettled { node: String, reason: String },
+
     /// Any other failure talking to the server.
     #[error("{context}: {}", driver_message(source))]
     Db {

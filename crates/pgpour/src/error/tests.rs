@@ -167,6 +167,10 @@ fn every_error() -> Vec<Error> {
             chunk: "v.csv bytes 0 to 100".into(),
             loaded: String::new(),
         },
+        Error::Unsettled {
+            node: "10.0.0.7:5432".into(),
+            reason: "connection refused".into(),
+        },
         Error::Db {
             context: "reading the journal".into(),
             source: driver_error(),
@@ -363,6 +367,7 @@ fn covers(error: &Error) {
         | Error::Restore { .. }
         | Error::UndoRefused { .. }
         | Error::InDoubt { .. }
+        | Error::Unsettled { .. }
         | Error::Db { .. } => {}
     }
 }

@@ -17,7 +17,14 @@ use crate::sql::{simple_statements, TextRow};
 
 /// Each migration, in order: migration `i` takes the journal from version
 /// `i` to `i + 1`.
-const MIGRATIONS: &[&str] = &[V1_TABLES, V2_RUNS, V3_UNDO, V4_MERGED, V5_DUPLICATES];
+const MIGRATIONS: &[&str] = &[
+    V1_TABLES,
+    V2_RUNS,
+    V3_UNDO,
+    V4_MERGED,
+    V5_DUPLICATES,
+    V6_DIRECT,
+];
 
 /// The version this pgpour writes.
 pub(crate) const LATEST: i32 = MIGRATIONS.len() as i32;
@@ -161,6 +168,12 @@ ALTER TABLE pgpour.chunks ADD COLUMN IF NOT EXISTS xid bigint;
 ALTER TABLE pgpour.undo DROP CONSTRAINT IF EXISTS undo_kind_check;
 ALTER TABLE pgpour.undo ADD CONSTRAINT undo_kind_check
     CHECK (kind IN ('index', 'constraint', 'guard_trigger', 'sequence_cache', 'statement', 'duplicates'))";
+
+/// The run whose own prepared transactions on Citus' nodes hold a chunk's
+/// rows, when it went straight to the shards: the chunk's row is the
+/// decision to commit them (see `citus::leftovers`).
+const V6_DIRECT: &str = "
+ALTER TABLE pgpour.chunks ADD COLUMN IF NOT EXISTS direct_token text";
 
 /// Kept after every migration: the journal holds rejected rows, which may
 /// be personal data, for its owner only, whatever default privileges say.

@@ -9,7 +9,8 @@ use std::time::{Duration, Instant};
 use postgres::Client;
 
 use crate::binary::WireChoice;
-use crate::citus::CitusTable;
+use crate::citus::route::{Asked, Route, Routing};
+use crate::citus::{CitusRoute, CitusTable};
 use crate::commit_mode::CommitMode;
 use crate::conflict::{Merge, OnConflict};
 use crate::conn::ConnectOptions;
@@ -82,6 +83,8 @@ pub(crate) struct Plan {
     pub merge: Option<Merge>,
     /// What the table is for Citus, on a database that has it.
     pub citus: Option<CitusTable>,
+    /// For a hash-distributed Citus table: how rows reach the shards.
+    pub route: Option<Route>,
 }
 
 /// The load's first session: it decides, prepares, and ends the load.
@@ -230,8 +233,33 @@ pub(super) fn decide(
         true => CitusTable::read(&mut client, target.oid)?,
         false => None,
     };
+    let route = match &citus {
+        Some(CitusTable::Distributed {
+            column: Some(column),
+            method,
+            ..
+        }) if method == "h" => {
+            let asked = Asked {
+                target: &target,
+                column,
+                refused: not_routed_because(options),
+            };
+            Some(Routing::read(&mut client, asked)?)
+        }
+        _ => None,
+    };
+    if options.citus_route == CitusRoute::Shards && !matches!(route, Some(Ok(_))) {
+        let why = match &route {
+            Some(Err(why)) => why.as_str(),
+            _ => "the table is not a hash-distributed Citus table",
+        };
+        return Err(Error::Target(format!(
+            "--citus-route shards: rows cannot go straight to the shards: {why}"
+        )));
+    }
     let mut plan = Plan::make(options, total, (target, citus), round_trip, wire);
     plan.merge = merge;
+    plan.route = route;
     Ok((client, plan))
 }
 
@@ -296,6 +324,7 @@ impl Plan {
                 false => sequences_left_alone(options, total),
             },
             citus,
+            route: None,
         }
     }
 
@@ -414,4 +443,29 @@ fn atomic_mode(options: &LoadOptions, workers: usize, max_prepared: i64) -> Opti
         true if max_prepared >= workers as i64 => Some(AtomicMode::TwoPhase),
         true => Some(AtomicMode::OneTransaction),
     }
+}
+
+/// Why the load's options keep rows for a hash-distributed Citus table
+/// from going straight to the shards, if they do.
+fn not_routed_because(options: &LoadOptions) -> Option<String> {
+    let encoding_converted = options
+        .format
+        .encoding
+        .as_deref()
+        .is_some_and(|e| !matches!(e.to_ascii_uppercase().as_str(), "UTF8" | "UTF-8"));
+    let why = match () {
+        _ if options.citus_route == CitusRoute::Coordinator => "--citus-route coordinator",
+        _ if !options.journal => {
+            "without the journal nothing decides a chunk's commit on several nodes"
+        }
+        _ if options.atomic => "--atomic loads in one transaction that Citus commits",
+        _ if options.on_conflict != OnConflict::Error => "--on-conflict merges on the coordinator",
+        _ if options.where_clause.is_some() => "--where filters on the coordinator",
+        _ if !options.format.force_null.is_empty() || !options.format.force_not_null.is_empty() => {
+            "FORCE_NULL and FORCE_NOT_NULL change which values are NULL"
+        }
+        _ if encoding_converted => "the input's encoding is converted by the server",
+        _ => return None,
+    };
+    Some(why.to_string())
 }

@@ -56,6 +56,10 @@ pub struct Explain {
     /// What the table is for Citus, on a database that has it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub citus: Option<crate::citus::CitusTable>,
+    /// For a hash-distributed Citus table: whether rows go straight to
+    /// the shards, or why they go through the coordinator.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub citus_route: Option<String>,
     /// When unique keys on values read from the file stay in place, rows
     /// may be rejected, and several workers load: which row of a repeated
     /// key is kept (the one whose chunk commits first).
@@ -133,6 +137,7 @@ pub fn explain(connect: &ConnectOptions, options: &LoadOptions) -> Result<Explai
         sequences,
         on_conflict: plan.merge.as_ref().map(crate::conflict::Merge::describe),
         citus: plan.citus.clone(),
+        citus_route: plan.route.as_ref().map(crate::citus::route::describe),
         file_order,
     })
 }

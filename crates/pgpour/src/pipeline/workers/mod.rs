@@ -17,6 +17,8 @@ use postgres::Client;
 
 use super::decide::{AtomicMode, Plan};
 use crate::chunk::{Batch, Chunk};
+use crate::citus::guard::Guard;
+use crate::citus::route::Routing;
 use crate::conflict::MergeOrder;
 use crate::conn::ConnectOptions;
 use crate::copy::{ChunkLoader, Loaded};
@@ -105,6 +107,23 @@ pub(super) fn run(
     };
     let committed_ranges: Mutex<Vec<(usize, u64, u64)>> = Mutex::new(Vec::new());
     let committed = AtomicU64::new(0);
+    let guard = Guard::default();
+    let routed = AtomicBool::new(false);
+    let routing = plan.route.as_ref().and_then(|route| route.as_ref().ok());
+    let mut client = client;
+    if plan.route.is_some() && plan.journal {
+        // What a run of this load that stopped left prepared on the nodes
+        // is settled before anything else moves.
+        if let Err(error) = crate::citus::leftovers::settle(&mut client, setup.connect, load_id) {
+            return Ran {
+                read_end: None,
+                error: Some(error),
+                prepared: Vec::new(),
+                committed: 0,
+                committed_ranges: Vec::new(),
+            };
+        }
+    }
     let mut first_client = Some(client);
 
     let read_end = std::thread::scope(|scope| {
@@ -135,6 +154,7 @@ pub(super) fn run(
                 stop: &stop,
                 cancel: setup.cancel,
                 committed: &committed,
+                direct: routing.map(|routing| (routing, &guard, &routed)),
             };
             let record_error = &record_error;
             let merge_order = &merge_order;
@@ -174,6 +194,18 @@ pub(super) fn run(
         drop(tx);
         end.map_err(record_error).ok()
     });
+    // Shard moves may go on once nothing goes to the shards any more.
+    guard.release();
+    if routed.load(Ordering::SeqCst) {
+        // A node that missed its COMMIT PREPARED, or a batch rolled back
+        // on a lost session, left a prepared transaction: settled now.
+        let settled = connect_retrying(setup.connect, setup.cancel).and_then(|mut client| {
+            crate::citus::leftovers::settle(&mut client, setup.connect, load_id)
+        });
+        if let Err(e) = settled {
+            record_error(e);
+        }
+    }
     Ran {
         read_end,
         error: first_error.into_inner().unwrap_or_else(|p| p.into_inner()),
@@ -237,6 +269,9 @@ struct Worker<'a> {
     stop: &'a AtomicBool,
     cancel: &'a AtomicBool,
     committed: &'a AtomicU64,
+    /// Where rows go straight to Citus' shards: how, the guard against
+    /// shard moves, and whether any did.
+    direct: Option<(&'a Routing, &'a Guard, &'a AtomicBool)>,
 }
 
 impl Worker<'_> {

@@ -14,6 +14,7 @@ use postgres::Client;
 
 use super::{FirstTry, Worker};
 use crate::chunk::{Batch, Chunk};
+use crate::citus::direct::{Direct, DirectSetup, DirectStream};
 use crate::copy::Loaded;
 use crate::copy_stream::{ChunkStream, Settled, StreamSetup};
 use crate::error::{Error, Result};
@@ -52,7 +53,24 @@ impl Worker<'_> {
             warm: self.warm,
             binary: self.plan.wire.encoder.as_ref(),
         }));
-        let mut result = self.stream_batches(&mut stream, &mut careful, rx);
+        let mut direct = self.direct.map(|(routing, guard, _)| {
+            DirectStream::new(DirectSetup {
+                routing,
+                guard,
+                connect: self.connect,
+                target: self.target,
+                format: &self.plan.format,
+                load_id,
+                run_token: self.loader.run_token,
+            })
+        });
+        let mut result = self.stream_batches(&mut stream, &mut direct, &mut careful, rx);
+        if let (Some(direct), Some((_, _, routed))) = (direct, self.direct) {
+            if direct.used {
+                routed.store(true, Ordering::SeqCst);
+            }
+            direct.close();
+        }
         match (&result, stream.as_mut()) {
             // Stopped early: what is in flight is settled and counted (a
             // batch split meanwhile is not sent again).
@@ -84,6 +102,7 @@ impl Worker<'_> {
     fn stream_batches(
         &self,
         stream: &mut Option<ChunkStream>,
+        direct: &mut Option<DirectStream>,
         careful: &mut CarefulSession,
         rx: crossbeam_channel::Receiver<Batch>,
     ) -> Result<()> {
@@ -104,7 +123,7 @@ impl Worker<'_> {
                     }
                 },
             };
-            if !self.stream_batch(batch, stream, careful, &mut again)? {
+            if !self.stream_batch(batch, (stream, direct), careful, &mut again)? {
                 return Ok(());
             }
         }
@@ -115,7 +134,7 @@ impl Worker<'_> {
     fn stream_batch(
         &self,
         batch: Batch,
-        stream: &mut Option<ChunkStream>,
+        (stream, direct): (&mut Option<ChunkStream>, &mut Option<DirectStream>),
         careful: &mut CarefulSession,
         again: &mut Again,
     ) -> Result<bool> {
@@ -130,6 +149,19 @@ impl Worker<'_> {
         let fast = before.is_none()
             && !self.plan.filtering
             && !batch.iter().any(|c| self.loader.needs_care(c));
+        if let (true, Some(direct)) = (fast, direct.as_mut()) {
+            let file = self.plan.inputs[batch[0].input].name();
+            let routed = direct
+                .load(&batch)
+                .map_err(|e| e.while_loading(&file, batch[0].first_line))?;
+            if let Direct::Loaded(rows) = routed {
+                self.count_streamed(&batch, &rows, false);
+                if let Some(opener) = opener.as_mut() {
+                    opener.committed = true;
+                }
+                return Ok(true);
+            }
+        }
         let Some(live) = stream.as_mut().filter(|_| fast) else {
             // The TRUNCATE goes with the first chunk, on the driver's
             // session; so does a chunk that needs the careful path from

@@ -10,7 +10,28 @@
 //! * prepared transactions of pgpour's own cannot span nodes: `--atomic`
 //!   loads in one transaction, which Citus commits on all of them.
 
+pub(crate) mod direct;
+pub(crate) mod guard;
+pub(crate) mod hash;
+pub(crate) mod leftovers;
+pub(crate) mod route;
+
 use postgres::types::Type;
+
+/// Where a load into a hash-distributed Citus table sends its rows.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum CitusRoute {
+    /// Straight to the shards where the client can route every row
+    /// exactly, else through the coordinator.
+    #[default]
+    Auto,
+    /// Through the coordinator, which routes each row.
+    Coordinator,
+    /// Straight to the shards, or the load stops before it starts.
+    Shards,
+}
+
 use postgres::Client;
 
 use crate::error::{Error, Result};
@@ -75,8 +96,8 @@ impl CitusTable {
 
     /// `--explain`'s words for it.
     pub fn describe(&self) -> String {
-        let how = "rows go through the coordinator, which sends each to its shard; each \
-                   session sends them over one connection per node \
+        let how = "rows that go through the coordinator, which sends each to its shard, \
+                   travel over one connection per node and session \
                    (citus.multi_shard_modify_mode = sequential), so a chunk commits with one \
                    prepared transaction per node";
         match self {
