@@ -1,20 +1,23 @@
 #!/usr/bin/env bash
-# Loads into a Citus table through the coordinator: pgpour against psql
-# \copy, runs alternating, on a throwaway cluster (a coordinator and two
-# workers on this machine, ../shared/citus/cluster.sh; Citus installed by
-# ../shared/citus/install.sh). votes (username, link, score) distributed by
-# link into 32 shards; the workers allow only 20 prepared transactions, as
-# in the report that found pgpour failing with SQLSTATE 53200. Wall
-# seconds, and the CPU each node's server processes spent (from
+# Loads into a Citus table: psql \copy through the coordinator, pgpour
+# through the coordinator (--citus-route coordinator) and pgpour straight
+# to the shards (the default), runs alternating, on a throwaway cluster (a
+# coordinator and two workers on this machine, ../shared/citus/cluster.sh;
+# Citus installed by ../shared/citus/install.sh). votes (username, link,
+# score) distributed by link, or lineitem distributed by l_orderkey, into
+# 32 shards; the workers allow only 20 prepared transactions, as in the
+# report that found pgpour failing with SQLSTATE 53200. Wall seconds, the
+# client's CPU, and the CPU each node's server processes spent (from
 # /proc/<pid>/stat: the postmaster's own and its ended children's, and its
 # live children's).
 #
-#   bench/citus.sh [ROWS] [RUNS] [PORT]
+#   bench/citus.sh [ROWS] [RUNS] [PORT] [votes|lineitem]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 rows=${1:-2000000}
 runs=${2:-3}
 port=${3:-9700}
+dataset=${4:-votes}
 cargo build --release --quiet --bin pgpour
 pgpour=$(pwd)/target/release/pgpour
 dir=$(mktemp -d)
@@ -27,11 +30,18 @@ for p in $((port + 1)) $((port + 2)); do
   runuser -u postgres -- "$(ls -d /usr/lib/postgresql/*/bin | sort -V | tail -1)/pg_ctl" \
     -D "$dir/cluster/node-$p" -m fast -w restart > /dev/null
 done
-$pgpour gen votes --rows "$rows" -o "$dir/votes.csv"
+$pgpour gen "$dataset" --rows "$rows" -o "$dir/data.csv"
 q() { psql -qX "$conninfo" -c "$1"; }
 q "DROP TABLE IF EXISTS vd"
-q "CREATE TABLE vd (username text, link text, score int)"
-q "SET citus.shard_count = 32; SELECT create_distributed_table('vd', 'link')" > /dev/null
+case $dataset in
+  votes)
+    q "CREATE TABLE vd (username text, link text, score int)"
+    key=link ;;
+  lineitem)
+    q "$($pgpour gen lineitem --ddl | sed 's/"lineitem"/vd/')"
+    key=l_orderkey ;;
+esac
+q "SET citus.shard_count = 32; SELECT create_distributed_table('vd', '$key')" > /dev/null
 # CPU seconds (user + system) of every process of the node on `port`.
 node_cpu() {
   local pid ticks=0
@@ -41,25 +51,26 @@ node_cpu() {
   done
   echo "$ticks"
 }
-echo "machine: $(nproc) cores; votes $rows rows; Citus $(psql -AtX "$conninfo" -c "SELECT extversion FROM pg_extension WHERE extname = 'citus'")"
+echo "machine: $(nproc) cores; $dataset $rows rows; Citus $(psql -AtX "$conninfo" -c "SELECT extversion FROM pg_extension WHERE extname = 'citus'")"
 for run in $(seq "$runs"); do
-  for method in psql pgpour pgpour-4-workers; do
+  for method in psql pgpour-coordinator pgpour-shards; do
     q "TRUNCATE vd"
     before=()
     for i in 0 1 2; do before+=("$(node_cpu $((port + i)))"); done
     start=$(date +%s.%N)
     case $method in
-      psql) psql -qX "$conninfo" -c "\\copy vd FROM '$dir/votes.csv' WITH (FORMAT csv)" ;;
-      pgpour) $pgpour load "$dir/votes.csv" -t vd -d "$conninfo" -q ;;
-      pgpour-4-workers) $pgpour load "$dir/votes.csv" -t vd -d "$conninfo" -q --workers 4 ;;
+      psql) command=(psql -qX "$conninfo" -c "\\copy vd FROM '$dir/data.csv' WITH (FORMAT csv)") ;;
+      pgpour-coordinator) command=("$pgpour" load "$dir/data.csv" -t vd -d "$conninfo" -q --citus-route coordinator) ;;
+      pgpour-shards) command=("$pgpour" load "$dir/data.csv" -t vd -d "$conninfo" -q --citus-route shards) ;;
     esac
+    client=$( { /usr/bin/time -f '%U %S' "${command[@]}" > /dev/null; } 2>&1 | tail -1 | awk '{print $1 + $2}')
     end=$(date +%s.%N)
     cpu=""
     for i in 0 1 2; do
       cpu+=" $(echo "scale=2; ($(node_cpu $((port + i))) - ${before[$i]}) / $(getconf CLK_TCK)" | bc)"
     done
     rows_in=$(psql -AtX "$conninfo" -c "SELECT count(*) FROM vd")
-    printf '%-20s run %s: %6.2f s, %s rows; node CPU s (coordinator, worker 1, worker 2):%s\n' \
-      "$method" "$run" "$(echo "$end - $start" | bc)" "$rows_in" "$cpu"
+    printf '%-20s run %s: %6.2f s, %s rows; client CPU %s s; node CPU s (coordinator, worker 1, worker 2):%s\n' \
+      "$method" "$run" "$(echo "$end - $start" | bc)" "$rows_in" "$client" "$cpu"
   done
 done
