@@ -428,9 +428,10 @@ fn kill_of_pgpour_or_crash_of_a_worker_then_resume_loads_every_row_once() {
 
 /// Rows sent straight to the shards that a run prepared on the nodes but
 /// never decided (killed while its journal rows waited for a lock) are
-/// rolled back by the resume, which loads them again: every row once.
+/// rolled back by the resume, which loads them again: every row once; or
+/// by `forget`, which leaves nothing prepared behind and no row twice.
 #[test]
-fn prepared_on_the_nodes_but_undecided_are_rolled_back_by_the_resume() {
+fn prepared_on_the_nodes_but_undecided_are_rolled_back_by_resume_or_forget() {
     let Some(cluster) = citus_cluster() else {
         return;
     };
@@ -438,39 +439,116 @@ fn prepared_on_the_nodes_but_undecided_are_rolled_back_by_the_resume() {
     let dir = tempfile::tempdir().unwrap();
     let (file, body) = votes_file(&dir, 20_000, &[]);
     let want = copied(cluster, "votes_undecided_ref", &body);
-    table(cluster, "votes_undecided", "distributed");
     // The journal exists before it is locked.
     table(cluster, "votes_undecided_warm", "local");
     let out = load(cluster, &file, "votes_undecided_warm", &["-q"]);
     assert!(out.status.success(), "{}", text(&out.stderr));
-    let mut blocker = cluster.client();
-    blocker
-        .batch_execute("BEGIN; LOCK TABLE pgpour.chunks IN SHARE MODE")
-        .unwrap();
+    let conninfo = cluster.conninfo();
+    for then in ["resume", "forget"] {
+        table(cluster, "votes_undecided", "distributed");
+        let load_id = format!("undecided-{then}");
+        let mut blocker = cluster.client();
+        blocker
+            .batch_execute("BEGIN; LOCK TABLE pgpour.chunks IN SHARE MODE")
+            .unwrap();
+        let mut child = Command::new(env!("CARGO_BIN_EXE_pgpour"))
+            .args(["load", file.to_str().unwrap(), "-t", "votes_undecided"])
+            .args(["-d", &conninfo, "-q", "--load-id", &load_id])
+            .args(["--chunk-size", "64KiB", "--workers", "2"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let deadline = std::time::Instant::now() + Duration::from_secs(30);
+        while prepared_left(cluster).is_empty() {
+            assert!(std::time::Instant::now() < deadline, "nothing was prepared");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let _ = child.kill(); // SIGKILL
+        child.wait().unwrap();
+        blocker.batch_execute("COMMIT").unwrap();
+        assert!(prepared_left(cluster).iter().all(|g| g.contains(":d:")));
+        assert_eq!(contents(cluster, "votes_undecided").0, 0);
+        let out = pgpour(&[then, &load_id, "-d", &conninfo], None);
+        assert!(out.status.success(), "{then}: {}", text(&out.stderr));
+        assert_eq!(prepared_left(cluster), Vec::<String>::new(), "{then}");
+        match then {
+            "resume" => assert_eq!(contents(cluster, "votes_undecided"), want),
+            // A decision already sent when the run was killed may still
+            // commit (its session waited for the lock): those rows stay,
+            // as a forgotten load's rows do, once each.
+            _ => {
+                let once: bool = cluster
+                    .client()
+                    .query_one(
+                        "SELECT count(*) = count(DISTINCT username) FROM votes_undecided",
+                        &[],
+                    )
+                    .unwrap()
+                    .get(0);
+                assert!(once);
+            }
+        }
+        assert_eq!(misplaced(cluster, "votes_undecided", "link"), 0);
+    }
+}
+
+/// A shard move started while rows go straight to the shards waits for
+/// the load (its guard holds the lock moves take), then moves the shard
+/// with every row: nothing is left behind in the old placement.
+#[test]
+fn a_shard_move_during_a_direct_load_waits_for_it() {
+    let Some(cluster) = citus_cluster() else {
+        return;
+    };
+    let _alone = one_at_a_time();
+    let dir = tempfile::tempdir().unwrap();
+    let (file, body) = votes_file(&dir, 300_000, &[]);
+    let want = copied(cluster, "votes_moving_ref", &body);
+    table(cluster, "votes_moving", "distributed");
     let conninfo = cluster.conninfo();
     let mut child = Command::new(env!("CARGO_BIN_EXE_pgpour"))
-        .args(["load", file.to_str().unwrap(), "-t", "votes_undecided"])
-        .args(["-d", &conninfo, "-q", "--load-id", "undecided"])
-        .args(["--chunk-size", "64KiB", "--workers", "2"])
+        .args(["load", file.to_str().unwrap(), "-t", "votes_moving"])
+        .args(["-d", &conninfo, "-q", "--chunk-size", "64KiB"])
         .stdout(Stdio::null())
-        .stderr(Stdio::null())
+        .stderr(Stdio::piped())
         .spawn()
         .unwrap();
+    let mut client = cluster.client();
+    let guarded = "SELECT count(*) FROM pg_locks WHERE relation = 'votes_moving'::regclass \
+                   AND mode = 'ShareUpdateExclusiveLock' AND granted";
     let deadline = std::time::Instant::now() + Duration::from_secs(30);
-    while prepared_left(cluster).is_empty() {
-        assert!(std::time::Instant::now() < deadline, "nothing was prepared");
-        std::thread::sleep(Duration::from_millis(50));
+    while client.query_one(guarded, &[]).unwrap().get::<_, i64>(0) == 0 {
+        assert!(std::time::Instant::now() < deadline, "no guard was taken");
+        assert!(child.try_wait().unwrap().is_none(), "the load ended first");
+        std::thread::sleep(Duration::from_millis(5));
     }
-    let _ = child.kill(); // SIGKILL
-    child.wait().unwrap();
-    blocker.batch_execute("COMMIT").unwrap();
-    assert!(prepared_left(cluster).iter().all(|g| g.contains(":d:")));
-    assert_eq!(contents(cluster, "votes_undecided").0, 0);
-    let out = pgpour(&["resume", "undecided", "-d", &conninfo, "-q"], None);
-    assert!(out.status.success(), "{}", text(&out.stderr));
-    assert_eq!(contents(cluster, "votes_undecided"), want);
+    let (_, from) = cluster.worker(1);
+    let (_, to) = cluster.worker(2);
+    let mover = std::thread::spawn({
+        let conninfo = conninfo.clone();
+        move || {
+            let mut client = postgres::Client::connect(&conninfo, postgres::NoTls).unwrap();
+            let moved = client.query_one(
+                "SELECT citus_move_shard_placement(s.shardid, '127.0.0.1', $1, '127.0.0.1', $2, \
+                        shard_transfer_mode := 'block_writes') \
+                 FROM pg_dist_shard s JOIN pg_dist_placement p USING (shardid) \
+                 JOIN pg_dist_node n USING (groupid) \
+                 WHERE s.logicalrelid = 'votes_moving'::regclass AND n.nodeport = $1 LIMIT 1",
+                &[&i32::from(from), &i32::from(to)],
+            );
+            moved.map(drop).map_err(|e| e.to_string())
+        }
+    });
+    let status = child.wait().unwrap();
+    let mut stderr = String::new();
+    std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut stderr).unwrap();
+    assert!(status.success(), "{stderr}");
+    mover.join().unwrap().unwrap();
+    assert_eq!(contents(cluster, "votes_moving"), want);
+    assert_eq!(misplaced(cluster, "votes_moving", "link"), 0);
+    assert!(direct_chunks(cluster, "votes_moving") > 0);
     assert_eq!(prepared_left(cluster), Vec::<String>::new());
-    assert_eq!(misplaced(cluster, "votes_undecided", "link"), 0);
 }
 
 /// Keys of every type the client hashes go to the shards Citus would pick,

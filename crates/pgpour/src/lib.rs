@@ -105,14 +105,14 @@ pub fn status(connect: &ConnectOptions, filter: &LoadFilter) -> Result<Vec<LoadS
 /// in its table (indexes it dropped...), which it returns; `None` when the
 /// journal has no such load. The load's rows stay in the table.
 pub fn forget(connect: &ConnectOptions, load_id: &str) -> Result<Option<Vec<String>>> {
-    journal::forget(&mut connect.connect()?, load_id)
+    journal::forget(&mut connect.connect()?, connect, load_id)
 }
 
 /// Forgets, as [`forget`] does, every load `filter` picks but those a run
 /// holds (a live run: its session holds the load's run lock), and says
 /// how each went.
 pub fn forget_matching(connect: &ConnectOptions, filter: &LoadFilter) -> Result<Vec<Forgetting>> {
-    journal::forget_matching(&mut connect.connect()?, filter)
+    journal::forget_matching(&mut connect.connect()?, connect, filter)
 }
 
 /// Whether the database has a pgpour journal.

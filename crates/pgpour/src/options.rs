@@ -72,6 +72,7 @@ pub struct LoadOptions {
     #[serde(default)]
     pub wire_format: crate::binary::WireFormat,
     /// Where rows for a hash-distributed Citus table go.
+    #[serde(default)]
     pub citus_route: crate::citus::CitusRoute,
     /// What a row whose key the table already holds does (see `conflict`).
     #[serde(default)]

@@ -5,20 +5,27 @@
 //!
 //! For one batch:
 //! 1. each node with rows gets one message: `BEGIN`, a `COPY` per shard,
-//!    `PREPARE TRANSACTION` under the gid `pgpour:<run>:d:<input>:<byte>:<group>`,
-//!    with the rows behind it; the nodes work at once;
-//! 2. once every node has prepared, the journal rows commit on the
-//!    coordinator, synchronously, with the run's token in `direct_token`:
-//!    that commit is the decision;
+//!    `PREPARE TRANSACTION` under the gid
+//!    `pgpour:<run>:d:<input>:<byte>:<group>:<attempt>`, with the rows
+//!    behind it; the messages go out one node after the other, and the
+//!    nodes parse and store them at the same time;
+//! 2. once every node has prepared, with as many rows as the client sent
+//!    it, the journal rows commit on the coordinator, synchronously, with
+//!    `<run>:<attempt>` in `direct_token`, in the same transaction as a
+//!    check that the guard still holds off shard moves: that commit is the
+//!    decision;
 //! 3. `COMMIT PREPARED` goes to each node, its answer read with the next
 //!    batch's.
 //!
 //! A crash between 1 and 2 leaves prepared transactions no journal row
 //! speaks for; between 2 and 3, ones it does: `leftovers` rolls back the
 //! first and commits the second, before a resumed run loads anything and
-//! before a run ends. A batch whose records the client cannot route
+//! before a run ends. The attempt number keeps a batch declined once and
+//! sent again apart from its first try. A batch whose records the client cannot route
 //! exactly, or that a node refuses, is rolled back on the nodes and goes
 //! through the coordinator instead, where the careful path finds bad rows.
+
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::chunk::{Batch, Chunk};
 use crate::conn::ConnectOptions;
@@ -30,6 +37,7 @@ use crate::quote::quote_literal;
 use crate::wire::Wire;
 
 use super::guard::Guard;
+use super::leftovers::gid_and_token;
 use super::route::Routing;
 use crate::binary::rows::{Step, Values};
 
@@ -42,6 +50,10 @@ pub(crate) struct DirectSetup<'a> {
     pub format: &'a FormatOptions,
     pub load_id: &'a str,
     pub run_token: &'a str,
+    /// Numbers the run's attempts, shared by its workers.
+    pub attempts: &'a AtomicU64,
+    /// `--citus-route shards`: a guard that cannot be taken stops the load.
+    pub required: bool,
 }
 
 /// How a batch went.
@@ -71,8 +83,14 @@ pub(crate) struct DirectStream<'a> {
     copy_tail: String,
     nodes: Vec<Option<Wire>>,
     journal: Option<Wire>,
-    /// The records of the batch being split, per shard.
+    /// The records of the batch being split, per shard, and how many.
     shard_rows: Vec<Vec<u8>>,
+    shard_records: Vec<u64>,
+    /// This batch's attempt number.
+    attempt: u64,
+    /// The guard session's lock was found gone: nothing goes straight any
+    /// more.
+    guard_lost: bool,
     scratch: Vec<u8>,
     /// Nodes sent `COMMIT PREPARED`, whose answer is still to read.
     committing: Vec<usize>,
@@ -97,6 +115,9 @@ impl<'a> DirectStream<'a> {
             nodes: (0..nodes).map(|_| None).collect(),
             journal: None,
             shard_rows: vec![Vec::new(); shards],
+            shard_records: vec![0; shards],
+            attempt: 0,
+            guard_lost: false,
             scratch: Vec::new(),
             committing: Vec::new(),
             used: false,
@@ -108,25 +129,40 @@ impl<'a> DirectStream<'a> {
     /// outcome could not be learned (a resume settles it).
     pub fn load(&mut self, batch: &Batch) -> Result<Direct> {
         let setup = &self.setup;
-        if self.copy_tail.is_empty()
-            || !setup.guard.hold(setup.connect, setup.target, setup.routing)
-        {
-            return Ok(Direct::Declined);
-        }
+        let target = (setup.target, setup.routing);
+        let guard = setup.guard.hold(setup.connect, target, setup.load_id);
+        let guard_pid = match guard {
+            Ok(pid) if !self.copy_tail.is_empty() && !self.guard_lost => pid,
+            Err(why) if setup.required => {
+                return Err(Error::Target(format!(
+                    "--citus-route shards: rows cannot go straight to the shards: {why}"
+                )))
+            }
+            _ => return Ok(Direct::Declined),
+        };
         self.read_commits();
         let Some(journaled) = self.split(batch) else {
             return Ok(Direct::Declined);
         };
+        self.attempt = self.setup.attempts.fetch_add(1, Ordering::Relaxed);
         let first = &batch[0];
-        let sent = self.send_to_nodes(first);
+        let Some(sent) = self.send_to_nodes(first) else {
+            return Ok(Direct::Declined);
+        };
         self.used |= !sent.is_empty();
-        let (prepared, rows) = self.prepared(&sent);
-        let client_rows: u64 = journaled.iter().sum();
-        if prepared.len() != sent.len() || rows != client_rows {
+        let (prepared, all_counted) = self.prepared(&sent);
+        // Every record is in a shard of a node that prepared it.
+        let routing = self.setup.routing;
+        let covered: u64 = (0..routing.shards.len())
+            .filter(|&s| prepared.contains(&routing.shards[s].node))
+            .map(|s| self.shard_records[s])
+            .sum();
+        let records: u64 = journaled.iter().sum();
+        if prepared.len() != sent.len() || !all_counted || covered != records {
             self.roll_back(&prepared, first);
             return Ok(Direct::Declined);
         }
-        match self.decide(batch, &journaled) {
+        match self.decide(batch, &journaled, guard_pid) {
             Decided::Committed => {}
             Decided::Refused => {
                 self.roll_back(&prepared, first);
@@ -136,7 +172,8 @@ impl<'a> DirectStream<'a> {
                 self.roll_back(&prepared, first);
                 return Err(e);
             }
-            // What the nodes prepared stays for a resume to settle.
+            // What the nodes prepared stays for the run's end, or a
+            // resume, to settle by the journal.
             Decided::Unknown(e) => return Err(e),
         }
         for &node in &prepared {
@@ -172,6 +209,7 @@ impl<'a> DirectStream<'a> {
         for rows in &mut self.shard_rows {
             rows.clear();
         }
+        self.shard_records.fill(0);
         let format = self.setup.format;
         let null = format.null_string();
         let routing = self.setup.routing;
@@ -217,7 +255,9 @@ impl<'a> DirectStream<'a> {
                     break false;
                 };
                 let record = &chunk.data[start..values.position()];
-                let rows = &mut self.shard_rows[routing.shard_of(hash)];
+                let shard = routing.shard_of(hash);
+                self.shard_records[shard] += 1;
+                let rows = &mut self.shard_rows[shard];
                 rows.extend_from_slice(record);
                 if !record.ends_with(b"\n") {
                     // The input's last line, without its line end.
@@ -234,28 +274,34 @@ impl<'a> DirectStream<'a> {
         Some(counts)
     }
 
-    /// The name of the transaction `node` prepares for the batch that
-    /// starts with `first`.
+    /// The name of the transaction `node` prepares for this attempt at the
+    /// batch that starts with `first`.
     fn gid(&self, first: &Chunk, node: usize) -> String {
         let group = self.setup.routing.nodes[node].group;
-        format!(
-            "pgpour:{}:d:{}:{}:{group}",
-            self.setup.run_token, first.input, first.offset
-        )
+        let at = (first.input, first.offset);
+        gid_and_token(self.setup.run_token, at, group, self.attempt).0
     }
 
     /// Sends each node its shards' rows, in one message that prepares them;
-    /// the nodes it went to.
-    fn send_to_nodes(&mut self, first: &Chunk) -> Vec<usize> {
+    /// the nodes it went to. `None`, with nothing sent, when a node that
+    /// has rows cannot be reached: every row must go, or the batch goes
+    /// through the coordinator.
+    fn send_to_nodes(&mut self, first: &Chunk) -> Option<Vec<usize>> {
         let routing = self.setup.routing;
+        let with_rows: Vec<(usize, Vec<usize>)> = (0..routing.nodes.len())
+            .map(|node| {
+                let shards = (0..routing.shards.len())
+                    .filter(|&s| routing.shards[s].node == node && !self.shard_rows[s].is_empty())
+                    .collect::<Vec<usize>>();
+                (node, shards)
+            })
+            .filter(|(_, shards)| !shards.is_empty())
+            .collect();
+        for &(node, _) in &with_rows {
+            self.node_session(node)?;
+        }
         let mut sent = Vec::new();
-        for node in 0..routing.nodes.len() {
-            let shards: Vec<usize> = (0..routing.shards.len())
-                .filter(|&s| routing.shards[s].node == node && !self.shard_rows[s].is_empty())
-                .collect();
-            if shards.is_empty() {
-                continue;
-            }
+        for (node, shards) in with_rows {
             let mut sql = String::from("BEGIN;\n");
             for &s in &shards {
                 sql.push_str(&format!(
@@ -267,11 +313,8 @@ impl<'a> DirectStream<'a> {
                 "PREPARE TRANSACTION {}",
                 quote_literal(&self.gid(first, node))
             ));
-            if self.node_session(node).is_none() {
-                continue;
-            }
             let (Some(wire), shard_rows) = (self.nodes[node].as_mut(), &self.shard_rows) else {
-                continue;
+                return None;
             };
             let written = wire.query(&sql).and_then(|()| {
                 for &s in &shards {
@@ -284,7 +327,7 @@ impl<'a> DirectStream<'a> {
             let _ = written;
             sent.push(node);
         }
-        sent
+        Some(sent)
     }
 
     /// The session to `node`, opened if it is not.
@@ -303,12 +346,17 @@ impl<'a> DirectStream<'a> {
         self.nodes[node].as_mut()
     }
 
-    /// Reads each sent node's answer: the nodes that prepared, and the rows
-    /// their COPYs took.
-    fn prepared(&mut self, sent: &[usize]) -> (Vec<usize>, u64) {
+    /// Reads each sent node's answer: the nodes that prepared, and whether
+    /// each took as many rows as it was sent.
+    fn prepared(&mut self, sent: &[usize]) -> (Vec<usize>, bool) {
         let mut prepared = Vec::new();
-        let mut rows = 0;
+        let mut all_counted = true;
         for &node in sent {
+            let routing = self.setup.routing;
+            let expected: u64 = (0..routing.shards.len())
+                .filter(|&s| routing.shards[s].node == node)
+                .map(|s| self.shard_records[s])
+                .sum();
             let Some(wire) = self.nodes[node].as_mut() else {
                 continue;
             };
@@ -331,7 +379,7 @@ impl<'a> DirectStream<'a> {
                 && answer.tags.last().map(String::as_str) == Some("PREPARE TRANSACTION");
             match (clean, copied) {
                 (true, Some(copied)) => {
-                    rows += copied.iter().sum::<u64>();
+                    all_counted &= copied.iter().sum::<u64>() == expected;
                     prepared.push(node);
                 }
                 _ => {
@@ -343,7 +391,7 @@ impl<'a> DirectStream<'a> {
                 }
             }
         }
-        (prepared, rows)
+        (prepared, all_counted)
     }
 
     /// Rolls back what `prepared` nodes prepared for the batch; what a
@@ -365,17 +413,26 @@ impl<'a> DirectStream<'a> {
         }
     }
 
-    /// Commits the batch's journal rows on the coordinator, synchronously.
-    /// A lost answer is asked again on a new session.
-    fn decide(&mut self, batch: &[Chunk], journaled: &[u64]) -> Decided {
+    /// Commits the batch's journal rows on the coordinator, synchronously,
+    /// if the guard (process `guard_pid`) still holds its lock. A lost
+    /// answer is asked again (`replay`).
+    fn decide(&mut self, batch: &[Chunk], journaled: &[u64], guard_pid: i32) -> Decided {
         let setup = &self.setup;
+        let token = gid_and_token(setup.run_token, (0, 0), 0, self.attempt).1;
         let rows = journal_rows_sql(
             (setup.load_id, setup.run_token),
             batch,
             journaled,
-            Some(setup.run_token),
+            Some(&token),
         );
-        let sql = format!("SET LOCAL synchronous_commit = on; {rows}");
+        let guarded = format!(
+            "SELECT 1 OPERATOR(pg_catalog./) (SELECT pg_catalog.count(*)::pg_catalog.int4 \
+             FROM pg_catalog.pg_locks WHERE pid OPERATOR(pg_catalog.=) {guard_pid} \
+             AND relation OPERATOR(pg_catalog.=) {oid}::pg_catalog.oid \
+             AND mode OPERATOR(pg_catalog.=) 'ShareUpdateExclusiveLock' AND granted)",
+            oid = setup.target.oid
+        );
+        let sql = format!("SET LOCAL synchronous_commit = on; {guarded}; {rows}");
         if self.journal.is_none() {
             let settings = crate::warm::loading_settings(setup.load_id);
             match setup.connect.open_wire(&settings) {
@@ -390,19 +447,17 @@ impl<'a> DirectStream<'a> {
             .map(|wire| wire.query(&sql).and_then(|()| wire.answer()));
         let Some(Ok(answer)) = answer else {
             self.journal = None;
-            let range = batch[0].range();
-            let asked = setup.connect.connect().and_then(|mut client| {
-                crate::journal::committed_chunk(&mut client, setup.load_id, &range)
-            });
-            return match asked {
-                Ok(Some(_)) => Decided::Committed,
-                Ok(None) => Decided::Refused,
-                Err(e) => Decided::Unknown(e),
-            };
+            return self.replay(batch, &rows, &token);
         };
         let Some(server) = answer.error else {
             return Decided::Committed;
         };
+        // The guard's check failed before the journal rows were tried: its
+        // lock is gone, and shards may move.
+        if answer.tags.len() < 2 {
+            self.guard_lost = true;
+            return Decided::Refused;
+        }
         let journal =
             server.schema.as_deref() == Some("pgpour") && server.table.as_deref() == Some("chunks");
         let load_id = setup.load_id.to_string();
@@ -410,6 +465,66 @@ impl<'a> DirectStream<'a> {
             (true, "23502") => Decided::Stop(Error::TakenOver { load_id }),
             (true, "23505") => Decided::Stop(Error::ChunkCommittedByOtherRun { load_id }),
             _ => Decided::Refused,
+        }
+    }
+
+    /// Writes the journal rows `rows` again on a new session after the
+    /// first answer was lost: the insert waits for a commit of the first
+    /// still under way, and meets its row if it committed. (Without the
+    /// guard's check: the lock was held when the first was sent.)
+    fn replay(&mut self, batch: &[Chunk], rows: &str, token: &str) -> Decided {
+        let setup = &self.setup;
+        let lost = |context: &str, source| {
+            Decided::Unknown(Error::Stream {
+                context: context.into(),
+                source,
+            })
+        };
+        let settings = crate::warm::loading_settings(setup.load_id);
+        let mut wire = match setup.connect.open_wire(&settings) {
+            Ok(wire) => wire,
+            Err(e) => return Decided::Unknown(e),
+        };
+        let sql = format!("SET LOCAL synchronous_commit = on; {rows}");
+        let answer = match wire.query(&sql).and_then(|()| wire.answer()) {
+            Ok(answer) => answer,
+            Err(e) => return lost("deciding a batch sent to the shards", e),
+        };
+        let Some(server) = answer.error else {
+            self.journal = Some(wire);
+            return Decided::Committed;
+        };
+        if server.sqlstate != "23505" {
+            return Decided::Unknown(Error::Server {
+                context: "deciding a batch sent to the shards".into(),
+                server: Box::new(server),
+            });
+        }
+        let range = batch[0].range();
+        let mine = format!(
+            "SELECT 1 FROM pgpour.chunks WHERE load_id OPERATOR(pg_catalog.=) {} \
+             AND input OPERATOR(pg_catalog.=) {} AND byte_start OPERATOR(pg_catalog.=) {} \
+             AND direct_token OPERATOR(pg_catalog.=) {}",
+            quote_literal(setup.load_id),
+            range.input,
+            range.byte_start,
+            quote_literal(token)
+        );
+        match wire.query(&mine).and_then(|()| wire.answer()) {
+            Ok(answer) if answer.error.is_none() && !answer.rows.is_empty() => {
+                self.journal = Some(wire);
+                Decided::Committed
+            }
+            Ok(answer) if answer.error.is_none() => {
+                Decided::Stop(Error::ChunkCommittedByOtherRun {
+                    load_id: setup.load_id.to_string(),
+                })
+            }
+            Ok(_) => Decided::Unknown(Error::Stream {
+                context: "reading the journal".into(),
+                source: std::io::Error::other("the journal could not be read"),
+            }),
+            Err(e) => lost("reading the journal", e),
         }
     }
 

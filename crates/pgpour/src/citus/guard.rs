@@ -8,7 +8,12 @@
 //! of the load holds the same lock, in a transaction left open until the
 //! load ends: a move waits for the load, or the load, finding one under
 //! way, goes through the coordinator. The shards are then read again, and
-//! routing goes on only if they are where the plan found them.
+//! routing goes on only if they are where the plan found them. Each batch's
+//! decision checks that the lock is still held (`pid`): a guard whose
+//! session ended (a restart of the coordinator) stops the routing.
+//!
+//! Before the lock, the load is marked `routed` in the journal: from then
+//! on its runs settle what its nodes may hold (`leftovers`).
 
 use std::sync::{Mutex, OnceLock};
 
@@ -21,23 +26,31 @@ use crate::plan::Target;
 /// The lock held for a load's workers, taken by the first that needs it.
 #[derive(Default)]
 pub(crate) struct Guard {
-    /// Whether routing may go on; why not, when it may not.
-    held: OnceLock<Result<(), String>>,
+    /// The guard session's process id while routing may go on; why not,
+    /// when it may not.
+    held: OnceLock<Result<i32, String>>,
     session: Mutex<Option<Client>>,
 }
 
 impl Guard {
     /// Takes the lock the first time (the other workers wait for that
     /// answer), and says whether rows may go straight to the shards.
-    pub fn hold(&self, connect: &ConnectOptions, target: &Target, routing: &Routing) -> bool {
-        self.held
-            .get_or_init(|| {
-                let mut client = connect.connect().map_err(|e| e.to_string())?;
-                take(&mut client, target, routing)?;
-                *self.session.lock().unwrap_or_else(|p| p.into_inner()) = Some(client);
-                Ok(())
-            })
-            .is_ok()
+    /// The guard session's process id, for the decisions to check that the
+    /// lock is still held; `Err` with the reason when rows may not go
+    /// straight to the shards.
+    pub fn hold(
+        &self,
+        connect: &ConnectOptions,
+        (target, routing): (&Target, &Routing),
+        load_id: &str,
+    ) -> Result<i32, &str> {
+        let held = self.held.get_or_init(|| {
+            let mut client = connect.connect().map_err(|e| e.to_string())?;
+            let pid = take(&mut client, (target, routing), load_id)?;
+            *self.session.lock().unwrap_or_else(|p| p.into_inner()) = Some(client);
+            Ok(pid)
+        });
+        held.as_ref().map(|&pid| pid).map_err(String::as_str)
     }
 
     /// Whether the lock was held to the end: false when its session broke
@@ -58,11 +71,29 @@ impl Guard {
 
 /// Locks the table against shard moves and splits, and checks that the
 /// shards are still where `routing` has them.
-fn take(client: &mut Client, target: &Target, routing: &Routing) -> Result<(), String> {
+fn take(
+    client: &mut Client,
+    (target, routing): (&Target, &Routing),
+    load_id: &str,
+) -> Result<i32, String> {
+    // Synchronously: a crash must not lose the mark and keep the
+    // transactions prepared after it.
+    client
+        .batch_execute("SET synchronous_commit = on")
+        .map_err(|e| e.to_string())?;
+    client
+        .execute(
+            "UPDATE pgpour.loads SET routed = true WHERE load_id = $1 AND NOT routed",
+            &[&load_id],
+        )
+        .map_err(|e| format!("marking the load as routed: {e}"))?;
     // Waiting briefly lets autovacuum, which holds the same lock on the
-    // coordinator's empty table, give way; a move under way does not.
+    // coordinator's empty table, give way; a move under way does not. The
+    // lock is the coordinator's only: Citus would also take it on the
+    // other nodes, where the wait would have no limit and no move looks.
     let sql = format!(
         "SET idle_in_transaction_session_timeout = 0; SET lock_timeout = '5s'; BEGIN; \
+         SET LOCAL citus.enable_ddl_propagation = off; \
          LOCK TABLE {} IN SHARE UPDATE EXCLUSIVE MODE",
         routing.table
     );
@@ -77,8 +108,12 @@ fn take(client: &mut Client, target: &Target, routing: &Routing) -> Result<(), S
             _ => format!("holding off shard moves failed: {e}"),
         });
     }
+    let pid = client
+        .query_one("SELECT pg_catalog.pg_backend_pid()", &[])
+        .map_err(|e| e.to_string())?
+        .get(0);
     match Routing::read_shards(client, target, routing) {
-        Ok(Ok(now)) if now.same_shards(routing) => Ok(()),
+        Ok(Ok(now)) if now.same_shards(routing) => Ok(pid),
         Ok(Ok(_)) => Err("the shards moved after the plan was made".into()),
         Ok(Err(why)) => Err(why),
         Err(e) => Err(e.to_string()),

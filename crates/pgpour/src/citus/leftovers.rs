@@ -1,12 +1,17 @@
 //! Settles the prepared transactions that direct routing (`direct`) left on
-//! Citus' nodes: each is committed if its batch's journal row names the run
-//! that prepared it, and rolled back otherwise. Runs before a run loads
-//! anything (a crashed run may have left some) and before a run that
-//! routed rows ends (a node may have missed its `COMMIT PREPARED`), under
-//! the run's lock on the load: no other run of it is deciding meanwhile.
+//! Citus' nodes: each is committed if its batch's journal row names the
+//! attempt that prepared it, and rolled back otherwise. Runs before a run
+//! loads anything (a crashed run may have left some), before a run that
+//! routed rows ends (a node may have missed its `COMMIT PREPARED`), and
+//! before `forget` drops the journal.
 //!
-//! Only transactions of this load are touched: their gid names one of its
-//! runs' tokens, which `pgpour.runs` lists.
+//! Only transactions of this load are touched (their gid names one of its
+//! runs' tokens, which `pgpour.runs` lists), and never those of the run
+//! that owns the load now, unless it is the one settling: a run that was
+//! taken over must not roll back what its successor is about to decide.
+//! The load's row is locked for update while the decisions are read, which
+//! waits for every journal row being committed (they hold it `FOR KEY
+//! SHARE`): a decision in flight is never read as missing.
 
 use postgres::types::Type;
 use postgres::Client;
@@ -14,68 +19,105 @@ use postgres::Client;
 use crate::conn::ConnectOptions;
 use crate::error::{Error, Result};
 use crate::quote::quote_literal;
+use crate::wire::Wire;
 
 /// A prepared transaction of direct routing, read from its gid
-/// `pgpour:<token>:d:<input>:<byte>:<group>`.
+/// `pgpour:<token>:d:<input>:<byte>:<group>:<attempt>`.
 #[derive(Debug, PartialEq, Eq)]
 struct Leftover {
     gid: String,
     token: String,
     input: i32,
     byte_start: i64,
+    attempt: String,
 }
 
 fn parse(gid: &str) -> Option<Leftover> {
-    let mut parts = gid.split(':');
-    let (Some("pgpour"), Some(token), Some("d"), Some(input), Some(byte), Some(_group), None) = (
-        parts.next(),
-        parts.next(),
-        parts.next(),
-        parts.next(),
-        parts.next(),
-        parts.next(),
-        parts.next(),
-    ) else {
+    let parts: Vec<&str> = gid.split(':').collect();
+    let ["pgpour", token, "d", input, byte, group, attempt] = parts[..] else {
         return None;
     };
+    group.parse::<i32>().ok()?;
+    attempt.parse::<u64>().ok()?;
     Some(Leftover {
         gid: gid.to_string(),
         token: token.to_string(),
         input: input.parse().ok()?,
         byte_start: byte.parse().ok()?,
+        attempt: attempt.to_string(),
     })
 }
 
-/// Commits or rolls back, on every primary node of the cluster, the
-/// prepared transactions of the load `load_id`'s direct routing. An error
-/// when a node cannot be reached: what it holds stays until a resume.
-pub(crate) fn settle(client: &mut Client, connect: &ConnectOptions, load_id: &str) -> Result<()> {
-    let nodes = client
+/// The gid of attempt `attempt` of the run `token` for the batch starting at
+/// `byte` of input `input`, on the node of group `group`; and what its
+/// journal row's `direct_token` says when it is decided.
+pub(crate) fn gid_and_token(
+    token: &str,
+    (input, byte): (usize, u64),
+    group: i32,
+    attempt: u64,
+) -> (String, String) {
+    (
+        format!("pgpour:{token}:d:{input}:{byte}:{group}:{attempt}"),
+        format!("{token}:{attempt}"),
+    )
+}
+
+/// Commits or rolls back, on every primary node that holds shards, the
+/// prepared transactions of the load `load_id`'s direct routing, when the
+/// load ever routed rows. `own_token`: the run settling; `None` when no run
+/// of the load is live (`forget`, which holds the run lock), to settle
+/// every run's. An error when a node cannot be reached: what it holds
+/// stays for a resume.
+pub(crate) fn settle(
+    client: &mut Client,
+    connect: &ConnectOptions,
+    load_id: &str,
+    own_token: Option<&str>,
+) -> Result<()> {
+    let mut tx = client
+        .transaction()
+        .map_err(Error::db("settling rows sent to Citus' shards"))?;
+    let row = tx
+        .query_typed_opt(
+            "SELECT routed, run_token FROM pgpour.loads WHERE load_id = $1 FOR UPDATE",
+            &[(&load_id, Type::TEXT)],
+        )
+        .map_err(Error::db("reading the journal"))?;
+    let Some(row) = row.filter(|r| r.get::<_, bool>(0)) else {
+        return Ok(());
+    };
+    let owner: Option<String> = row.get(1);
+    let nodes = tx
         .query_typed(
-            "SELECT DISTINCT nodename, nodeport FROM pg_catalog.pg_dist_node \
-             WHERE noderole = 'primary' AND isactive ORDER BY 1, 2",
+            "SELECT DISTINCT n.nodename, n.nodeport FROM pg_catalog.pg_dist_node n \
+             WHERE n.noderole = 'primary' AND n.isactive \
+               AND EXISTS (SELECT 1 FROM pg_catalog.pg_dist_placement p WHERE p.groupid = n.groupid) \
+             ORDER BY 1, 2",
             &[],
         )
         .map_err(Error::db("listing Citus' nodes"))?;
     for node in nodes {
         let (host, port): (String, i32) = (node.get(0), node.get(1));
-        settle_node(client, connect, load_id, (&host, port as u16)).map_err(|e| {
-            Error::Unsettled {
-                node: format!("{host}:{port}"),
-                reason: e.to_string(),
-            }
+        let settled = (|| {
+            let mut wire = connect.for_node(&host, port as u16).open_wire(&[])?;
+            let found = prepared_on(&mut wire)?;
+            let decided = decisions(&mut tx, load_id, &found, (own_token, owner.as_deref()))?;
+            finish(&mut wire, &decided)?;
+            wire.close();
+            Ok(())
+        })();
+        settled.map_err(|e: Error| Error::Unsettled {
+            node: format!("{host}:{port}"),
+            reason: e.to_string(),
         })?;
     }
-    Ok(())
+    tx.commit()
+        .map_err(Error::db("settling rows sent to Citus' shards"))
 }
 
-fn settle_node(
-    client: &mut Client,
-    connect: &ConnectOptions,
-    load_id: &str,
-    (host, port): (&str, u16),
-) -> Result<()> {
-    let mut wire = connect.for_node(host, port).open_wire(&[])?;
+/// The node's prepared transactions of direct routing, any load's.
+fn prepared_on(wire: &mut Wire) -> Result<Vec<Leftover>> {
     let stream_error = |source| Error::Stream {
         context: "reading a node's prepared transactions".into(),
         source,
@@ -92,29 +134,39 @@ fn settle_node(
             server: Box::new(server),
         });
     }
-    let found: Vec<Leftover> = answer
+    Ok(answer
         .rows
         .iter()
         .filter_map(|row| row.first().cloned().flatten())
         .filter_map(|gid| parse(&gid))
-        .collect();
+        .collect())
+}
+
+/// Those of `found` that are this load's and may be settled, each with
+/// whether its journal row decided to commit it.
+fn decisions(
+    tx: &mut postgres::Transaction<'_>,
+    load_id: &str,
+    found: &[Leftover],
+    (own, owner): (Option<&str>, Option<&str>),
+) -> Result<Vec<(String, bool)>> {
     if found.is_empty() {
-        wire.close();
-        return Ok(());
+        return Ok(Vec::new());
     }
     let gids: Vec<&str> = found.iter().map(|l| l.gid.as_str()).collect();
     let tokens: Vec<&str> = found.iter().map(|l| l.token.as_str()).collect();
     let inputs: Vec<i32> = found.iter().map(|l| l.input).collect();
     let starts: Vec<i64> = found.iter().map(|l| l.byte_start).collect();
-    // The load's own, each with whether its journal row decided to commit.
-    let decided = client
+    let attempts: Vec<&str> = found.iter().map(|l| l.attempt.as_str()).collect();
+    let rows = tx
         .query_typed(
             "SELECT g.gid, EXISTS (SELECT 1 FROM pgpour.chunks c WHERE c.load_id = $1 \
                       AND c.input = g.input AND c.byte_start = g.byte_start \
-                      AND c.direct_token = g.token) \
+                      AND c.direct_token = g.token || ':' || g.attempt) \
              FROM ROWS FROM (pg_catalog.unnest($2::text[]), pg_catalog.unnest($3::text[]), \
-                             pg_catalog.unnest($4::int4[]), pg_catalog.unnest($5::int8[])) \
-                  AS g(gid, token, input, byte_start) \
+                             pg_catalog.unnest($4::int4[]), pg_catalog.unnest($5::int8[]), \
+                             pg_catalog.unnest($6::text[])) \
+                  AS g(gid, token, input, byte_start, attempt) \
              WHERE EXISTS (SELECT 1 FROM pgpour.runs r WHERE r.load_id = $1 AND r.token = g.token)",
             &[
                 (&load_id, Type::TEXT),
@@ -122,13 +174,27 @@ fn settle_node(
                 (&tokens, Type::TEXT_ARRAY),
                 (&inputs, Type::INT4_ARRAY),
                 (&starts, Type::INT8_ARRAY),
+                (&attempts, Type::TEXT_ARRAY),
             ],
         )
         .map_err(Error::db("reading the journal's decisions"))?;
-    for row in decided {
-        let (gid, commit): (String, bool) = (row.get(0), row.get(1));
-        let verb = if commit { "COMMIT" } else { "ROLLBACK" };
-        let sql = format!("{verb} PREPARED {}", quote_literal(&gid));
+    Ok(rows
+        .iter()
+        .map(|row| (row.get::<_, String>(0), row.get::<_, bool>(1)))
+        .filter(|(gid, _)| {
+            // The owner's own are its to decide, unless it is the one asking
+            // (or no run is live).
+            let token = parse(gid).map(|l| l.token);
+            own.is_none() || token.as_deref() == own || token.as_deref() != owner
+        })
+        .collect())
+}
+
+/// Commits or rolls back each of `decided` on the node.
+fn finish(wire: &mut Wire, decided: &[(String, bool)]) -> Result<()> {
+    for (gid, commit) in decided {
+        let verb = if *commit { "COMMIT" } else { "ROLLBACK" };
+        let sql = format!("{verb} PREPARED {}", quote_literal(gid));
         let answer = wire
             .query(&sql)
             .and_then(|()| wire.answer())
@@ -146,7 +212,6 @@ fn settle_node(
             }
         }
     }
-    wire.close();
     Ok(())
 }
 

@@ -1,14 +1,21 @@
-//! Citus, the distributed PostgreSQL: what the load's table is there.
+//! Citus, the distributed PostgreSQL: what the load's table is there, and
+//! how its rows reach the shards.
 //!
-//! A load goes through the coordinator, which routes each row to its
-//! shard. Two things differ from a plain server:
+//! Through the coordinator, which routes each row to its shard:
 //! * each chunk's transaction reaches every node its rows go to, and Citus
 //!   commits it on them with prepared transactions of its own: sessions
 //!   send all their shards' rows over one connection per node (set for
 //!   every session at its start, see `conn`), so a chunk prepares one
 //!   transaction per node;
-//! * prepared transactions of pgpour's own cannot span nodes: `--atomic`
-//!   loads in one transaction, which Citus commits on all of them.
+//! * `--atomic` loads in one transaction, which Citus commits on all of
+//!   them (pgpour's own prepared transactions would each be one node's).
+//!
+//! Or, for a hash-distributed table, straight to the shards: `route`
+//! decides whether the client can compute every row's shard as Citus does
+//! (`hash`), `direct` sends each batch's rows to their nodes under
+//! prepared transactions its journal rows decide, `guard` holds off shard
+//! moves meanwhile, and `leftovers` settles what a stopped run left
+//! prepared.
 
 pub(crate) mod direct;
 pub(crate) mod guard;

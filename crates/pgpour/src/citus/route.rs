@@ -209,7 +209,7 @@ impl Routing {
                           WHERE t.tgrelid = $1 AND NOT t.tgisinternal), \
                         (SELECT pg_catalog.string_agg(d.attname, ', ') FROM pg_catalog.pg_attribute d \
                           WHERE d.attrelid = $1 AND d.attnum > 0 AND NOT d.attisdropped \
-                            AND d.atthasdef AND d.attgenerated = '' \
+                            AND (d.atthasdef OR d.attidentity <> '') AND d.attgenerated = '' \
                             AND NOT d.attname = ANY($3)), \
                         pg_catalog.current_setting('client_encoding') \
                  FROM pg_catalog.pg_attribute a WHERE a.attrelid = $1 AND a.attname = $2",

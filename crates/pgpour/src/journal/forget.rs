@@ -6,6 +6,7 @@ use postgres::types::Type;
 
 use super::status::{picked, still_picked, LoadFilter};
 use super::undo::Refused;
+use crate::conn::ConnectOptions;
 use crate::error::{Error, Result};
 
 /// What forgetting one of the loads a filter picked came to.
@@ -22,13 +23,17 @@ pub struct Forgetting {
 
 /// Drops a load's journal entry, after restoring what the load left to
 /// restore (indexes it dropped); `None` when there was no such load.
-pub fn forget(client: &mut postgres::Client, load_id: &str) -> Result<Option<Vec<String>>> {
+pub fn forget(
+    client: &mut postgres::Client,
+    connect: &ConnectOptions,
+    load_id: &str,
+) -> Result<Option<Vec<String>>> {
     crate::sql::with_pinned_search_path(client, |client| {
         if !super::exists(client)? {
             return Ok(None);
         }
         super::ensure_schema(client)?;
-        forget_locked(client, load_id, None)
+        forget_locked(client, connect, load_id, None)
     })
 }
 
@@ -38,6 +43,7 @@ pub fn forget(client: &mut postgres::Client, load_id: &str) -> Result<Option<Vec
 /// lock is taken. Stops early only when the connection is lost.
 pub fn forget_matching(
     client: &mut postgres::Client,
+    connect: &ConnectOptions,
     filter: &LoadFilter,
 ) -> Result<Vec<Forgetting>> {
     crate::sql::with_pinned_search_path(client, |client| {
@@ -47,7 +53,7 @@ pub fn forget_matching(
         super::ensure_schema(client)?;
         let mut done = Vec::new();
         for load_id in picked(client, filter)? {
-            let outcome = forget_locked(client, &load_id, Some(filter));
+            let outcome = forget_locked(client, connect, &load_id, Some(filter));
             done.push(Forgetting { load_id, outcome });
             if client.is_closed() {
                 break;
@@ -61,6 +67,7 @@ pub fn forget_matching(
 /// picks it then.
 fn forget_locked(
     client: &mut postgres::Client,
+    connect: &ConnectOptions,
     load_id: &str,
     filter: Option<&LoadFilter>,
 ) -> Result<Option<Vec<String>>> {
@@ -86,6 +93,9 @@ fn forget_locked(
                 super::two_phase::rollback(client, &leftovers);
             }
         }
+        // Rows sent straight to Citus' shards wait on the nodes in prepared
+        // transactions that the journal decides: settled before it goes.
+        crate::citus::leftovers::settle(client, connect, load_id, None)?;
         let mut restored = Vec::new();
         super::undo::run_pending(
             client,

@@ -172,8 +172,11 @@ ALTER TABLE pgpour.undo ADD CONSTRAINT undo_kind_check
 /// The run whose own prepared transactions on Citus' nodes hold a chunk's
 /// rows, when it went straight to the shards: the chunk's row is the
 /// decision to commit them (see `citus::leftovers`).
+/// The load's `routed` is set before its first such transaction is
+/// prepared: only then may its nodes hold any.
 const V6_DIRECT: &str = "
-ALTER TABLE pgpour.chunks ADD COLUMN IF NOT EXISTS direct_token text";
+ALTER TABLE pgpour.chunks ADD COLUMN IF NOT EXISTS direct_token text;
+ALTER TABLE pgpour.loads ADD COLUMN IF NOT EXISTS routed boolean NOT NULL DEFAULT false";
 
 /// Kept after every migration: the journal holds rejected rows, which may
 /// be personal data, for its owner only, whatever default privileges say.

@@ -31,13 +31,16 @@ pub(crate) fn record_inside(tx: &mut impl GenericClient, load_id: &str, gid: &st
     .map_err(Error::db("recording the prepared transaction"))
 }
 
-/// Prepared transactions that runs of this load left behind.
+/// Prepared transactions that `--atomic` runs of this load left behind
+/// (not those of rows sent straight to Citus' shards, which a coordinator
+/// holding shards has too: `citus::leftovers` settles them by the journal).
 pub(crate) fn leftovers(client: &mut impl GenericClient, load_id: &str) -> Result<Vec<String>> {
     Ok(client
         .query_typed(
             "SELECT p.gid FROM pg_catalog.pg_prepared_xacts p JOIN pgpour.runs r \
                ON p.gid LIKE 'pgpour:' || r.token || ':%' \
-             WHERE r.load_id = $1 AND p.database = pg_catalog.current_database() ORDER BY p.gid",
+             WHERE r.load_id = $1 AND p.database = pg_catalog.current_database() \
+               AND p.gid NOT LIKE 'pgpour:%:d:%' ORDER BY p.gid",
             &[(&load_id, Type::TEXT)],
         )
         .map_err(Error::db("listing the load's prepared transactions"))?

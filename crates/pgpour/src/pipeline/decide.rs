@@ -85,6 +85,8 @@ pub(crate) struct Plan {
     pub citus: Option<CitusTable>,
     /// For a hash-distributed Citus table: how rows reach the shards.
     pub route: Option<Route>,
+    /// `--citus-route shards`: rows must go straight to the shards.
+    pub route_required: bool,
 }
 
 /// The load's first session: it decides, prepares, and ends the load.
@@ -260,6 +262,7 @@ pub(super) fn decide(
     let mut plan = Plan::make(options, total, (target, citus), round_trip, wire);
     plan.merge = merge;
     plan.route = route;
+    plan.route_required = options.citus_route == CitusRoute::Shards;
     Ok((client, plan))
 }
 
@@ -325,6 +328,7 @@ impl Plan {
             },
             citus,
             route: None,
+            route_required: false,
         }
     }
 

@@ -44,7 +44,7 @@ fn bulk_forget_leaves_a_load_that_a_live_run_holds() {
         states: vec![LoadState::Failed, LoadState::Stopped],
         ..LoadFilter::default()
     };
-    let outcomes = forget_matching(&mut client, &failed).unwrap();
+    let outcomes = forget_matching(&mut client, &connect(&db), &failed).unwrap();
     let mut seen: Vec<String> = Vec::new();
     for forgetting in &outcomes {
         match (&forgetting.load_id[..], &forgetting.outcome) {
@@ -66,7 +66,7 @@ fn bulk_forget_leaves_a_load_that_a_live_run_holds() {
         assert!(std::time::Instant::now() < deadline, "the lock stayed");
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
-    let outcomes = forget_matching(&mut client, &failed).unwrap();
+    let outcomes = forget_matching(&mut client, &connect(&db), &failed).unwrap();
     assert_eq!(outcomes.len(), 1);
     assert!(
         matches!(outcomes[0].outcome, Ok(Some(_))),

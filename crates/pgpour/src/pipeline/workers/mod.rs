@@ -110,11 +110,15 @@ pub(super) fn run(
     let guard = Guard::default();
     let routed = AtomicBool::new(false);
     let routing = plan.route.as_ref().and_then(|route| route.as_ref().ok());
+    let attempts = AtomicU64::new(0);
+    let own = setup.run.map(|r| r.token.as_str());
     let mut client = client;
     if plan.route.is_some() && plan.journal {
         // What a run of this load that stopped left prepared on the nodes
         // is settled before anything else moves.
-        if let Err(error) = crate::citus::leftovers::settle(&mut client, setup.connect, load_id) {
+        if let Err(error) =
+            crate::citus::leftovers::settle(&mut client, setup.connect, load_id, own)
+        {
             return Ran {
                 read_end: None,
                 error: Some(error),
@@ -154,7 +158,12 @@ pub(super) fn run(
                 stop: &stop,
                 cancel: setup.cancel,
                 committed: &committed,
-                direct: routing.map(|routing| (routing, &guard, &routed)),
+                direct: routing.map(|routing| Routed {
+                    routing,
+                    guard: &guard,
+                    used: &routed,
+                    attempts: &attempts,
+                }),
             };
             let record_error = &record_error;
             let merge_order = &merge_order;
@@ -200,7 +209,7 @@ pub(super) fn run(
         // A node that missed its COMMIT PREPARED, or a batch rolled back
         // on a lost session, left a prepared transaction: settled now.
         let settled = connect_retrying(setup.connect, setup.cancel).and_then(|mut client| {
-            crate::citus::leftovers::settle(&mut client, setup.connect, load_id)
+            crate::citus::leftovers::settle(&mut client, setup.connect, load_id, own)
         });
         if let Err(e) = settled {
             record_error(e);
@@ -269,9 +278,20 @@ struct Worker<'a> {
     stop: &'a AtomicBool,
     cancel: &'a AtomicBool,
     committed: &'a AtomicU64,
-    /// Where rows go straight to Citus' shards: how, the guard against
-    /// shard moves, and whether any did.
-    direct: Option<(&'a Routing, &'a Guard, &'a AtomicBool)>,
+    /// Where rows go straight to Citus' shards.
+    direct: Option<Routed<'a>>,
+}
+
+/// What the workers share to send rows straight to Citus' shards.
+#[derive(Clone, Copy)]
+struct Routed<'a> {
+    routing: &'a Routing,
+    /// Holds off shard moves.
+    guard: &'a Guard,
+    /// Whether any worker sent rows to a node.
+    used: &'a AtomicBool,
+    /// Numbers the attempts of the run.
+    attempts: &'a AtomicU64,
 }
 
 impl Worker<'_> {

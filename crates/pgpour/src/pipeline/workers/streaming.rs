@@ -53,21 +53,23 @@ impl Worker<'_> {
             warm: self.warm,
             binary: self.plan.wire.encoder.as_ref(),
         }));
-        let mut direct = self.direct.map(|(routing, guard, _)| {
+        let mut direct = self.direct.map(|routed| {
             DirectStream::new(DirectSetup {
-                routing,
-                guard,
+                routing: routed.routing,
+                guard: routed.guard,
                 connect: self.connect,
                 target: self.target,
                 format: &self.plan.format,
                 load_id,
                 run_token: self.loader.run_token,
+                attempts: routed.attempts,
+                required: self.plan.route_required,
             })
         });
         let mut result = self.stream_batches(&mut stream, &mut direct, &mut careful, rx);
-        if let (Some(direct), Some((_, _, routed))) = (direct, self.direct) {
+        if let (Some(direct), Some(routed)) = (direct, self.direct) {
             if direct.used {
-                routed.store(true, Ordering::SeqCst);
+                routed.used.store(true, Ordering::SeqCst);
             }
             direct.close();
         }
