@@ -221,16 +221,24 @@ mod tests {
 
     #[test]
     fn only_direct_routing_gids_are_read() {
-        let got = parse("pgpour:00ab:d:2:4096:14").unwrap();
+        let (gid, token) = gid_and_token("00ab", (2, 4096), 14, 7);
+        assert_eq!(token, "00ab:7");
+        let got = parse(&gid).unwrap();
         assert_eq!(
-            (got.token.as_str(), got.input, got.byte_start),
-            ("00ab", 2, 4096)
+            (
+                got.token.as_str(),
+                got.input,
+                got.byte_start,
+                got.attempt.as_str()
+            ),
+            ("00ab", 2, 4096, "7")
         );
         for other in [
             "pgpour:00ab:1",
             "citus_0_1_2_3",
-            "pgpour:a:d:x:1:2",
-            "pgpour:a:d:1:2:3:4",
+            "pgpour:a:d:x:1:2:3",
+            "pgpour:a:d:1:2:3",
+            "pgpour:a:d:1:2:3:4:5",
         ] {
             assert_eq!(parse(other), None, "{other}");
         }
