@@ -86,6 +86,11 @@ pub fn summary_text(s: &LoadSummary) -> String {
             0 => String::new(),
             b if b == s.bytes_loaded => ", sent binary".to_string(),
             b => format!(", {} of it sent binary", HumanBytes(b)),
+        } + &match (s.bytes_direct, &s.citus_route_refused) {
+            (_, Some(why)) => format!(", through the coordinator: {why}"),
+            (0, None) => String::new(),
+            (b, None) if b == s.bytes_loaded => ", straight to the shards".to_string(),
+            (b, None) => format!(", {} of it straight to the shards", HumanBytes(b)),
         },
         s.seconds,
         HumanCount(s.rows_per_second as u64),

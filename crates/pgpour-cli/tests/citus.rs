@@ -551,6 +551,47 @@ fn a_shard_move_during_a_direct_load_waits_for_it() {
     assert_eq!(prepared_left(cluster), Vec::<String>::new());
 }
 
+/// While another session holds the lock shard moves take, a load does not
+/// send rows straight to the shards: `auto` goes through the coordinator
+/// and says why, `shards` stops.
+#[test]
+fn a_held_guard_lock_sends_rows_through_the_coordinator() {
+    let Some(cluster) = citus_cluster() else {
+        return;
+    };
+    let _alone = one_at_a_time();
+    let dir = tempfile::tempdir().unwrap();
+    let (file, body) = votes_file(&dir, 5_000, &[]);
+    let want = copied(cluster, "votes_held_ref", &body);
+    for route in ["auto", "shards"] {
+        table(cluster, "votes_held", "distributed");
+        let mut mover = cluster.client();
+        mover
+            .batch_execute("BEGIN; LOCK TABLE votes_held IN SHARE UPDATE EXCLUSIVE MODE")
+            .unwrap();
+        let out = load(cluster, &file, "votes_held", &["--citus-route", route]);
+        mover.batch_execute("COMMIT").unwrap();
+        let stderr = text(&out.stderr);
+        match route {
+            "auto" => {
+                assert!(out.status.success(), "{stderr}");
+                assert!(
+                    text(&out.stdout).contains("through the coordinator: a shard move"),
+                    "{}",
+                    text(&out.stdout)
+                );
+                assert_eq!(contents(cluster, "votes_held"), want);
+                assert_eq!(direct_chunks(cluster, "votes_held"), 0);
+            }
+            _ => {
+                assert!(!out.status.success());
+                assert!(stderr.contains("--citus-route shards"), "{stderr}");
+            }
+        }
+        assert_eq!(prepared_left(cluster), Vec::<String>::new());
+    }
+}
+
 /// Keys of every type the client hashes go to the shards Citus would pick,
 /// spellings it does not vouch for (blanks, a sign, leading zeros, upper
 /// case, a varchar too long) through the coordinator: the tables end as

@@ -65,6 +65,10 @@ pub struct Progress {
     pub rows_filtered: AtomicU64,
     /// Of `bytes_loaded`, those whose rows went binary.
     pub bytes_binary: AtomicU64,
+    /// Of `bytes_loaded`, those whose rows went straight to Citus' shards.
+    pub bytes_direct: AtomicU64,
+    /// Why rows planned to go straight to Citus' shards did not.
+    pub route_refused: Mutex<Option<String>>,
     /// Of `rows_loaded`, those that replaced a row, or were skipped, for a
     /// key the table held (`--on-conflict`).
     pub rows_updated: AtomicU64,
@@ -82,6 +86,7 @@ pub struct Snapshot {
     pub bytes_loaded: u64,
     pub rows_filtered: u64,
     pub bytes_binary: u64,
+    pub bytes_direct: u64,
     pub rows_updated: u64,
     pub rows_skipped: u64,
 }
@@ -96,6 +101,7 @@ impl Progress {
             bytes_loaded: self.bytes_loaded.load(Ordering::Relaxed),
             rows_filtered: self.rows_filtered.load(Ordering::Relaxed),
             bytes_binary: self.bytes_binary.load(Ordering::Relaxed),
+            bytes_direct: self.bytes_direct.load(Ordering::Relaxed),
             rows_updated: self.rows_updated.load(Ordering::Relaxed),
             rows_skipped: self.rows_skipped.load(Ordering::Relaxed),
         }

@@ -41,6 +41,13 @@ pub struct LoadSummary {
     /// Of `bytes_loaded`, those whose rows went to the server in binary
     /// (see `--wire-format`).
     pub bytes_binary: u64,
+    /// Of `bytes_loaded`, those whose rows went straight to Citus' shards
+    /// (see `--citus-route`).
+    pub bytes_direct: u64,
+    /// Why rows planned to go straight to Citus' shards went through the
+    /// coordinator instead (the guard against shard moves was refused).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub citus_route_refused: Option<String>,
     /// Rows of the committed chunks: always `rows_loaded + rows_rejected`.
     pub rows_read: u64,
     pub rows_loaded: u64,
@@ -134,6 +141,8 @@ impl LoadSummary {
             input_bytes: 0,
             bytes_loaded: 0,
             bytes_binary: 0,
+            bytes_direct: 0,
+            citus_route_refused: None,
             rows_read: 0,
             rows_filtered: 0,
             rows_loaded: 0,
@@ -185,6 +194,12 @@ impl LoadSummary {
             input_bytes: p.input_bytes_read,
             bytes_loaded: p.bytes_loaded,
             bytes_binary: p.bytes_binary,
+            bytes_direct: p.bytes_direct,
+            citus_route_refused: progress
+                .route_refused
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .clone(),
             rows_read: p.rows_loaded + p.rows_rejected + p.rows_filtered,
             rows_filtered: p.rows_filtered,
             rows_loaded: p.rows_loaded,

@@ -53,6 +53,12 @@ impl Guard {
         held.as_ref().map(|&pid| pid).map_err(String::as_str)
     }
 
+    /// Why rows could not go straight to the shards, if the guard was
+    /// refused.
+    pub fn refused(&self) -> Option<&str> {
+        self.held.get()?.as_ref().err().map(String::as_str)
+    }
+
     /// Whether the lock was held to the end: false when its session broke
     /// during the load (the server restarted), which let shard moves in.
     /// Releases it.

@@ -24,6 +24,7 @@ const MIGRATIONS: &[&str] = &[
     V4_MERGED,
     V5_DUPLICATES,
     V6_DIRECT,
+    V7_ROUTED,
 ];
 
 /// The version this pgpour writes.
@@ -172,10 +173,13 @@ ALTER TABLE pgpour.undo ADD CONSTRAINT undo_kind_check
 /// The run whose own prepared transactions on Citus' nodes hold a chunk's
 /// rows, when it went straight to the shards: the chunk's row is the
 /// decision to commit them (see `citus::leftovers`).
-/// The load's `routed` is set before its first such transaction is
-/// prepared: only then may its nodes hold any.
 const V6_DIRECT: &str = "
-ALTER TABLE pgpour.chunks ADD COLUMN IF NOT EXISTS direct_token text;
+ALTER TABLE pgpour.chunks ADD COLUMN IF NOT EXISTS direct_token text";
+
+/// Whether a load ever sent rows straight to Citus' shards: set before
+/// its first such transaction is prepared, so that only then do its runs
+/// look for what the nodes hold.
+const V7_ROUTED: &str = "
 ALTER TABLE pgpour.loads ADD COLUMN IF NOT EXISTS routed boolean NOT NULL DEFAULT false";
 
 /// Kept after every migration: the journal holds rejected rows, which may

@@ -205,6 +205,13 @@ pub(super) fn run(
     });
     // Shard moves may go on once nothing goes to the shards any more.
     guard.release();
+    if let Some(why) = guard.refused() {
+        *setup
+            .progress
+            .route_refused
+            .lock()
+            .unwrap_or_else(|p| p.into_inner()) = Some(why.to_string());
+    }
     if routed.load(Ordering::SeqCst) {
         // A node that missed its COMMIT PREPARED, or a batch rolled back
         // on a lost session, left a prepared transaction: settled now.

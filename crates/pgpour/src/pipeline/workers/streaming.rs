@@ -158,6 +158,10 @@ impl Worker<'_> {
                 .map_err(|e| e.while_loading(&file, batch[0].first_line))?;
             if let Direct::Loaded(rows) = routed {
                 self.count_streamed(&batch, &rows, false);
+                let bytes: usize = batch.iter().map(|c| c.data.len()).sum();
+                self.progress
+                    .bytes_direct
+                    .fetch_add(bytes as u64, Ordering::Relaxed);
                 if let Some(opener) = opener.as_mut() {
                     opener.committed = true;
                 }
