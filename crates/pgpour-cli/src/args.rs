@@ -46,6 +46,11 @@ numeric(15,2) prices, dates, flags and quoted comments\n\nExamples:\n  \
 pgpour gen votes --rows 7500000 -o votes.csv\n  pgpour gen kv --rows 10 \n  pgpour gen extract --ddl"
     )]
     Gen(GenArgs),
+    /// Say what a delimited file is: encoding, delimiter, quote, header,
+    /// NULL marker and column types, with the evidence, then the CREATE
+    /// TABLE and `pgpour load` that would load it.
+    #[command(long_about = SNIFF_ABOUT)]
+    Sniff(SniffArgs),
     /// Continue a load that stopped (error, Ctrl-C, kill, crash) where its
     /// committed chunks end.
     #[command(long_about = RESUME_ABOUT)]
@@ -342,6 +347,52 @@ pub struct ResumeArgs {
     pub quiet: bool,
 }
 
+const SNIFF_ABOUT: &str = "Say what a delimited file is, from a sample of it, with the evidence: \
+its encoding (UTF8, or a single-byte guess), delimiter, quote, escape and line ending, whether its \
+first line is a header, its NULL marker, and a PostgreSQL type for each column (boolean, integer, \
+bigint, numeric, double precision, date, timestamp, timestamptz, time, uuid, jsonb, text), with the \
+values it rests on. It ends with the CREATE TABLE and the `pgpour load` command that would load the \
+file. A type is chosen only when every sampled value reads as it under any server setting; leading \
+zeros keep a column text. Files up to 8 MiB are read whole; bigger ones at their start, middle and \
+end; compressed ones at their start. Format options given are taken as they are.\n\nExamples:\n  \
+pgpour sniff data.csv\n  pgpour sniff export.tsv.gz --json\n  pgpour sniff data.csv --table \
+sales --types zip=text";
+
+#[derive(Debug, Args)]
+pub struct SniffArgs {
+    /// Files to sniff; '-' is stdin.
+    #[arg(required = true, value_name = "FILE")]
+    pub inputs: Vec<String>,
+
+    /// The table the CREATE TABLE and load command name. Default: from the
+    /// file's name.
+    #[arg(long, short = 't', value_name = "TABLE")]
+    pub table: Option<String>,
+
+    #[command(flatten)]
+    pub types: TypeArgs,
+
+    #[command(flatten)]
+    pub format: FormatArgs,
+
+    /// Print what was found as one JSON object per file.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Column types over what the sniff finds.
+#[derive(Debug, Args, Default)]
+pub struct TypeArgs {
+    /// Types for single columns, as column=type,... (the column as its
+    /// header names it, or as pgpour names it).
+    #[arg(long, value_name = "COL=TYPE,...")]
+    pub types: Option<String>,
+
+    /// One type for every other column (text: load any file as it is).
+    #[arg(long, value_name = "TYPE")]
+    pub create_types: Option<String>,
+}
+
 #[derive(Debug, Args)]
 pub struct StatusArgs {
     /// Show only this load, with the options that a new run of its id must
@@ -423,6 +474,20 @@ pub struct LoadArgs {
     /// Target table, as in SQL: votes, public.votes, '"MixedCase"'.
     #[arg(long, short = 't', value_name = "TABLE")]
     pub table: String,
+
+    /// Create the table first, from what `pgpour sniff` finds in the first
+    /// file: column names from its header, types from its values. The
+    /// format options given win; the others come from the sniff. A table
+    /// that exists stops the load, unless --if-not-exists.
+    #[arg(long)]
+    pub create: bool,
+
+    /// With --create: load into the table if it exists already.
+    #[arg(long, requires = "create")]
+    pub if_not_exists: bool,
+
+    #[command(flatten)]
+    pub types: TypeArgs,
 
     /// Table columns that the file's fields go to, in file order
     /// (e.g. username,link,score). Other columns get their defaults.

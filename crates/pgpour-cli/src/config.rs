@@ -36,7 +36,19 @@ impl LoadConfig {
             check_load_id("--load-id", id)?;
         }
         let inputs = expand_inputs(&args.inputs)?;
-        let mut format = format_options(&args.format, &inputs)?;
+        let (mut format, create_table) = match args.create {
+            true => {
+                let table = TableName::parse(&args.table)?.quoted();
+                let (format, create, _) =
+                    crate::sniff::for_create(&args.format, &args.types, &inputs, &table)?;
+                let create = match args.if_not_exists {
+                    true => (create.1.clone(), create.1),
+                    false => create,
+                };
+                (format, Some(create))
+            }
+            false => (format_options(&args.format, &inputs)?, None),
+        };
         let columns = match args.columns_from_header {
             true => Some(columns_from_header(&inputs, &mut format, args.skip_lines)?),
             false => args.columns.as_deref().map(parse_column_list).transpose()?,
@@ -49,6 +61,7 @@ impl LoadConfig {
             load: {
                 let mut load = LoadOptions::new(inputs, TableName::parse(&args.table)?, format);
                 load.columns = columns;
+                load.create_table = create_table;
                 load.workers = args.workers;
                 load.truncate = args.truncate;
                 load.chunk_size = args.chunk_size;

@@ -12,6 +12,7 @@ mod messages;
 mod next_step;
 mod password_prompt;
 mod progress_bar;
+mod sniff;
 mod stdout;
 
 use std::io::{BufWriter, Write};
@@ -39,6 +40,7 @@ fn main() -> ExitCode {
         Command::Gen(args) => run_gen(args).map(|()| ExitCode::SUCCESS),
         Command::Resume(args) => journal::resume(args).and_then(run_load),
         Command::Status(args) => journal::status(args).map(|()| ExitCode::SUCCESS),
+        Command::Sniff(args) => sniff::run(args).map(|()| ExitCode::SUCCESS),
         Command::Forget(args) => journal::forget(args),
         Command::Demo(args) => demo::run(args).map(|()| ExitCode::SUCCESS),
         Command::Bench(args) => bench::run(*args),
@@ -69,6 +71,14 @@ pub(crate) fn install_interrupt_handler(what_happens: &'static str) -> Arc<Atomi
 }
 
 fn run_load(mut config: LoadConfig) -> Result<ExitCode> {
+    if let (true, Some((create, _))) = (config.explain, &config.load.create_table) {
+        // The plan reads the table, which --explain must not make.
+        stdout::line(format!(
+            "pgpour: would create the table, then load it:\n  {create};\n\
+             (the rest of the plan needs the table: `pgpour sniff` says what was found)"
+        ))?;
+        return Ok(ExitCode::SUCCESS);
+    }
     if config.explain {
         let plan = pgpour::explain(&config.connect, &config.load)?;
         if config.json {

@@ -59,6 +59,7 @@ mod row_hint;
 mod run_lock;
 mod sequences;
 mod sessions;
+mod sniff;
 mod sql;
 mod sqlstate;
 mod table_facts;
@@ -91,6 +92,7 @@ pub use reject::RejectSink;
 pub use report::{LoadSummary, PhaseTime};
 pub use resume::{resume, resume_options, ResumeChanges};
 pub use sequences::SequencePlan;
+pub use sniff::{sniff, sql_name, Dialect, Hints, Sniffed, SniffedColumn, SniffedType};
 pub use sql::{parse_column_list, quote_ident, TableName};
 pub use workers_from::WorkersFrom;
 

@@ -71,6 +71,11 @@ pub struct LoadOptions {
     /// How chunks go to the server: as read, or in binary (see `binary`).
     #[serde(default)]
     pub wire_format: crate::binary::WireFormat,
+    /// Create the table first (`--create`): its `CREATE TABLE`, without and
+    /// with `IF NOT EXISTS` (a later pass of the same load, after a server
+    /// restart, finds it made). Not journaled: a resume finds the table.
+    #[serde(skip)]
+    pub create_table: Option<(String, String)>,
     /// Where rows for a hash-distributed Citus table go.
     #[serde(default)]
     pub citus_route: crate::citus::CitusRoute,
@@ -167,6 +172,7 @@ impl LoadOptions {
             keep_sequences: false,
             wire_format: crate::binary::WireFormat::Auto,
             citus_route: crate::citus::CitusRoute::Auto,
+            create_table: None,
             on_conflict: crate::conflict::OnConflict::Error,
             conflict_key: None,
         }

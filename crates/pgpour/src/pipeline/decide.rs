@@ -137,10 +137,25 @@ pub(super) fn decide(
     if let Some(total) = total {
         progress.input_bytes_total.store(total, Ordering::Relaxed);
     }
+    let first_pass = opened.is_some();
     let mut client = match opened {
         Some(opened) => opened?,
         None => first_session(connect, options)?,
     };
+    if let Some((create, if_not_exists)) = &options.create_table {
+        let sql = if first_pass { create } else { if_not_exists };
+        client.batch_execute(sql).map_err(|e| match e.code() {
+            Some(&postgres::error::SqlState::DUPLICATE_TABLE) => Error::Target(format!(
+                "--create: table {} already exists: load into it without --create, or add \
+                 --if-not-exists",
+                options.table
+            )),
+            _ => Error::Db {
+                context: format!("creating table {} (--create)", options.table),
+                source: e,
+            },
+        })?;
+    }
     // The COPY is tried on no data, in a transaction rolled back: the
     // server checks privileges and every format option before any data
     // moves. On a loading session opened ahead when there is one, while

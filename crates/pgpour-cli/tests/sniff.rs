@@ -1,0 +1,486 @@
+//! `pgpour sniff` and `pgpour load --create`: files from elsewhere
+//! (`corpus/`) sniffed as written down by hand, loads into the sniffed
+//! table equal to PostgreSQL's COPY into the same table, adversarial files,
+//! and a `--create` load killed and resumed.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use common::{pgpour, text};
+use pgpour_testkit::{shared_cluster, TestDb};
+
+fn corpus(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/corpus")
+        .join(name)
+}
+
+/// `pgpour sniff FILE --json` (and `extra`), parsed.
+fn sniffed(file: &Path, extra: &[&str]) -> serde_json::Value {
+    let out = pgpour(
+        &[&["sniff", file.to_str().unwrap(), "--json"], extra].concat(),
+        None,
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+/// The types sniffed, in order.
+fn types(sniffed: &serde_json::Value) -> Vec<String> {
+    sniffed["sniffed"]["columns"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["type"].as_str().unwrap().to_string())
+        .collect()
+}
+
+/// What a table holds, order aside.
+fn digest(db: &TestDb, table: &str) -> (i64, String) {
+    let row = db
+        .client()
+        .query_one(
+            &format!(
+                "SELECT count(*), coalesce(md5(string_agg(t::text, '|' ORDER BY t::text)), '') \
+                 FROM {table} t"
+            ),
+            &[],
+        )
+        .unwrap();
+    (row.get(0), row.get(1))
+}
+
+/// The sniffed table made as `reference` and filled by the server's COPY
+/// with the sniffed options: the server's outcome (its error if it
+/// refuses the file).
+fn copied(
+    db: &TestDb,
+    file: &Path,
+    sniff: &serde_json::Value,
+    reference: &str,
+) -> Result<(i64, String), String> {
+    let s = &sniff["sniffed"];
+    let create = sniff["create_table"].as_str().unwrap();
+    let table = create.split_whitespace().nth(2).unwrap();
+    let mut client = db.client();
+    client
+        .batch_execute(&format!(
+            "DROP TABLE IF EXISTS {reference}; {}",
+            create.replacen(table, reference, 1)
+        ))
+        .unwrap();
+    let dialect = &s["dialect"];
+    let literal = |v: &str| format!("'{}'", v.replace('\'', "''"));
+    let byte = |v: &serde_json::Value| literal(&char::from(v.as_u64().unwrap() as u8).to_string());
+    let csv = dialect["format"] == "csv";
+    let mut options = vec![
+        format!("FORMAT {}", if csv { "csv" } else { "text" }),
+        format!("DELIMITER {}", byte(&dialect["delimiter"])),
+        format!("NULL {}", literal(s["null"].as_str().unwrap())),
+        format!("HEADER {}", s["header"].as_bool().unwrap()),
+    ];
+    if csv {
+        options.push(format!("QUOTE {}", byte(&dialect["quote"])));
+        options.push(format!("ESCAPE {}", byte(&dialect["escape"])));
+    }
+    let mut writer = client
+        .copy_in(&format!(
+            "COPY {reference} FROM STDIN WITH ({})",
+            options.join(", ")
+        ))
+        .unwrap();
+    std::io::Write::write_all(&mut writer, &std::fs::read(file).unwrap()).unwrap();
+    match writer.finish() {
+        Ok(_) => Ok(digest(db, reference)),
+        Err(e) => Err(e.to_string()),
+    }
+}
+
+/// Each corpus file: delimiter, CRLF, header, and the types, as a person
+/// reading the file would write them.
+const EXPECTED: &[(&str, char, bool, bool, &[&str])] = &[
+    (
+        "comma_in_quotes.csv",
+        ',',
+        false,
+        true,
+        &["text", "text", "text", "text", "text"],
+    ),
+    ("empty.csv", ',', false, true, &["integer", "text", "text"]),
+    (
+        "empty_crlf.csv",
+        ',',
+        true,
+        true,
+        &["integer", "text", "text"],
+    ),
+    ("escaped_quotes.csv", ',', false, true, &["integer", "text"]),
+    ("json.csv", ',', false, true, &["integer", "jsonb"]),
+    (
+        "newlines.csv",
+        ',',
+        false,
+        true,
+        &["text", "integer", "integer"],
+    ),
+    (
+        "newlines_crlf.csv",
+        ',',
+        true,
+        true,
+        &["text", "integer", "integer"],
+    ),
+    (
+        "quotes_and_newlines.csv",
+        ',',
+        false,
+        true,
+        &["integer", "text"],
+    ),
+    (
+        "simple.csv",
+        ',',
+        false,
+        true,
+        &["integer", "integer", "integer"],
+    ),
+    (
+        "simple_crlf.csv",
+        ',',
+        true,
+        true,
+        &["integer", "integer", "integer"],
+    ),
+    (
+        "utf8.csv",
+        ',',
+        false,
+        true,
+        &["integer", "integer", "text"],
+    ),
+    (
+        "iowa-electricity.csv",
+        ',',
+        false,
+        true,
+        &["date", "text", "integer"],
+    ),
+    (
+        "la-riots.csv",
+        ',',
+        false,
+        true,
+        &[
+            "text", "text", "integer", "text", "text", "date", "text", "text", "text", "numeric",
+            "numeric",
+        ],
+    ),
+    (
+        "seattle-weather.csv",
+        ',',
+        false,
+        true,
+        &["date", "numeric", "numeric", "numeric", "numeric", "text"],
+    ),
+    // "Jan 1 2000" reads differently under other DateStyles: text.
+    ("stocks.csv", ',', false, true, &["text", "text", "numeric"]),
+];
+
+#[test]
+fn files_from_elsewhere_are_sniffed_as_written_by_hand() {
+    for &(file, delimiter, crlf, header, want) in EXPECTED {
+        let got = sniffed(&corpus(file), &[]);
+        let s = &got["sniffed"];
+        assert_eq!(s["dialect"]["delimiter"], delimiter as u32, "{file}");
+        assert_eq!(s["dialect"]["line_ending"] == "\r\n", crlf, "{file}");
+        assert_eq!(s["header"], header, "{file}: {}", s["header_evidence"]);
+        assert_eq!(types(&got), want, "{file}");
+    }
+}
+
+/// `pgpour load --create` makes the sniffed table and fills it exactly as
+/// the server's COPY fills the same table from the same file; where COPY
+/// refuses the file, the load fails too.
+#[test]
+fn create_loads_what_copy_loads_into_the_sniffed_table() {
+    let db = shared_cluster().create_database("sniff");
+    let conninfo = db.conninfo();
+    let files: Vec<&str> = EXPECTED
+        .iter()
+        .map(|e| e.0)
+        .chain(["us-employment.csv", "location_coordinates.csv"])
+        .collect();
+    for (i, file) in files.into_iter().enumerate() {
+        let path = corpus(file);
+        let sniff = sniffed(&path, &[]);
+        let want = copied(&db, &path, &sniff, &format!("copied_{i}"));
+        let table = format!("created_{i}");
+        let out = pgpour(
+            &[
+                "load",
+                path.to_str().unwrap(),
+                "-t",
+                &table,
+                "--create",
+                "-d",
+                &conninfo,
+                "-q",
+            ],
+            None,
+        );
+        match want {
+            Ok(want) => {
+                assert!(out.status.success(), "{file}: {}", text(&out.stderr));
+                assert_eq!(digest(&db, &table), want, "{file}");
+            }
+            Err(copy_error) => assert!(
+                !out.status.success(),
+                "{file}: COPY refused it ({copy_error}), pgpour loaded it"
+            ),
+        }
+        // A second --create finds the table.
+        let again = pgpour(
+            &[
+                "load",
+                path.to_str().unwrap(),
+                "-t",
+                &table,
+                "--create",
+                "-d",
+                &conninfo,
+                "-q",
+            ],
+            None,
+        );
+        if out.status.success() {
+            assert!(!again.status.success());
+            assert!(
+                text(&again.stderr).contains("--if-not-exists"),
+                "{}",
+                text(&again.stderr)
+            );
+        }
+    }
+}
+
+/// Writes `body` to a file of `dir` named `name`.
+fn file(dir: &tempfile::TempDir, name: &str, body: &[u8]) -> PathBuf {
+    let path = dir.path().join(name);
+    std::fs::write(&path, body).unwrap();
+    path
+}
+
+#[test]
+fn adversarial_files_are_sniffed_safely() {
+    let dir = tempfile::tempdir().unwrap();
+    let check = |name: &str, body: &[u8], want: &[&str], header: bool| {
+        let got = sniffed(&file(&dir, name, body), &[]);
+        assert_eq!(types(&got), want, "{name}");
+        assert_eq!(
+            got["sniffed"]["header"], header,
+            "{name}: {}",
+            got["sniffed"]["header_evidence"]
+        );
+        got
+    };
+    check("one_column.csv", b"id\n1\n2\n3\n", &["integer"], true);
+    check(
+        "all_empty.csv",
+        b"a,b\n1,\n2,\n",
+        &["integer", "text"],
+        true,
+    );
+    let ragged = check(
+        "ragged.csv",
+        b"a,b,c\n1,2,3\n4,5\n6,7,8\n",
+        &["integer", "integer", "integer"],
+        true,
+    );
+    assert_eq!(ragged["sniffed"]["ragged_records"], 1);
+    // A header of numbers looks like data: no header found (--header says so).
+    check(
+        "numeric_header.csv",
+        b"1,2\n3,4\n",
+        &["integer", "integer"],
+        false,
+    );
+    // Data that looks like a header: words only, one repeated.
+    check(
+        "wordy.csv",
+        b"red,big\nblue,small\nred,tiny\n",
+        &["text", "text"],
+        false,
+    );
+    let bom = check(
+        "bom.csv",
+        b"\xef\xbb\xbfname,n\nx,1\n",
+        &["text", "integer"],
+        true,
+    );
+    assert_eq!(bom["sniffed"]["byte_order_mark"], true);
+    assert_eq!(bom["sniffed"]["columns"][0]["name"], "name");
+    let semi = check(
+        "semicolon.csv",
+        b"item;price\napple;1,50\npear;2,25\n",
+        &["text", "text"],
+        true,
+    );
+    assert_eq!(semi["sniffed"]["dialect"]["delimiter"], u32::from(b';'));
+    check(
+        "quoted_numbers.csv",
+        b"a,b\n\"1\",\"x\"\n\"2\",\"y\"\n",
+        &["integer", "text"],
+        true,
+    );
+    check(
+        "floats.csv",
+        b"v\n1e5\nNaN\n-inf\n2.5\n",
+        &["double precision"],
+        true,
+    );
+    check("exact.csv", b"v\n1e5\n2.5\n", &["numeric"], true);
+    check(
+        "bools.csv",
+        b"a,b,c\nt,yes,0\nf,no,1\n",
+        &["boolean", "boolean", "integer"],
+        true,
+    );
+    check(
+        "zones.csv",
+        b"a,b,c\n2024-01-02 03:04:05+02,2024-01-02 03:04:05,2024-01-02 03:04:05+02\n\
+          2024-01-03T00:00Z,2024-01-03 00:00,2024-01-03 00:00\n",
+        &["timestamptz", "timestamp", "text"],
+        true,
+    );
+    check(
+        "overflow.csv",
+        b"a,b\n9223372036854775807,9223372036854775808\n1,2\n",
+        &["bigint", "numeric"],
+        true,
+    );
+    check(
+        "zip.csv",
+        b"zip,n\n08123,1\n10001,2\n",
+        &["text", "integer"],
+        true,
+    );
+    let na = check(
+        "na.csv",
+        b"a,b\n1,x\nNA,y\n3,NA\n",
+        &["integer", "text"],
+        true,
+    );
+    assert_eq!(na["sniffed"]["null"], "NA");
+    let tsv = check(
+        "dump.tsv",
+        b"1\t\\N\tx\\ty\n2\tb\t\\N\n",
+        &["integer", "text", "text"],
+        false,
+    );
+    assert_eq!(tsv["sniffed"]["dialect"]["format"], "text");
+    let wide: String = (0..100_000)
+        .map(|i| i.to_string())
+        .collect::<Vec<_>>()
+        .join(",")
+        + "\n";
+    let got = sniffed(&file(&dir, "wide.csv", wide.as_bytes()), &[]);
+    assert_eq!(got["sniffed"]["columns"].as_array().unwrap().len(), 100_000);
+    let latin1 = sniffed(&file(&dir, "latin1.csv", b"name\ncaf\xe9\n"), &[]);
+    assert_eq!(latin1["sniffed"]["encoding"], "LATIN1");
+    // Overrides.
+    let typed = sniffed(
+        &file(&dir, "override.csv", b"zip,n\n10001,1\n"),
+        &["--types", "zip=text", "--create-types", "text"],
+    );
+    assert_eq!(types(&typed), ["text", "text"]);
+    // Random bytes never panic.
+    let noise: Vec<u8> = (0..20_000u32)
+        .map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8)
+        .collect();
+    let out = pgpour(
+        &["sniff", file(&dir, "noise.bin", &noise).to_str().unwrap()],
+        None,
+    );
+    assert!(
+        !text(&out.stderr).contains("panicked"),
+        "{}",
+        text(&out.stderr)
+    );
+}
+
+/// A `--create` load killed mid-way leaves the table made; `resume`
+/// finishes the load: every row once.
+#[test]
+fn a_killed_create_load_is_finished_by_resume() {
+    let db = shared_cluster().create_database("sniff_kill");
+    let conninfo = db.conninfo();
+    let dir = tempfile::tempdir().unwrap();
+    let body: String = (0..300_000)
+        .map(|i| format!("{i},name {i},{}.5\n", i % 97))
+        .collect();
+    let path = file(
+        &dir,
+        "kill.csv",
+        format!("id,name,score\n{body}").as_bytes(),
+    );
+    let mut child = Command::new(env!("CARGO_BIN_EXE_pgpour"))
+        .args(["load", path.to_str().unwrap(), "-t", "killed", "--create"])
+        .args([
+            "-d",
+            &conninfo,
+            "-q",
+            "--load-id",
+            "create-kill",
+            "--chunk-size",
+            "64KiB",
+        ])
+        .args(["--workers", "1"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut client = db.client();
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        let rows = client
+            .query_one(
+                "SELECT count(*) FROM pgpour.chunks WHERE load_id = 'create-kill'",
+                &[],
+            )
+            .map(|r| r.get::<_, i64>(0))
+            .unwrap_or(0);
+        if rows > 0 {
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "no chunk committed");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let _ = child.kill(); // SIGKILL
+    child.wait().unwrap();
+    let out = pgpour(&["resume", "create-kill", "-d", &conninfo, "-q"], None);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let row = client
+        .query_one(
+            "SELECT count(*), count(DISTINCT id), sum(score) FROM killed",
+            &[],
+        )
+        .unwrap();
+    assert_eq!(
+        (row.get::<_, i64>(0), row.get::<_, i64>(1)),
+        (300_000, 300_000)
+    );
+    let kinds: Vec<String> = client
+        .query(
+            "SELECT format_type(atttypid, atttypmod) FROM pg_attribute \
+             WHERE attrelid = 'killed'::regclass AND attnum > 0 ORDER BY attnum",
+            &[],
+        )
+        .unwrap()
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    assert_eq!(kinds, ["integer", "text", "numeric"]);
+}

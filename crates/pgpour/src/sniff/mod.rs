@@ -1,0 +1,459 @@
+//! `pgpour sniff`: what a delimited file is, from a sample of it, with the
+//! evidence: its encoding, dialect, header, NULL marker and column types,
+//! and the `CREATE TABLE` and `pgpour load` that would load it.
+//!
+//! Small files are read whole; big ones are sampled at their start, middle
+//! and end; compressed ones and stdin at their start. The dialect comes
+//! from the start; types from every window. A type is chosen only when
+//! every sampled value reads as it under any server setting (`types`);
+//! a later value that does not is a bad row of the load, like any other.
+
+mod dialect;
+mod names;
+mod types;
+
+use std::io::Read;
+use std::sync::atomic::AtomicU64;
+
+use serde::Serialize;
+
+pub use dialect::Dialect;
+pub use names::sql_name;
+pub use types::SniffedType;
+
+use crate::error::{Error, Result};
+use crate::format::Format;
+use crate::input::InputSpec;
+use dialect::{Field, Record};
+use types::Narrowing;
+
+/// What the user said of the file; the rest is sniffed.
+#[derive(Clone, Debug, Default)]
+pub struct Hints {
+    pub format: Option<Format>,
+    pub delimiter: Option<u8>,
+    pub quote: Option<u8>,
+    pub escape: Option<u8>,
+    pub null: Option<String>,
+    pub header: Option<bool>,
+    /// Types for named columns (`--types col=type`), and for every other
+    /// (`--create-types text`).
+    pub types: Vec<(String, SniffedType)>,
+    pub all_types: Option<SniffedType>,
+}
+
+/// A column found.
+#[derive(Clone, Debug, Serialize)]
+pub struct SniffedColumn {
+    /// The identifier made from the header's word.
+    pub name: String,
+    /// The header's word itself.
+    pub header: Option<String>,
+    #[serde(rename = "type")]
+    pub kind: SniffedType,
+    /// Why: how many values it rests on, and a few of them.
+    pub values: u64,
+    pub nulls: u64,
+    pub sample: Vec<String>,
+    /// `--types` chose it.
+    pub given: bool,
+}
+
+/// What the sample says of the file.
+#[derive(Clone, Debug, Serialize)]
+pub struct Sniffed {
+    pub file: String,
+    /// `UTF8`, or a single-byte guess (`WIN1252`, `LATIN1`).
+    pub encoding: String,
+    pub encoding_evidence: String,
+    pub byte_order_mark: bool,
+    pub dialect: Dialect,
+    pub dialect_evidence: String,
+    pub header: bool,
+    pub header_evidence: String,
+    /// COPY's NULL string.
+    pub null: String,
+    pub null_evidence: String,
+    pub columns: Vec<SniffedColumn>,
+    /// Records whose field count is not the common one (left out of the
+    /// types).
+    pub ragged_records: u64,
+    pub records_sampled: u64,
+    pub bytes_sampled: u64,
+    /// Whether the whole file was read.
+    pub whole: bool,
+}
+
+/// Bytes read whole at most; beyond, three windows of `WINDOW` bytes.
+const WHOLE_UP_TO: u64 = 8 << 20;
+const WINDOW: u64 = 1 << 20;
+
+/// Sniffs `input`, taking what `hints` say as given.
+pub fn sniff(input: &InputSpec, hints: &Hints) -> Result<Sniffed> {
+    let (windows, whole) = sample(input)?;
+    let bytes_sampled = windows.iter().map(|w| w.len() as u64).sum();
+    let first = windows.first().map(Vec::as_slice).unwrap_or_default();
+    let byte_order_mark = first.starts_with(b"\xef\xbb\xbf");
+    let (encoding, encoding_evidence) = encoding(&windows);
+    let texts: Vec<String> = windows
+        .iter()
+        .enumerate()
+        .map(|(i, w)| {
+            let w = match i == 0 && byte_order_mark {
+                true => &w[3..],
+                false => &w[..],
+            };
+            decode(w, &encoding)
+        })
+        .collect();
+    let dialect = dialect::choose(&texts[0], hints, whole && texts.len() == 1);
+    let mut all: Vec<Record> = Vec::new();
+    for (i, text) in texts.iter().enumerate() {
+        let last_window = whole && i + 1 == texts.len();
+        let mut records =
+            dialect::records(text, &dialect, last_window || (whole && texts.len() == 1));
+        if i > 0 && !records.is_empty() {
+            // A window after the first starts mid-line.
+            records.remove(0);
+        }
+        all.extend(records);
+    }
+    let (share, fields) = dialect::consistency(&all);
+    if fields == 0 {
+        return Err(Error::Target(format!(
+            "{}: no records to sniff",
+            input.name()
+        )));
+    }
+    let dialect_evidence = format!(
+        "{:.0}% of {} records have {} fields with delimiter {}",
+        share * 100.0,
+        all.len(),
+        fields,
+        shown(dialect.delimiter)
+    );
+    // The first record may be a header: the marker is looked for below it.
+    let below_first = &all[all.len().min(1)..];
+    let null = hints
+        .null
+        .clone()
+        .unwrap_or_else(|| null_marker(below_first, fields, &dialect));
+    let is_null = |f: &Field| !f.quoted && f.text == null;
+    let typed = |records: &[Record]| {
+        let mut columns = vec![Narrowing::default(); fields];
+        let mut nulls = vec![0u64; fields];
+        let mut samples: Vec<Vec<String>> = vec![Vec::new(); fields];
+        for record in records.iter().filter(|r| r.len() == fields) {
+            for (i, field) in record.iter().enumerate() {
+                if is_null(field) {
+                    nulls[i] += 1;
+                    continue;
+                }
+                columns[i].add(&field.text);
+                if samples[i].len() < 3 && !samples[i].contains(&field.text) {
+                    samples[i].push(field.text.clone());
+                }
+            }
+        }
+        (columns, nulls, samples)
+    };
+    let (header, header_evidence) = match (hints.header, all.first()) {
+        (Some(given), _) => (given, "given".to_string()),
+        (None, None) => (false, "no records".to_string()),
+        (None, Some(first)) => looks_like_header(first, &typed(&all[1..]).0, &all[1..], fields),
+    };
+    let body = if header && !all.is_empty() {
+        &all[1..]
+    } else {
+        &all[..]
+    };
+    let (columns, nulls, samples) = typed(body);
+    let header_words: Option<Vec<String>> = header
+        .then(|| {
+            all.first()
+                .map(|r| r.iter().map(|f| f.text.clone()).collect())
+        })
+        .flatten();
+    let names = names::column_names(header_words.as_deref(), fields);
+    let columns = columns
+        .iter()
+        .enumerate()
+        .map(|(i, narrowing)| {
+            let given = hints
+                .types
+                .iter()
+                .find(|(name, _)| {
+                    *name == names[i] || header_words.as_ref().is_some_and(|h| h[i] == *name)
+                })
+                .map(|(_, t)| *t);
+            SniffedColumn {
+                name: names[i].clone(),
+                header: header_words.as_ref().map(|h| h[i].clone()),
+                kind: given
+                    .or(hints.all_types)
+                    .unwrap_or_else(|| widened(narrowing.chosen(), whole)),
+                values: narrowing.values,
+                nulls: nulls[i],
+                sample: samples[i].clone(),
+                given: given.is_some() || hints.all_types.is_some(),
+            }
+        })
+        .collect();
+    let null_evidence = match (&hints.null, null.as_str()) {
+        (Some(_), _) => "given".to_string(),
+        (None, "") => "unquoted empty values (COPY's default for csv)".to_string(),
+        (None, "\\N") => "COPY's default for the text format".to_string(),
+        (None, marker) => format!("{marker:?} stands where typed columns have no value"),
+    };
+    Ok(Sniffed {
+        file: input.name(),
+        encoding,
+        encoding_evidence,
+        byte_order_mark,
+        dialect,
+        dialect_evidence,
+        header,
+        header_evidence,
+        null,
+        null_evidence,
+        columns,
+        ragged_records: body.iter().filter(|r| r.len() != fields).count() as u64,
+        records_sampled: body.len() as u64,
+        bytes_sampled,
+        whole,
+    })
+}
+
+/// `integer` becomes `bigint` when the file was only sampled: a value
+/// beyond 32 bits in the part not read would be a bad row.
+fn widened(kind: SniffedType, whole: bool) -> SniffedType {
+    match (kind, whole) {
+        (SniffedType::Integer, false) => SniffedType::Bigint,
+        _ => kind,
+    }
+}
+
+/// The bytes sampled: one window for a file read whole, a compressed one
+/// or stdin; start, middle and end of a big plain file. Whether the first
+/// window is the whole input.
+fn sample(input: &InputSpec) -> Result<(Vec<Vec<u8>>, bool)> {
+    let counted = AtomicU64::new(0);
+    let plain = input.compression()? == crate::input::Compression::None;
+    let size = input.size().filter(|_| plain);
+    let read = |offset: u64, len: u64| -> Result<Vec<u8>> {
+        let mut out = Vec::new();
+        input
+            .open_at(offset, &counted)?
+            .take(len)
+            .read_to_end(&mut out)
+            .map_err(|e| input.error(e))?;
+        Ok(out)
+    };
+    match size {
+        Some(size) if size > WHOLE_UP_TO => {
+            let windows = [0, size / 2, size - WINDOW]
+                .iter()
+                .map(|&at| read(at, WINDOW))
+                .collect::<Result<Vec<_>>>()?;
+            Ok((windows, false))
+        }
+        _ => {
+            let head = read(0, WHOLE_UP_TO + 1)?;
+            let whole = head.len() as u64 <= WHOLE_UP_TO;
+            Ok((vec![head], whole))
+        }
+    }
+}
+
+/// UTF-8 when every window is (a character cut at a window's end aside);
+/// else WIN1252 when bytes 0x80-0x9F appear (printable there only), else
+/// LATIN1.
+fn encoding(windows: &[Vec<u8>]) -> (String, String) {
+    let invalid = windows.iter().find_map(|w| match std::str::from_utf8(w) {
+        Err(e) if e.error_len().is_some() => Some(e.valid_up_to()),
+        _ => None,
+    });
+    let Some(at) = invalid else {
+        let ascii = windows.iter().all(|w| w.is_ascii());
+        let evidence = match ascii {
+            true => "only ASCII bytes",
+            false => "every non-ASCII byte is part of a valid UTF-8 character",
+        };
+        return ("UTF8".into(), evidence.into());
+    };
+    let c1 = windows.iter().flatten().any(|b| (0x80..=0x9f).contains(b));
+    let name = if c1 { "WIN1252" } else { "LATIN1" };
+    (
+        name.into(),
+        format!(
+            "not UTF-8 (an invalid byte at {at}); {}",
+            match c1 {
+                true => "bytes 0x80-0x9F, printable only in WIN1252",
+                false => "a single-byte encoding: LATIN1 is a guess",
+            }
+        ),
+    )
+}
+
+/// The sample as text: UTF-8 (a character cut by the window's end
+/// replaced), or each byte as its LATIN1/WIN1252 character (close enough
+/// to split fields and see digits).
+fn decode(bytes: &[u8], encoding: &str) -> String {
+    match encoding {
+        "UTF8" => String::from_utf8_lossy(bytes).into_owned(),
+        _ => bytes.iter().map(|&b| char::from(b)).collect(),
+    }
+}
+
+/// A byte as `--delimiter` takes it.
+fn shown(b: u8) -> String {
+    match b {
+        b'\t' => "tab".into(),
+        _ => format!("'{}'", char::from(b)),
+    }
+}
+
+/// COPY's NULL string: among the usual markers, the one that stands most
+/// often in columns whose other values are all typed; else the format's
+/// default.
+fn null_marker(records: &[Record], fields: usize, dialect: &Dialect) -> String {
+    let default = match dialect.format {
+        Format::Csv => "",
+        Format::Text => "\\N",
+    };
+    if dialect.format == Format::Text {
+        return default.into();
+    }
+    let candidates = ["NA", "N/A", "NULL", "null", "None", "\\N", "-"];
+    let mut best = (0u64, default);
+    for candidate in candidates {
+        let mut hits = 0u64;
+        for column in 0..fields {
+            let mut narrowing = Narrowing::default();
+            let mut seen = 0u64;
+            for record in records.iter().filter(|r| r.len() == fields) {
+                let field = &record[column];
+                match (field.quoted, field.text.as_str()) {
+                    (false, t) if t == candidate => seen += 1,
+                    (false, "") => {}
+                    _ => narrowing.add(&field.text),
+                }
+            }
+            if seen > 0 && narrowing.chosen() != SniffedType::Text {
+                hits += seen;
+            }
+        }
+        if hits > best.0 {
+            best = (hits, candidate);
+        }
+    }
+    best.1.to_string()
+}
+
+/// A first record is a header when a typed column's first value does not
+/// read as its type; for columns all text, when its values are all there,
+/// all different, and none of them comes again below.
+fn looks_like_header(
+    first: &Record,
+    columns: &[Narrowing],
+    rest: &[Record],
+    fields: usize,
+) -> (bool, String) {
+    if first.len() != fields {
+        return (
+            false,
+            "the first record's field count is not the common one".into(),
+        );
+    }
+    for (i, (field, column)) in first.iter().zip(columns).enumerate() {
+        if column.chosen() != SniffedType::Text && !column.would_fit(&field.text) {
+            return (
+                true,
+                format!(
+                    "{:?} above {} values of column {}",
+                    field.text,
+                    column.chosen().sql(),
+                    i + 1
+                ),
+            );
+        }
+    }
+    if columns.iter().any(|c| c.chosen() != SniffedType::Text) {
+        return (
+            false,
+            "the first record's values read as their columns' types".into(),
+        );
+    }
+    let words: Vec<&str> = first.iter().map(|f| f.text.as_str()).collect();
+    let all_there = words.iter().all(|w| !w.trim().is_empty());
+    let distinct = words.iter().collect::<std::collections::HashSet<_>>().len() == words.len();
+    let repeated = rest
+        .iter()
+        .filter(|r| r.len() == fields)
+        .any(|r| r.iter().zip(&words).any(|(f, w)| f.text == *w));
+    match all_there && distinct && !repeated && !rest.is_empty() {
+        true => (true, "every column is text; the first record's values are all there, all different, and none comes again".into()),
+        false => (false, "every column is text, and the first record looks like the others".into()),
+    }
+}
+
+impl Sniffed {
+    /// `CREATE TABLE table (...)`, `table` as SQL writes it.
+    pub fn create_table_sql(&self, table: &str, if_not_exists: bool) -> String {
+        let columns: Vec<String> = self
+            .columns
+            .iter()
+            .map(|c| format!("{} {}", sql_name(&c.name), c.kind.sql()))
+            .collect();
+        format!(
+            "CREATE TABLE {}{table} ({})",
+            if if_not_exists { "IF NOT EXISTS " } else { "" },
+            columns.join(", ")
+        )
+    }
+
+    /// The `pgpour load` options that say what was sniffed.
+    pub fn load_options(&self) -> Vec<String> {
+        let d = &self.dialect;
+        let mut options = Vec::new();
+        if d.format == Format::Text {
+            options.push("--format text".to_string());
+        }
+        let default_delimiter = match d.format {
+            Format::Csv => b',',
+            Format::Text => b'\t',
+        };
+        if d.delimiter != default_delimiter {
+            options.push(format!("--delimiter {}", shell_char(d.delimiter)));
+        }
+        if d.format == Format::Csv && d.escape != d.quote {
+            options.push(format!("--escape {}", shell_char(d.escape)));
+        }
+        let default_null = match d.format {
+            Format::Csv => "",
+            Format::Text => "\\N",
+        };
+        if self.null != default_null {
+            options.push(format!("--null {}", shell_word(&self.null)));
+        }
+        if self.header {
+            options.push("--header".into());
+        }
+        if self.encoding != "UTF8" {
+            options.push(format!("--encoding {}", self.encoding));
+        }
+        options
+    }
+}
+
+fn shell_char(b: u8) -> String {
+    match b {
+        b'\t' => "$'\\t'".into(),
+        _ => shell_word(&char::from(b).to_string()),
+    }
+}
+
+/// `word` quoted for a POSIX shell.
+fn shell_word(word: &str) -> String {
+    format!("'{}'", word.replace('\'', "'\\''"))
+}

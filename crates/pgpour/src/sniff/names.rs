@@ -1,0 +1,181 @@
+//! Column names people can type, made from a header's words: lower case,
+//! runs of anything but letters and digits made one underscore, unique, and
+//! quoted only where SQL needs it (a keyword, a leading digit).
+
+/// Keywords PostgreSQL reserves (as column names they need quotes).
+const RESERVED: &[&str] = &[
+    "all",
+    "analyse",
+    "analyze",
+    "and",
+    "any",
+    "array",
+    "as",
+    "asc",
+    "asymmetric",
+    "both",
+    "case",
+    "cast",
+    "check",
+    "collate",
+    "column",
+    "constraint",
+    "create",
+    "current_catalog",
+    "current_date",
+    "current_role",
+    "current_time",
+    "current_timestamp",
+    "current_user",
+    "default",
+    "deferrable",
+    "desc",
+    "distinct",
+    "do",
+    "else",
+    "end",
+    "except",
+    "false",
+    "fetch",
+    "for",
+    "foreign",
+    "from",
+    "grant",
+    "group",
+    "having",
+    "in",
+    "initially",
+    "intersect",
+    "into",
+    "lateral",
+    "leading",
+    "limit",
+    "localtime",
+    "localtimestamp",
+    "not",
+    "null",
+    "offset",
+    "on",
+    "only",
+    "or",
+    "order",
+    "placing",
+    "primary",
+    "references",
+    "returning",
+    "select",
+    "session_user",
+    "some",
+    "symmetric",
+    "system_user",
+    "table",
+    "then",
+    "to",
+    "trailing",
+    "true",
+    "union",
+    "unique",
+    "user",
+    "using",
+    "variadic",
+    "when",
+    "where",
+    "window",
+    "with",
+];
+
+/// The column names for `header` (`None`: no header, `column_1`...), as
+/// identifiers, unique.
+pub(crate) fn column_names(header: Option<&[String]>, columns: usize) -> Vec<String> {
+    let mut names: Vec<String> = Vec::with_capacity(columns);
+    let mut taken = std::collections::HashSet::new();
+    for i in 0..columns {
+        let word = header.and_then(|h| h.get(i)).map(|w| simplified(w));
+        let base = match word {
+            Some(w) if !w.is_empty() => w,
+            _ => format!("column_{}", i + 1),
+        };
+        let mut name = base.clone();
+        let mut n = 2;
+        while taken.contains(&name) {
+            name = format!("{base}_{n}");
+            n += 1;
+        }
+        taken.insert(name.clone());
+        names.push(name);
+    }
+    names
+}
+
+/// Lower case; every run of other characters than letters and digits one
+/// underscore; none at the ends; at most 63 bytes (PostgreSQL's limit).
+fn simplified(word: &str) -> String {
+    let mut out = String::new();
+    for c in word.trim_start_matches('\u{feff}').chars() {
+        if c.is_alphanumeric() {
+            out.extend(c.to_lowercase());
+        } else if !out.ends_with('_') {
+            out.push('_');
+        }
+    }
+    let mut out = out.trim_matches('_').to_string();
+    while out.len() > 63 {
+        out.pop();
+    }
+    out
+}
+
+/// `name` as SQL writes it: bare when it can be, else in double quotes.
+pub fn sql_name(name: &str) -> String {
+    let bare = name
+        .chars()
+        .next()
+        .is_some_and(|c| c == '_' || (c.is_alphabetic() && !c.is_uppercase()))
+        && name
+            .chars()
+            .all(|c| c == '_' || c.is_ascii_digit() || (c.is_alphanumeric() && !c.is_uppercase()))
+        && !RESERVED.contains(&name);
+    match bare {
+        true => name.to_string(),
+        false => crate::sql::quote_ident(name),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn header_words_become_names_people_can_type() {
+        let header: Vec<String> = [
+            "First Name",
+            "ID",
+            "first name",
+            "",
+            "2024 total",
+            "Order",
+            "Ünïcode €",
+        ]
+        .map(String::from)
+        .to_vec();
+        let names = column_names(Some(&header), 8);
+        assert_eq!(
+            names,
+            [
+                "first_name",
+                "id",
+                "first_name_2",
+                "column_4",
+                "2024_total",
+                "order",
+                "ünïcode",
+                "column_8"
+            ]
+        );
+        let sql: Vec<String> = names.iter().map(|n| sql_name(n)).collect();
+        assert_eq!(sql[4], "\"2024_total\"");
+        assert_eq!(sql[5], "\"order\"");
+        assert_eq!(sql[6], "ünïcode");
+        assert_eq!(column_names(None, 2), ["column_1", "column_2"]);
+    }
+}
