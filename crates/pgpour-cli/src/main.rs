@@ -40,7 +40,9 @@ fn main() -> ExitCode {
         Command::Gen(args) => run_gen(args).map(|()| ExitCode::SUCCESS),
         Command::Resume(args) => journal::resume(args).and_then(run_load),
         Command::Status(args) => journal::status(args).map(|()| ExitCode::SUCCESS),
-        Command::Sniff(args) => sniff::run(args).map(|()| ExitCode::SUCCESS),
+        Command::Sniff(args) => config::expand_inputs(&args.inputs)
+            .and_then(|inputs| sniff::run(args, &inputs))
+            .map(|()| ExitCode::SUCCESS),
         Command::Forget(args) => journal::forget(args),
         Command::Demo(args) => demo::run(args).map(|()| ExitCode::SUCCESS),
         Command::Bench(args) => bench::run(*args),

@@ -4,13 +4,12 @@ use anyhow::{bail, Context, Result};
 use pgpour::{Format, FormatOptions, Header, Hints, InputSpec, Sniffed, SniffedType};
 
 use crate::args::{FormatArg, FormatArgs, HeaderArg, SniffArgs, TypeArgs};
-use crate::config::expand_inputs;
 
-pub fn run(args: SniffArgs) -> Result<()> {
+/// `pgpour sniff` of `inputs` (the arguments' files, globs expanded).
+pub fn run(args: SniffArgs, inputs: &[InputSpec]) -> Result<()> {
     let hints = hints(&args.format, &args.types)?;
-    let inputs = expand_inputs(&args.inputs)?;
     let mut out = Vec::new();
-    for input in &inputs {
+    for input in inputs {
         let sniffed = pgpour::sniff(input, &hints)?;
         let table = match &args.table {
             Some(table) => table.clone(),
