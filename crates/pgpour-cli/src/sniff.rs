@@ -12,7 +12,7 @@ pub fn run(args: SniffArgs, inputs: &[InputSpec]) -> Result<()> {
     for input in inputs {
         let sniffed = pgpour::sniff(input, &hints)?;
         let table = match &args.table {
-            Some(table) => table.clone(),
+            Some(table) => sql_table(table)?,
             None => table_from_file(input),
         };
         match args.json {
@@ -104,6 +104,16 @@ pub fn for_create(
         sniffed.create_table_sql(table, true),
     );
     Ok((format, create, sniffed))
+}
+
+/// `--table` as SQL writes it: each part bare where it can be.
+fn sql_table(text: &str) -> Result<String> {
+    let table = pgpour::TableName::parse(text)?;
+    let name = pgpour::sql_name(&table.name);
+    Ok(match &table.schema {
+        Some(schema) => format!("{}.{name}", pgpour::sql_name(schema)),
+        None => name,
+    })
 }
 
 /// A table name from the file's: its stem, made an identifier.

@@ -396,6 +396,56 @@ fn adversarial_files_are_sniffed_safely() {
         &["--types", "zip=text", "--create-types", "text"],
     );
     assert_eq!(types(&typed), ["text", "text"]);
+    // Found by attacking the sniff: each once chose wrong or panicked.
+    check(
+        "first_row_nulls.csv",
+        b"1,,x\n2,5,y\n3,6,z\n",
+        &["integer", "integer", "text"],
+        false,
+    );
+    check(
+        "windows_path.csv",
+        b"p,n\n\"C:\\temp\\\",1\n\"D:\\x\",2\n",
+        &["text", "integer"],
+        true,
+    );
+    check(
+        "offsets.csv",
+        b"t\n2024-01-02 03:04+1:530\n",
+        &["text"],
+        true,
+    );
+    check(
+        "nul_json.csv",
+        b"j\n\"{\"\"a\"\":\"\"\\u0000\"\"}\"\n",
+        &["text"],
+        true,
+    );
+    check("huge_floats.csv", b"v\n1e400\nNaN\n", &["text"], true);
+    check("huge_numeric.csv", b"v\n1e1001\n", &["text"], true);
+    check(
+        "form_feed.tsv",
+        b"a\tb\nt\t\\N\n\\f\tx\\\ty\n",
+        &["text", "text"],
+        true,
+    );
+    let system = sniffed(&file(&dir, "left.csv", b"xmin,ymin,Order\n1,2,3\n"), &[]);
+    assert_eq!(system["sniffed"]["columns"][0]["name"], "xmin_");
+    let create = system["create_table"].as_str().unwrap();
+    assert!(
+        create
+            .starts_with("CREATE TABLE \"left\" (xmin_ integer, ymin integer, \"order\" integer)"),
+        "{create}"
+    );
+    let short = pgpour(
+        &[
+            "sniff",
+            file(&dir, "short.csv", b"a\n1,2\n3,4\n").to_str().unwrap(),
+            "--header",
+        ],
+        None,
+    );
+    assert!(short.status.success(), "{}", text(&short.stderr));
     // Random bytes never panic.
     let noise: Vec<u8> = (0..20_000u32)
         .map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8)

@@ -125,22 +125,49 @@ fn text_records(text: &str, dialect: &Dialect, whole: bool) -> Vec<Record> {
     lines
         .into_iter()
         .map(|line| {
-            line.split(delimiter)
-                .map(|raw| Field {
-                    // `\N` stays as written: it is the NULL string.
-                    text: match raw == "\\N" {
-                        true => raw.to_string(),
-                        false => unescape(raw),
+            split_unescaped(line, delimiter)
+                .into_iter()
+                .map(|raw| match raw == "\\N" {
+                    // The NULL marker, kept as written.
+                    true => Field {
+                        text: raw.to_string(),
+                        quoted: false,
                     },
-                    quoted: false,
+                    // NULL is the raw field, never an escaped one (`\\N`
+                    // is the text `\N`): a field with a backslash counts
+                    // as not NULL.
+                    false => Field {
+                        text: unescape(raw),
+                        quoted: raw.contains('\\'),
+                    },
                 })
                 .collect()
         })
         .collect()
 }
 
-/// The text format's backslash escapes undone (the common ones; an octal
-/// or hex escape stays as written, which keeps its column text).
+/// `line` split at each delimiter that no backslash escapes.
+fn split_unescaped(line: &str, delimiter: char) -> Vec<&str> {
+    let mut fields = Vec::new();
+    let mut start = 0;
+    let mut escaped = false;
+    for (at, c) in line.char_indices() {
+        match (escaped, c) {
+            (true, _) => escaped = false,
+            (false, '\\') => escaped = true,
+            (false, c) if c == delimiter => {
+                fields.push(&line[start..at]);
+                start = at + c.len_utf8();
+            }
+            _ => {}
+        }
+    }
+    fields.push(&line[start..]);
+    fields
+}
+
+/// The text format's backslash escapes undone as COPY undoes them (an
+/// octal or hex escape stays as written, which keeps its column text).
 fn unescape(raw: &str) -> String {
     let mut out = String::with_capacity(raw.len());
     let mut chars = raw.chars();
@@ -150,9 +177,12 @@ fn unescape(raw: &str) -> String {
             continue;
         }
         match chars.next() {
-            Some('t') => out.push('\t'),
+            Some('b') => out.push('\u{8}'),
+            Some('f') => out.push('\u{c}'),
             Some('n') => out.push('\n'),
             Some('r') => out.push('\r'),
+            Some('t') => out.push('\t'),
+            Some('v') => out.push('\u{b}'),
             Some(other) if !other.is_ascii_digit() && other != 'x' => out.push(other),
             Some(other) => {
                 out.push('\\');
@@ -181,7 +211,7 @@ pub(crate) fn consistency(records: &[Record]) -> (f64, usize) {
 }
 
 /// The delimiters tried, in the order preferred on a tie.
-pub(crate) const DELIMITERS: [u8; 5] = [b',', b'\t', b';', b'|', b':'];
+pub(crate) const DELIMITERS: [u8; 4] = [b',', b'\t', b';', b'|'];
 
 /// The dialect that splits `text` most consistently into more than one
 /// field, among the delimiters given or tried; `given` fixes what the user
@@ -198,16 +228,30 @@ pub(crate) fn choose(text: &str, given: &super::Hints, whole: bool) -> Dialect {
             .format
             .unwrap_or_else(|| guess_format(text, delimiter));
         let quote = given.quote.unwrap_or(b'"');
-        let escape = given.escape.unwrap_or_else(|| guess_escape(text, quote));
-        let dialect = Dialect {
-            format,
-            delimiter,
-            quote,
-            escape,
-            line_ending,
+        // The quote escapes itself unless a backslash splits the sample
+        // more consistently (and it is seen before quotes).
+        let escapes: Vec<u8> = match given.escape {
+            Some(e) => vec![e],
+            None if guess_escape(text, quote) == b'\\' => vec![quote, b'\\'],
+            None => vec![quote],
         };
-        let sample = records(text, &dialect, whole);
-        let (share, fields) = consistency(&sample);
+        let mut tried: Option<(f64, usize, Dialect)> = None;
+        for escape in escapes {
+            let dialect = Dialect {
+                format,
+                delimiter,
+                quote,
+                escape,
+                line_ending,
+            };
+            let (share, fields) = consistency(&records(text, &dialect, whole));
+            if tried.as_ref().is_none_or(|(s, _, _)| share > *s + 1e-9) {
+                tried = Some((share, fields, dialect));
+            }
+        }
+        let Some((share, fields, dialect)) = tried else {
+            continue;
+        };
         // One field splits nothing: any split beats it; then the share of
         // records with the common count; on a tie, the earlier delimiter.
         let score = f64::from(u8::from(fields > 1)) + share;
@@ -227,8 +271,9 @@ pub(crate) fn choose(text: &str, given: &super::Hints, whole: bool) -> Dialect {
 /// Text format for tab-separated data with `\N` or backslash escapes and no
 /// quotes, as `pg_dump` and COPY TO write it; csv otherwise.
 fn guess_format(text: &str, delimiter: u8) -> Format {
-    let escaped = text.contains("\\N") || text.contains("\\t") || text.contains("\\\\");
-    match delimiter == b'\t' && escaped && !text.contains('"') {
+    let null_marked = text.contains("\\N");
+    let escaped = text.contains("\\t") || text.contains("\\\\");
+    match delimiter == b'\t' && (null_marked || (escaped && !text.contains('"'))) {
         true => Format::Text,
         false => Format::Csv,
     }
@@ -272,7 +317,7 @@ mod tests {
         );
         let d = choose("one\ntwo\nthree\n", &hints(), true);
         assert_eq!(d.delimiter, b',');
-        let d = choose("a,b\n\"x \\\"q\\\"\",2\n", &hints(), true);
+        let d = choose("a,b\n\"x \\\"q, r\\\" s\",2\n\"y\",3\n", &hints(), true);
         assert_eq!(d.escape, b'\\');
         let got = records("a,\"b\nc\",\"\"\n1", &choose("a,b\n", &hints(), true), true);
         assert_eq!(got.len(), 2);

@@ -151,7 +151,8 @@ pub fn sniff(input: &InputSpec, hints: &Hints) -> Result<Sniffed> {
                 }
                 columns[i].add(&field.text);
                 if samples[i].len() < 3 && !samples[i].contains(&field.text) {
-                    samples[i].push(field.text.clone());
+                    // A long value is shown by its start.
+                    samples[i].push(field.text.chars().take(60).collect());
                 }
             }
         }
@@ -160,7 +161,10 @@ pub fn sniff(input: &InputSpec, hints: &Hints) -> Result<Sniffed> {
     let (header, header_evidence) = match (hints.header, all.first()) {
         (Some(given), _) => (given, "given".to_string()),
         (None, None) => (false, "no records".to_string()),
-        (None, Some(first)) => looks_like_header(first, &typed(&all[1..]).0, &all[1..], fields),
+        (None, Some(first)) => {
+            let below = &all[1..];
+            looks_like_header(first, &typed(below).0, below, (fields, &null))
+        }
     };
     let body = if header && !all.is_empty() {
         &all[1..]
@@ -168,10 +172,15 @@ pub fn sniff(input: &InputSpec, hints: &Hints) -> Result<Sniffed> {
         &all[..]
     };
     let (columns, nulls, samples) = typed(body);
+    // One word per column: a given header shorter than the records is
+    // padded, a longer one cut.
     let header_words: Option<Vec<String>> = header
         .then(|| {
-            all.first()
-                .map(|r| r.iter().map(|f| f.text.clone()).collect())
+            all.first().map(|r| {
+                (0..fields)
+                    .map(|i| r.get(i).map(|f| f.text.clone()).unwrap_or_default())
+                    .collect()
+            })
         })
         .flatten();
     let names = names::column_names(header_words.as_deref(), fields);
@@ -202,7 +211,9 @@ pub fn sniff(input: &InputSpec, hints: &Hints) -> Result<Sniffed> {
     let null_evidence = match (&hints.null, null.as_str()) {
         (Some(_), _) => "given".to_string(),
         (None, "") => "unquoted empty values (COPY's default for csv)".to_string(),
-        (None, "\\N") => "COPY's default for the text format".to_string(),
+        (None, "\\N") if dialect.format == Format::Text => {
+            "COPY's default for the text format".to_string()
+        }
         (None, marker) => format!("{marker:?} stands where typed columns have no value"),
     };
     Ok(Sniffed {
@@ -251,10 +262,20 @@ fn sample(input: &InputSpec) -> Result<(Vec<Vec<u8>>, bool)> {
     };
     match size {
         Some(size) if size > WHOLE_UP_TO => {
-            let windows = [0, size / 2, size - WINDOW]
+            let mut windows = [0, size / 2, size - WINDOW]
                 .iter()
                 .map(|&at| read(at, WINDOW))
                 .collect::<Result<Vec<_>>>()?;
+            // A window after the first may start inside a UTF-8 character:
+            // its continuation bytes are not the encoding's fault.
+            for window in windows.iter_mut().skip(1) {
+                let cut = window
+                    .iter()
+                    .take(3)
+                    .take_while(|&&b| b & 0xc0 == 0x80)
+                    .count();
+                window.drain(..cut);
+            }
             Ok((windows, false))
         }
         _ => {
@@ -357,7 +378,7 @@ fn looks_like_header(
     first: &Record,
     columns: &[Narrowing],
     rest: &[Record],
-    fields: usize,
+    (fields, null): (usize, &str),
 ) -> (bool, String) {
     if first.len() != fields {
         return (
@@ -366,7 +387,8 @@ fn looks_like_header(
         );
     }
     for (i, (field, column)) in first.iter().zip(columns).enumerate() {
-        if column.chosen() != SniffedType::Text && !column.would_fit(&field.text) {
+        let is_null = !field.quoted && field.text == null;
+        if column.chosen() != SniffedType::Text && !is_null && !column.would_fit(&field.text) {
             return (
                 true,
                 format!(
@@ -416,15 +438,20 @@ impl Sniffed {
     pub fn load_options(&self) -> Vec<String> {
         let d = &self.dialect;
         let mut options = Vec::new();
-        if d.format == Format::Text {
-            options.push("--format text".to_string());
-        }
+        // The format always: a file name may imply another (.txt, .tsv).
+        options.push(match d.format {
+            Format::Csv => "--format csv".to_string(),
+            Format::Text => "--format text".to_string(),
+        });
         let default_delimiter = match d.format {
             Format::Csv => b',',
             Format::Text => b'\t',
         };
         if d.delimiter != default_delimiter {
             options.push(format!("--delimiter {}", shell_char(d.delimiter)));
+        }
+        if d.format == Format::Csv && d.quote != b'"' {
+            options.push(format!("--quote {}", shell_char(d.quote)));
         }
         if d.format == Format::Csv && d.escape != d.quote {
             options.push(format!("--escape {}", shell_char(d.escape)));

@@ -82,7 +82,35 @@ const RESERVED: &[&str] = &[
     "where",
     "window",
     "with",
+    // Not reserved, but no column name either without quotes.
+    "authorization",
+    "binary",
+    "collation",
+    "concurrently",
+    "cross",
+    "current_schema",
+    "freeze",
+    "full",
+    "ilike",
+    "inner",
+    "is",
+    "isnull",
+    "join",
+    "left",
+    "like",
+    "natural",
+    "notnull",
+    "outer",
+    "overlaps",
+    "right",
+    "similar",
+    "tablesample",
+    "verbose",
 ];
+
+/// The system columns every table has: a column of the same name is
+/// refused, quoted or not.
+const SYSTEM_COLUMNS: &[&str] = &["tableoid", "xmin", "cmin", "xmax", "cmax", "ctid"];
 
 /// The column names for `header` (`None`: no header, `column_1`...), as
 /// identifiers, unique.
@@ -92,13 +120,20 @@ pub(crate) fn column_names(header: Option<&[String]>, columns: usize) -> Vec<Str
     for i in 0..columns {
         let word = header.and_then(|h| h.get(i)).map(|w| simplified(w));
         let base = match word {
+            Some(w) if SYSTEM_COLUMNS.contains(&w.as_str()) => format!("{w}_"),
             Some(w) if !w.is_empty() => w,
             _ => format!("column_{}", i + 1),
         };
         let mut name = base.clone();
         let mut n = 2;
         while taken.contains(&name) {
-            name = format!("{base}_{n}");
+            // The server cuts names at 63 bytes: the number must fit.
+            let suffix = format!("_{n}");
+            let mut cut = base.clone();
+            while cut.len() + suffix.len() > 63 {
+                cut.pop();
+            }
+            name = format!("{cut}{suffix}");
             n += 1;
         }
         taken.insert(name.clone());

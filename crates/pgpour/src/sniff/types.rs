@@ -139,17 +139,15 @@ pub(crate) fn reads_as(kind: SniffedType, value: &str) -> bool {
         SniffedType::Integer => integer(value).is_some_and(|v| i32::try_from(v).is_ok()),
         SniffedType::Bigint => integer(value).is_some(),
         SniffedType::Numeric => decimal(value),
-        SniffedType::DoublePrecision => decimal(value) || special_float(value),
+        SniffedType::DoublePrecision => {
+            (decimal(value) && float_in_range(value)) || special_float(value)
+        }
         SniffedType::Date => date(value.as_bytes()).is_some_and(<[u8]>::is_empty),
         SniffedType::Timestamp => timestamp(value.as_bytes()) == Some(false),
         SniffedType::Timestamptz => timestamp(value.as_bytes()) == Some(true),
         SniffedType::Time => time(value.as_bytes()).is_some_and(|rest| rest.is_empty()),
         SniffedType::Uuid => crate::binary::exact_uuid(value.as_bytes()).is_some(),
-        SniffedType::Jsonb => {
-            matches!(value.trim_start().as_bytes().first(), Some(b'{' | b'['))
-                && serde_json::from_str::<serde::de::IgnoredAny>(value).is_ok()
-                && !value.contains('\0')
-        }
+        SniffedType::Jsonb => jsonb(value),
         SniffedType::Text => true,
     }
 }
@@ -185,12 +183,60 @@ fn decimal(value: &str) -> bool {
         None => digits(int),
     };
     let no_leading_zero = !(int.len() > 1 && int.starts_with('0'));
-    let exponent_ok =
-        exponent.is_none_or(|e| digits(e.strip_prefix(['+', '-']).unwrap_or(e)) && e.len() < 6);
+    // numeric refuses exponents beyond 1000 either way.
+    let exponent_ok = exponent.is_none_or(|e| {
+        let magnitude = e.strip_prefix(['+', '-']).unwrap_or(e);
+        digits(magnitude)
+            && magnitude.len() <= 4
+            && magnitude.parse::<u32>().is_ok_and(|m| m <= 1000)
+    });
     int_ok
         && no_leading_zero
         && exponent_ok
         && (!int.is_empty() || frac.is_some_and(|f| !f.is_empty()))
+}
+
+/// Within float8's range: not infinite, and not a non-zero value that
+/// rounds to zero (the server refuses both).
+fn float_in_range(value: &str) -> bool {
+    let Ok(v) = value.parse::<f64>() else {
+        return false;
+    };
+    let mantissa = value.split(['e', 'E']).next().unwrap_or_default();
+    let zero_written = !mantissa.bytes().any(|b| matches!(b, b'1'..=b'9'));
+    v.is_finite() && (v != 0.0 || zero_written)
+}
+
+/// A JSON object or array the server's jsonb takes: no NUL (`\u0000`), no
+/// surrogate escapes (a lone one is refused), no exponents (numeric's
+/// limits), and numbers a double holds.
+fn jsonb(value: &str) -> bool {
+    if !matches!(value.trim_start().as_bytes().first(), Some(b'{' | b'[')) {
+        return false;
+    }
+    let lower = value.to_ascii_lowercase();
+    let surrogate = (0xd8..=0xdf).any(|x| lower.contains(&format!("\\u{x:x}")));
+    if lower.contains("\\u0000") || surrogate {
+        return false;
+    }
+    // An exponent written in the text.
+    let exponent = value
+        .as_bytes()
+        .windows(2)
+        .any(|w| w[0].is_ascii_digit() && matches!(w[1], b'e' | b'E'));
+    let Ok(parsed) = serde_json::from_str::<serde_json::Value>(value) else {
+        return false;
+    };
+    fn plain(v: &serde_json::Value) -> bool {
+        match v {
+            serde_json::Value::Number(n) => n.as_f64().is_some_and(f64::is_finite),
+            serde_json::Value::String(s) => !s.contains('\0'),
+            serde_json::Value::Array(a) => a.iter().all(plain),
+            serde_json::Value::Object(o) => o.iter().all(|(k, v)| !k.contains('\0') && plain(v)),
+            _ => true,
+        }
+    }
+    !exponent && plain(&parsed)
 }
 
 /// `NaN`, `Infinity`, `inf` and their signs, as float8 reads them.
@@ -273,11 +319,15 @@ fn timestamp(value: &[u8]) -> Option<bool> {
     match rest {
         [] => Some(false),
         [b'Z'] => Some(true),
+        // ±HH, ±HHMM or ±HH:MM only.
         [b'+' | b'-', zone @ ..] => {
-            let zone: Vec<u8> = zone.iter().copied().filter(|&b| b != b':').collect();
-            let ok = matches!(zone.len(), 2 | 4)
-                && number(&zone[..2]).is_some_and(|h| h <= 15)
-                && (zone.len() == 2 || number(&zone[2..]).is_some_and(|m| m < 60));
+            let (hour, minute) = match *zone {
+                [h1, h2] => ([h1, h2], None),
+                [h1, h2, m1, m2] | [h1, h2, b':', m1, m2] => ([h1, h2], Some([m1, m2])),
+                _ => return None,
+            };
+            let ok = number(&hour).is_some_and(|h| h <= 15)
+                && minute.is_none_or(|m| number(&m).is_some_and(|m| m < 60));
             ok.then_some(true)
         }
         _ => None,
