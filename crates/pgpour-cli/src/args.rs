@@ -32,7 +32,7 @@ pub struct Cli {
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// Load files (or stdin) into an existing table.
+    /// Load files (or stdin) into a table (an existing one, or one --create makes).
     #[command(long_about = LOAD_ABOUT)]
     Load(Box<LoadArgs>),
     /// Write a deterministic benchmark dataset (votes, extract, kv, customer, lineitem).
@@ -268,7 +268,7 @@ pub struct BenchArgs {
     pub quiet: bool,
 }
 
-const LOAD_ABOUT: &str = "Load files (or stdin) into an existing table through parallel COPY.
+const LOAD_ABOUT: &str = "Load files (or stdin) into a table (an existing one, or one --create makes from the first file) through parallel COPY.
 
 Inputs are read in the order given; a quoted glob ('parts/*.csv') is expanded by pgpour in sorted \
 order; '-' reads stdin. gzip and zstd inputs are recognised by their first bytes and decompressed \

@@ -36,22 +36,30 @@ impl LoadConfig {
             check_load_id("--load-id", id)?;
         }
         let inputs = expand_inputs(&args.inputs)?;
-        let (mut format, create_table) = match args.create {
+        let (mut format, create_table, sniffed_columns) = match args.create {
             true => {
                 let table = TableName::parse(&args.table)?.quoted();
-                let (format, create, _) =
+                let (format, create, sniffed) =
                     crate::sniff::for_create(&args.format, &args.types, &inputs, &table)?;
                 let create = match args.if_not_exists {
                     true => (create.1.clone(), create.1),
                     false => create,
                 };
-                (format, Some(create))
+                // The header's names, in file order: a table that exists
+                // (--if-not-exists) takes them in its own order.
+                let names = sniffed
+                    .header
+                    .then(|| sniffed.columns.iter().map(|c| c.name.clone()).collect());
+                (format, Some(create), names)
             }
-            false => (format_options(&args.format, &inputs)?, None),
+            false => (format_options(&args.format, &inputs)?, None, None),
         };
         let columns = match args.columns_from_header {
             true => Some(columns_from_header(&inputs, &mut format, args.skip_lines)?),
-            false => args.columns.as_deref().map(parse_column_list).transpose()?,
+            false => match args.columns.as_deref().map(parse_column_list).transpose()? {
+                Some(given) => Some(given),
+                None => sniffed_columns,
+            },
         };
         if args.workers == Some(0) {
             bail!("--workers must be at least 1");

@@ -92,6 +92,7 @@ fn run_load(mut config: LoadConfig) -> Result<ExitCode> {
     }
     let load_id = config.load.ensure_load_id().to_string();
     let journaled = config.load.journal;
+    let created = config.load.create_table.is_some();
     if journaled && !config.quiet && !config.json {
         eprintln!("pgpour: load {load_id}");
     }
@@ -184,6 +185,19 @@ fn run_load(mut config: LoadConfig) -> Result<ExitCode> {
             };
             if let Some(advice) = next_step::advice(&failed).filter(|_| data_moved) {
                 eprintln!("pgpour: {advice}");
+            }
+            // A value of class 22 (bad input for its type, out of range).
+            let value_refused = failure
+                .error
+                .sqlstate()
+                .is_some_and(|s| s.starts_with("22"));
+            if created && value_refused {
+                eprintln!(
+                    "pgpour: the table's types came from a sample of the file (--create): a \
+                     value of another kind in the rest is a bad row; to load it as it is, drop \
+                     the table and run again with --types COLUMN=text (or --create-types text), \
+                     or keep going with --max-errors"
+                );
             }
             printed.map(|()| ExitCode::from(EXIT_ERROR))
         }

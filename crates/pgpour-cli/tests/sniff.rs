@@ -461,6 +461,75 @@ fn adversarial_files_are_sniffed_safely() {
     );
 }
 
+/// A value that does not read as its sniffed (or given) type is a bad row
+/// whose message names the column and value, with a hint at `--types`.
+#[test]
+fn a_value_past_its_type_names_the_column_and_hints_at_types() {
+    let db = shared_cluster().create_database("sniff_types");
+    let dir = tempfile::tempdir().unwrap();
+    let path = file(&dir, "typed.csv", b"n,s\n1,a\nx,b\n");
+    let out = pgpour(
+        &[
+            "load",
+            path.to_str().unwrap(),
+            "-t",
+            "typed",
+            "--create",
+            "--types",
+            "n=integer",
+            "-d",
+            &db.conninfo(),
+        ],
+        None,
+    );
+    assert!(!out.status.success());
+    let stderr = text(&out.stderr);
+    assert!(
+        stderr.contains("column n") && stderr.contains("\"x\""),
+        "{stderr}"
+    );
+    assert!(stderr.contains("--types COLUMN=text"), "{stderr}");
+}
+
+/// `--create --if-not-exists` into a table that exists maps the header's
+/// names to its columns, in any order.
+#[test]
+fn an_existing_table_takes_the_header_in_its_own_order() {
+    let db = shared_cluster().create_database("sniff_order");
+    db.client()
+        .batch_execute("CREATE TABLE reordered (c text, a integer, b integer)")
+        .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let path = file(&dir, "order.csv", b"A,B,C\n1,2,x\n3,4,y\n");
+    let args = [
+        "load",
+        path.to_str().unwrap(),
+        "-t",
+        "reordered",
+        "--create",
+    ];
+    let out = pgpour(&[&args[..], &["-d", &db.conninfo()]].concat(), None);
+    assert!(!out.status.success());
+    assert!(
+        text(&out.stderr).contains("--if-not-exists"),
+        "{}",
+        text(&out.stderr)
+    );
+    let out = pgpour(
+        &[&args[..], &["--if-not-exists", "-d", &db.conninfo()]].concat(),
+        None,
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let rows: Vec<(String, i32, i32)> = db
+        .client()
+        .query("SELECT c, a, b FROM reordered ORDER BY a", &[])
+        .unwrap()
+        .iter()
+        .map(|r| (r.get(0), r.get(1), r.get(2)))
+        .collect();
+    assert_eq!(rows, [("x".into(), 1, 2), ("y".into(), 3, 4)]);
+}
+
 /// A `--create` load killed mid-way leaves the table made; `resume`
 /// finishes the load: every row once.
 #[test]
