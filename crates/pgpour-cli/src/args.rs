@@ -479,7 +479,7 @@ pub struct LoadArgs {
     /// file: column names from its header, types from its values. The
     /// format options given win; the others come from the sniff. A table
     /// that exists stops the load, unless --if-not-exists.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "columns_from_header")]
     pub create: bool,
 
     /// With --create: load into the table if it exists already.

@@ -186,17 +186,23 @@ fn run_load(mut config: LoadConfig) -> Result<ExitCode> {
             if let Some(advice) = next_step::advice(&failed).filter(|_| data_moved) {
                 eprintln!("pgpour: {advice}");
             }
-            // A value of class 22 (bad input for its type, out of range).
+            // A value its type does not take (bad spelling, out of range).
             let value_refused = failure
                 .error
                 .sqlstate()
-                .is_some_and(|s| s.starts_with("22"));
+                .is_some_and(|s| matches!(s.as_str(), "22P02" | "22003" | "22007" | "22008"));
+            let table_existed = failure.error.to_string().contains("--if-not-exists");
             if created && value_refused {
                 eprintln!(
-                    "pgpour: the table's types came from a sample of the file (--create): a \
-                     value of another kind in the rest is a bad row; to load it as it is, drop \
-                     the table and run again with --types COLUMN=text (or --create-types text), \
-                     or keep going with --max-errors"
+                    "pgpour: the table's types came from what the sniff read of the file \
+                     (--create): to load such values as they are, drop the table and run again \
+                     with --types COLUMN=text (or --create-types text), or keep going with \
+                     --max-errors"
+                );
+            } else if created && !table_existed {
+                eprintln!(
+                    "pgpour: the table was created (--create): to run again, add \
+                     --if-not-exists, or drop the table first"
                 );
             }
             printed.map(|()| ExitCode::from(EXIT_ERROR))

@@ -1,7 +1,7 @@
 //! `pgpour sniff`, and what `pgpour load --create` takes from it.
 
 use anyhow::{bail, Context, Result};
-use pgpour::{Format, FormatOptions, Header, Hints, InputSpec, Sniffed, SniffedType};
+use pgpour::{Format, FormatOptions, Header, Hints, InputSpec, Sniffed};
 
 use crate::args::{FormatArg, FormatArgs, HeaderArg, SniffArgs, TypeArgs};
 
@@ -11,6 +11,7 @@ pub fn run(args: SniffArgs, inputs: &[InputSpec]) -> Result<()> {
     let mut out = Vec::new();
     for input in inputs {
         let sniffed = pgpour::sniff(input, &hints)?;
+        check_given(&hints, &sniffed)?;
         let table = match &args.table {
             Some(table) => sql_table(table)?,
             None => table_from_file(input),
@@ -21,11 +22,11 @@ pub fn run(args: SniffArgs, inputs: &[InputSpec]) -> Result<()> {
                 "create_table": sniffed.create_table_sql(&table, false),
                 "load": load_command(&sniffed, input, &table),
             })),
-            false => println!("{}", report(&sniffed, input, &table)),
+            false => crate::stdout::line(report(&sniffed, input, &table))?,
         }
     }
     for json in out {
-        println!("{json}");
+        crate::stdout::line(json)?;
     }
     Ok(())
 }
@@ -45,19 +46,59 @@ pub fn hints(format: &FormatArgs, types: &TypeArgs) -> Result<Hints> {
         ..Hints::default()
     };
     if let Some(all) = &types.create_types {
-        let kind = SniffedType::parse(all)
-            .with_context(|| format!("--create-types: unknown type {all:?}"))?;
+        let kind = pgpour::sniff_given_type(all)
+            .with_context(|| format!("--create-types: {all:?} is not a type name"))?;
         hints.all_types = Some(kind);
     }
-    for pair in types.types.iter().flat_map(|t| t.split(',')) {
+    for pair in split_outside_parentheses(types.types.as_deref().unwrap_or_default()) {
         let Some((column, kind)) = pair.split_once('=') else {
             bail!("--types: {pair:?} is not column=type");
         };
-        let kind = SniffedType::parse(kind)
-            .with_context(|| format!("--types: unknown type {kind:?} for {column}"))?;
-        hints.types.push((column.trim().to_string(), kind));
+        let kind = pgpour::sniff_given_type(kind)
+            .with_context(|| format!("--types: {kind:?} for {column} is not a type name"))?;
+        let column = column.trim().to_string();
+        if hints.types.iter().any(|(c, _)| *c == column) {
+            bail!("--types: column {column} is given twice");
+        }
+        hints.types.push((column, kind));
     }
     Ok(hints)
+}
+
+/// `a=numeric(10,2),b=text` split at the commas between pairs.
+fn split_outside_parentheses(text: &str) -> Vec<&str> {
+    let (mut parts, mut depth, mut start) = (Vec::new(), 0i32, 0);
+    for (at, c) in text.char_indices() {
+        match c {
+            '(' => depth += 1,
+            ')' => depth -= 1,
+            ',' if depth == 0 => {
+                parts.push(&text[start..at]);
+                start = at + 1;
+            }
+            _ => {}
+        }
+    }
+    parts.push(&text[start..]);
+    parts.into_iter().filter(|p| !p.trim().is_empty()).collect()
+}
+
+/// Fails when a `--types` column is none of the file's.
+fn check_given(hints: &Hints, sniffed: &Sniffed) -> Result<()> {
+    for (column, _) in &hints.types {
+        let known = sniffed
+            .columns
+            .iter()
+            .any(|c| c.name == *column || c.header.as_deref() == Some(column.as_str()));
+        if !known {
+            let names: Vec<&str> = sniffed.columns.iter().map(|c| c.name.as_str()).collect();
+            bail!(
+                "--types: the file has no column {column} (its columns: {})",
+                names.join(", ")
+            );
+        }
+    }
+    Ok(())
 }
 
 /// `--create`: the format options with what the user left out taken from
@@ -72,7 +113,9 @@ pub fn for_create(
     let Some(first) = inputs.first().filter(|i| matches!(i, InputSpec::File(_))) else {
         bail!("--create sniffs the first input, which must be a file (not stdin)");
     };
-    let sniffed = pgpour::sniff(first, &hints(given, types)?)?;
+    let hints = hints(given, types)?;
+    let sniffed = pgpour::sniff(first, &hints)?;
+    check_given(&hints, &sniffed)?;
     let d = &sniffed.dialect;
     let mut format = FormatOptions::new(match given.format {
         Some(FormatArg::Csv) => Format::Csv,
@@ -89,9 +132,10 @@ pub fn for_create(
         .encoding
         .clone()
         .or_else(|| (sniffed.encoding != "UTF8").then(|| sniffed.encoding.clone()));
+    // The columns are named from this very header (made identifiers):
+    // `--header match` would compare it with itself, less its spelling.
     format.header = match given.header {
-        Some(HeaderArg::Match) => Header::Match,
-        Some(HeaderArg::Skip) => Header::Skip,
+        Some(HeaderArg::Match | HeaderArg::Skip) => Header::Skip,
         _ if sniffed.header => Header::Skip,
         _ => Header::None,
     };
@@ -132,10 +176,13 @@ fn table_from_file(input: &InputSpec) -> String {
             false => '_',
         })
         .collect();
-    let simple = simple.trim_matches('_');
+    let mut simple = simple.trim_matches('_').to_string();
+    while simple.len() > 63 {
+        simple.pop();
+    }
     match simple.is_empty() {
         true => "sniffed".into(),
-        false => pgpour::sql_name(simple),
+        false => pgpour::sql_name(&simple),
     }
 }
 
@@ -156,6 +203,10 @@ fn load_command(sniffed: &Sniffed, input: &InputSpec, table: &str) -> String {
 }
 
 fn shell_word(word: &str) -> String {
+    // A name that starts with `-` would be read as an option.
+    if word.starts_with('-') {
+        return shell_word(&format!("./{word}"));
+    }
     let plain = word
         .chars()
         .all(|c| c.is_ascii_alphanumeric() || "_-./".contains(c));
@@ -222,7 +273,8 @@ fn report(s: &Sniffed, input: &InputSpec, table: &str) -> String {
     ];
     if s.ragged_records > 0 {
         lines.push(format!(
-            "  ragged   {} records have another field count: they will be rejected",
+            "  ragged   {} records have another field count: bad rows (the load stops at the \
+             first, or rejects them with --max-errors)",
             s.ragged_records
         ));
     }
@@ -237,7 +289,7 @@ fn report(s: &Sniffed, input: &InputSpec, table: &str) -> String {
         lines.push(format!(
             "    {:width$}  {:16} {} values, {} nulls; e.g. {}{from}",
             c.name,
-            c.kind.sql(),
+            c.sql_type,
             c.values,
             c.nulls,
             c.sample

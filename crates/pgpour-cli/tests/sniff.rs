@@ -446,6 +446,76 @@ fn adversarial_files_are_sniffed_safely() {
         None,
     );
     assert!(short.status.success(), "{}", text(&short.stderr));
+    // The second round: against a real server.
+    let bs: String = (0..50)
+        .map(|i| format!("{i},\"The \\\"best\\\" {i}\",3.5\n"))
+        .collect();
+    let got = check(
+        "bs.csv",
+        format!("n,s,x\n{bs}").as_bytes(),
+        &["integer", "text", "numeric"],
+        true,
+    );
+    assert_eq!(got["sniffed"]["dialect"]["escape"], u32::from(b'\\'));
+    let paths = check(
+        "paths.tsv",
+        b"1\tC:\\Users\\tom\\new\n2\tD:\\x\n",
+        &["integer", "text"],
+        false,
+    );
+    assert_eq!(paths["sniffed"]["dialect"]["format"], "csv");
+    check("header_only.csv", b"id,name\n", &["text", "text"], true);
+    let long = format!("v\n1.{}\n", "1".repeat(17_000));
+    check("long_numeric.csv", long.as_bytes(), &["text"], true);
+    check(
+        "json_strings.csv",
+        b"j\n\"{\"\"id\"\": \"\"a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11\"\", \"\"h\"\": \"\"1e5f\"\"}\"\n",
+        &["jsonb"],
+        true,
+    );
+    let mostly = check(
+        "mostly_utf8.csv",
+        b"name\ncaf\xc3\xa9\nna\xc3\xafve\nS\xc3\xa3o\nbad\xff\n",
+        &["text"],
+        true,
+    );
+    assert_eq!(mostly["sniffed"]["encoding"], "UTF8");
+    let win = sniffed(&file(&dir, "win.csv", b"\x8cuvre,Prix \x80\n1,2\n"), &[]);
+    assert_eq!(win["sniffed"]["encoding"], "WIN1252");
+    assert_eq!(win["sniffed"]["columns"][0]["name"], "œuvre");
+    let utf16 = pgpour(
+        &[
+            "sniff",
+            file(&dir, "utf16.csv", b"\xff\xfea\0,\0b\0")
+                .to_str()
+                .unwrap(),
+        ],
+        None,
+    );
+    assert!(
+        text(&utf16.stderr).contains("UTF-16"),
+        "{}",
+        text(&utf16.stderr)
+    );
+    let given = sniffed(
+        &file(&dir, "given.csv", b"a,b,c\n1,2,3\n"),
+        &["--types", "a=numeric(10,2),b=json"],
+    );
+    assert_eq!(types(&given), ["numeric(10,2)", "json", "integer"]);
+    let unknown = pgpour(
+        &[
+            "sniff",
+            file(&dir, "given2.csv", b"a\n1\n").to_str().unwrap(),
+            "--types",
+            "zz=text",
+        ],
+        None,
+    );
+    assert!(
+        text(&unknown.stderr).contains("no column zz"),
+        "{}",
+        text(&unknown.stderr)
+    );
     // Random bytes never panic.
     let noise: Vec<u8> = (0..20_000u32)
         .map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8)

@@ -92,7 +92,10 @@ pub use reject::RejectSink;
 pub use report::{LoadSummary, PhaseTime};
 pub use resume::{resume, resume_options, ResumeChanges};
 pub use sequences::SequencePlan;
-pub use sniff::{sniff, sql_name, Dialect, Hints, Sniffed, SniffedColumn, SniffedType};
+pub use sniff::{
+    given_type as sniff_given_type, sniff, sql_name, Dialect, Hints, Sniffed, SniffedColumn,
+    SniffedType,
+};
 pub use sql::{parse_column_list, quote_ident, TableName};
 pub use workers_from::WorkersFrom;
 

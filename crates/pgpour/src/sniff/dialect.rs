@@ -232,10 +232,13 @@ pub(crate) fn choose(text: &str, given: &super::Hints, whole: bool) -> Dialect {
         // more consistently (and it is seen before quotes).
         let escapes: Vec<u8> = match given.escape {
             Some(e) => vec![e],
-            None if guess_escape(text, quote) == b'\\' => vec![quote, b'\\'],
+            // Tried first, kept unless the quote splits strictly better.
+            None if guess_escape(text, quote) == b'\\' => vec![b'\\', quote],
             None => vec![quote],
         };
-        let mut tried: Option<(f64, usize, Dialect)> = None;
+        // The escape that splits the sample most consistently, then into
+        // the most records (a wrong one swallows line ends into values).
+        let mut tried: Option<((f64, usize), usize, Dialect)> = None;
         for escape in escapes {
             let dialect = Dialect {
                 format,
@@ -244,12 +247,15 @@ pub(crate) fn choose(text: &str, given: &super::Hints, whole: bool) -> Dialect {
                 escape,
                 line_ending,
             };
-            let (share, fields) = consistency(&records(text, &dialect, whole));
-            if tried.as_ref().is_none_or(|(s, _, _)| share > *s + 1e-9) {
-                tried = Some((share, fields, dialect));
+            let split = records(text, &dialect, whole);
+            let (share, fields) = consistency(&split);
+            let better =
+                |(s, n): (f64, usize)| share > s + 1e-9 || (share > s - 1e-9 && split.len() > n);
+            if tried.as_ref().is_none_or(|(seen, _, _)| better(*seen)) {
+                tried = Some(((share, split.len()), fields, dialect));
             }
         }
-        let Some((share, fields, dialect)) = tried else {
+        let Some(((share, _), fields, dialect)) = tried else {
             continue;
         };
         // One field splits nothing: any split beats it; then the share of
@@ -271,9 +277,10 @@ pub(crate) fn choose(text: &str, given: &super::Hints, whole: bool) -> Dialect {
 /// Text format for tab-separated data with `\N` or backslash escapes and no
 /// quotes, as `pg_dump` and COPY TO write it; csv otherwise.
 fn guess_format(text: &str, delimiter: u8) -> Format {
-    let null_marked = text.contains("\\N");
-    let escaped = text.contains("\\t") || text.contains("\\\\");
-    match delimiter == b'\t' && (null_marked || (escaped && !text.contains('"'))) {
+    // `\t` alone may be a Windows path (`C:\temp`): only the marks of
+    // COPY TO's output count.
+    let marked = text.contains("\\N") || text.contains("\\\\");
+    match delimiter == b'\t' && marked {
         true => Format::Text,
         false => Format::Csv,
     }

@@ -38,8 +38,10 @@ pub struct Hints {
     pub header: Option<bool>,
     /// Types for named columns (`--types col=type`), and for every other
     /// (`--create-types text`).
-    pub types: Vec<(String, SniffedType)>,
-    pub all_types: Option<SniffedType>,
+    /// The types as SQL writes them (`numeric(10,2)`, `citext`...),
+    /// checked by `given_type`.
+    pub types: Vec<(String, String)>,
+    pub all_types: Option<String>,
 }
 
 /// A column found.
@@ -49,8 +51,10 @@ pub struct SniffedColumn {
     pub name: String,
     /// The header's word itself.
     pub header: Option<String>,
+    /// The type, as `CREATE TABLE` writes it: the sniffed one, or the one
+    /// given.
     #[serde(rename = "type")]
-    pub kind: SniffedType,
+    pub sql_type: String,
     /// Why: how many values it rests on, and a few of them.
     pub values: u64,
     pub nulls: u64,
@@ -94,6 +98,13 @@ pub fn sniff(input: &InputSpec, hints: &Hints) -> Result<Sniffed> {
     let bytes_sampled = windows.iter().map(|w| w.len() as u64).sum();
     let first = windows.first().map(Vec::as_slice).unwrap_or_default();
     let byte_order_mark = first.starts_with(b"\xef\xbb\xbf");
+    if first.starts_with(b"\xff\xfe") || first.starts_with(b"\xfe\xff") {
+        return Err(Error::Target(format!(
+            "{}: UTF-16 (its byte order mark says so), which COPY does not read: convert it \
+             to UTF-8 first (iconv -f UTF-16 -t UTF-8)",
+            input.name()
+        )));
+    }
     let (encoding, encoding_evidence) = encoding(&windows);
     let texts: Vec<String> = windows
         .iter()
@@ -194,13 +205,14 @@ pub fn sniff(input: &InputSpec, hints: &Hints) -> Result<Sniffed> {
                 .find(|(name, _)| {
                     *name == names[i] || header_words.as_ref().is_some_and(|h| h[i] == *name)
                 })
-                .map(|(_, t)| *t);
+                .map(|(_, t)| t.clone());
             SniffedColumn {
                 name: names[i].clone(),
                 header: header_words.as_ref().map(|h| h[i].clone()),
-                kind: given
-                    .or(hints.all_types)
-                    .unwrap_or_else(|| widened(narrowing.chosen(), whole)),
+                sql_type: given
+                    .clone()
+                    .or(hints.all_types.clone())
+                    .unwrap_or_else(|| widened(narrowing.chosen(), whole).sql().to_string()),
                 values: narrowing.values,
                 nulls: nulls[i],
                 sample: samples[i].clone(),
@@ -232,6 +244,23 @@ pub fn sniff(input: &InputSpec, hints: &Hints) -> Result<Sniffed> {
         records_sampled: body.len() as u64,
         bytes_sampled,
         whole,
+    })
+}
+
+/// A type given by the user (`--types`), when it is one SQL type name:
+/// words, digits, a modifier in parentheses, `[]`; nothing that could end
+/// the statement.
+pub fn given_type(text: &str) -> Option<String> {
+    let text = text.trim();
+    let allowed = |c: char| c.is_ascii_alphanumeric() || " _(),.[]".contains(c);
+    let balanced = text.matches('(').count() == text.matches(')').count();
+    let starts = text.chars().next().is_some_and(|c| c.is_ascii_alphabetic());
+    (starts && balanced && text.len() <= 100 && text.chars().all(allowed)).then(|| {
+        match SniffedType::parse(text) {
+            // `json` stays json when given.
+            Some(kind) if !text.eq_ignore_ascii_case("json") => kind.sql().to_string(),
+            _ => text.to_ascii_lowercase(),
+        }
     })
 }
 
@@ -294,6 +323,21 @@ fn encoding(windows: &[Vec<u8>]) -> (String, String) {
         Err(e) if e.error_len().is_some() => Some(e.valid_up_to()),
         _ => None,
     });
+    // Mostly UTF-8 with a few stray bytes: UTF-8, whose stray rows are bad
+    // rows, rather than a single-byte reading that garbles all the others.
+    let (characters, stray) = windows.iter().fold((0usize, 0usize), |(c, s), w| {
+        let (wc, ws) = utf8_counts(w);
+        (c + wc, s + ws)
+    });
+    if invalid.is_some() && characters > stray {
+        return (
+            "UTF8".into(),
+            format!(
+                "{characters} multibyte UTF-8 characters, {stray} bytes that are not: their \
+                 rows will be bad rows"
+            ),
+        );
+    }
     let Some(at) = invalid else {
         let ascii = windows.iter().all(|w| w.is_ascii());
         let evidence = match ascii {
@@ -316,12 +360,49 @@ fn encoding(windows: &[Vec<u8>]) -> (String, String) {
     )
 }
 
+/// Multibyte UTF-8 characters in `bytes`, and bytes that are part of none.
+fn utf8_counts(mut bytes: &[u8]) -> (usize, usize) {
+    let (mut characters, mut stray) = (0, 0);
+    loop {
+        match std::str::from_utf8(bytes) {
+            Ok(valid) => {
+                return (
+                    characters + valid.chars().filter(|c| !c.is_ascii()).count(),
+                    stray,
+                )
+            }
+            Err(e) => {
+                let (valid, rest) = bytes.split_at(e.valid_up_to());
+                characters += std::str::from_utf8(valid)
+                    .map_or(0, |v| v.chars().filter(|c| !c.is_ascii()).count());
+                let Some(bad) = e.error_len() else {
+                    return (characters, stray);
+                };
+                stray += bad;
+                bytes = &rest[bad..];
+            }
+        }
+    }
+}
+
+/// WIN1252's characters for bytes 0x80-0x9F (0 where it has none).
+const WIN1252_C1: [char; 32] = [
+    '€', '\0', '‚', 'ƒ', '„', '…', '†', '‡', 'ˆ', '‰', 'Š', '‹', 'Œ', '\0', 'Ž', '\0', '\0', '‘',
+    '’', '“', '”', '•', '–', '—', '˜', '™', 'š', '›', 'œ', '\0', 'ž', 'Ÿ',
+];
+
 /// The sample as text: UTF-8 (a character cut by the window's end
-/// replaced), or each byte as its LATIN1/WIN1252 character (close enough
-/// to split fields and see digits).
+/// replaced), or each byte as its LATIN1 or WIN1252 character.
 fn decode(bytes: &[u8], encoding: &str) -> String {
     match encoding {
         "UTF8" => String::from_utf8_lossy(bytes).into_owned(),
+        "WIN1252" => bytes
+            .iter()
+            .map(|&b| match b {
+                0x80..=0x9f => WIN1252_C1[usize::from(b - 0x80)],
+                _ => char::from(b),
+            })
+            .collect(),
         _ => bytes.iter().map(|&b| char::from(b)).collect(),
     }
 }
@@ -413,7 +494,20 @@ fn looks_like_header(
         .iter()
         .filter(|r| r.len() == fields)
         .any(|r| r.iter().zip(&words).any(|(f, w)| f.text == *w));
-    match all_there && distinct && !repeated && !rest.is_empty() {
+    if rest.is_empty() {
+        // One line alone: names if none of them is a number, date...
+        let words_only = words
+            .iter()
+            .all(|w| types::Narrowing::of(w).chosen() == SniffedType::Text);
+        return match all_there && distinct && words_only {
+            true => (
+                true,
+                "one line alone, of different words: the column names".into(),
+            ),
+            false => (false, "one line alone, which reads as data".into()),
+        };
+    }
+    match all_there && distinct && !repeated {
         true => (true, "every column is text; the first record's values are all there, all different, and none comes again".into()),
         false => (false, "every column is text, and the first record looks like the others".into()),
     }
@@ -425,7 +519,7 @@ impl Sniffed {
         let columns: Vec<String> = self
             .columns
             .iter()
-            .map(|c| format!("{} {}", sql_name(&c.name), c.kind.sql()))
+            .map(|c| format!("{} {}", sql_name(&c.name), c.sql_type))
             .collect();
         format!(
             "CREATE TABLE {}{table} ({})",
@@ -475,7 +569,8 @@ impl Sniffed {
 
 fn shell_char(b: u8) -> String {
     match b {
-        b'\t' => "$'\\t'".into(),
+        // pgpour reads `\t` as a tab, in any shell.
+        b'\t' => "'\\t'".into(),
         _ => shell_word(&char::from(b).to_string()),
     }
 }

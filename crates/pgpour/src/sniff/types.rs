@@ -101,6 +101,13 @@ impl Default for Narrowing {
 }
 
 impl Narrowing {
+    /// The narrowing of one value.
+    pub fn of(value: &str) -> Narrowing {
+        let mut narrowing = Narrowing::default();
+        narrowing.add(value);
+        narrowing
+    }
+
     pub fn add(&mut self, value: &str) {
         self.values += 1;
         for (fits, kind) in self.fits.iter_mut().zip(ORDER) {
@@ -190,7 +197,10 @@ fn decimal(value: &str) -> bool {
             && magnitude.len() <= 4
             && magnitude.parse::<u32>().is_ok_and(|m| m <= 1000)
     });
-    int_ok
+    // numeric's limits: 131072 digits before the point, 16383 after.
+    let within = int.len() <= 131_072 && frac.is_none_or(|f| f.len() <= 16_383);
+    within
+        && int_ok
         && no_leading_zero
         && exponent_ok
         && (!int.is_empty() || frac.is_some_and(|f| !f.is_empty()))
@@ -219,11 +229,26 @@ fn jsonb(value: &str) -> bool {
     if lower.contains("\\u0000") || surrogate {
         return false;
     }
-    // An exponent written in the text.
-    let exponent = value
-        .as_bytes()
-        .windows(2)
-        .any(|w| w[0].is_ascii_digit() && matches!(w[1], b'e' | b'E'));
+    // An exponent, or a number longer than numeric's fraction, written
+    // outside the strings.
+    let (mut in_string, mut escaped, mut digits, mut exponent) = (false, false, 0usize, false);
+    let mut previous = b' ';
+    for &b in value.as_bytes() {
+        match (in_string, escaped, b) {
+            (true, true, _) => escaped = false,
+            (true, false, b'\\') => escaped = true,
+            (true, false, b'"') => in_string = false,
+            (true, false, _) => {}
+            (false, _, b'"') => in_string = true,
+            (false, _, b'e' | b'E') if previous.is_ascii_digit() => exponent = true,
+            (false, _, d) if d.is_ascii_digit() => digits += 1,
+            (false, _, _) => {
+                exponent |= digits > 1000;
+                digits = 0;
+            }
+        }
+        previous = b;
+    }
     let Ok(parsed) = serde_json::from_str::<serde_json::Value>(value) else {
         return false;
     };
