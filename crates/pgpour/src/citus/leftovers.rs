@@ -13,12 +13,15 @@
 //! waits for every journal row being committed (they hold it `FOR KEY
 //! SHARE`): a decision in flight is never read as missing.
 
+use std::time::{Duration, Instant};
+
 use postgres::types::Type;
 use postgres::Client;
 
 use crate::conn::ConnectOptions;
 use crate::error::{Error, Result};
 use crate::quote::quote_literal;
+use crate::sessions::RETRY_FOR;
 use crate::wire::Wire;
 
 /// A prepared transaction of direct routing, read from its gid
@@ -99,18 +102,33 @@ pub(crate) fn settle(
         .map_err(Error::db("listing Citus' nodes"))?;
     for node in nodes {
         let (host, port): (String, i32) = (node.get(0), node.get(1));
-        let settled = (|| {
-            let mut wire = connect.for_node(&host, port as u16).open_wire(&[])?;
-            let found = prepared_on(&mut wire)?;
-            let decided = decisions(&mut tx, load_id, &found, (own_token, owner.as_deref()))?;
-            finish(&mut wire, &decided)?;
-            wire.close();
-            Ok(())
-        })();
-        settled.map_err(|e: Error| Error::Unsettled {
-            node: format!("{host}:{port}"),
-            reason: e.to_string(),
-        })?;
+        // A node restarting (shutting down, starting up, gone for a
+        // moment) is waited for, as a chunk's retries wait for the server.
+        let deadline = Instant::now() + RETRY_FOR;
+        let mut delay = Duration::from_millis(200);
+        loop {
+            let settled: Result<()> = (|| {
+                let mut wire = connect.for_node(&host, port as u16).open_wire(&[])?;
+                let found = prepared_on(&mut wire)?;
+                let decided = decisions(&mut tx, load_id, &found, (own_token, owner.as_deref()))?;
+                finish(&mut wire, &decided)?;
+                wire.close();
+                Ok(())
+            })();
+            match settled {
+                Ok(()) => break,
+                Err(e) if e.is_transient() && Instant::now() < deadline => {
+                    std::thread::sleep(delay);
+                    delay = (delay * 2).min(Duration::from_secs(2));
+                }
+                Err(e) => {
+                    return Err(Error::Unsettled {
+                        node: format!("{host}:{port}"),
+                        reason: e.to_string(),
+                    })
+                }
+            }
+        }
     }
     tx.commit()
         .map_err(Error::db("settling rows sent to Citus' shards"))
