@@ -218,19 +218,11 @@ fn create_loads_what_copy_loads_into_the_sniffed_table() {
         let sniff = sniffed(&path, &[]);
         let want = copied(&db, &path, &sniff, &format!("copied_{i}"));
         let table = format!("created_{i}");
-        let out = pgpour(
-            &[
-                "load",
-                path.to_str().unwrap(),
-                "-t",
-                &table,
-                "--create",
-                "-d",
-                &conninfo,
-                "-q",
-            ],
-            None,
-        );
+        let create = || {
+            let args = ["load", path.to_str().unwrap(), "-t", &table, "--create"];
+            pgpour(&[&args[..], &["-d", &conninfo, "-q"]].concat(), None)
+        };
+        let out = create();
         match want {
             Ok(want) => {
                 assert!(out.status.success(), "{file}: {}", text(&out.stderr));
@@ -242,19 +234,7 @@ fn create_loads_what_copy_loads_into_the_sniffed_table() {
             ),
         }
         // A second --create finds the table.
-        let again = pgpour(
-            &[
-                "load",
-                path.to_str().unwrap(),
-                "-t",
-                &table,
-                "--create",
-                "-d",
-                &conninfo,
-                "-q",
-            ],
-            None,
-        );
+        let again = create();
         if out.status.success() {
             assert!(!again.status.success());
             assert!(
