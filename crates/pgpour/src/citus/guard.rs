@@ -59,18 +59,18 @@ impl Guard {
         self.held.get()?.as_ref().err().map(String::as_str)
     }
 
-    /// Whether the lock was held to the end: false when its session broke
-    /// during the load (the server restarted), which let shard moves in.
-    /// Releases it.
-    pub fn release(&self) -> bool {
+    /// Releases the lock, ending its transaction. (A session that broke
+    /// during the load let shard moves in: each decision checked the lock,
+    /// so nothing went straight after that.)
+    pub fn release(&self) {
         let session = self
             .session
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .take();
-        match session {
-            Some(mut client) => client.batch_execute("COMMIT").is_ok(),
-            None => true,
+        if let Some(mut client) = session {
+            // A session gone already holds nothing.
+            let _ = client.batch_execute("COMMIT");
         }
     }
 }

@@ -169,12 +169,17 @@ pub fn sniff(input: &InputSpec, hints: &Hints) -> Result<Sniffed> {
         }
         (columns, nulls, samples)
     };
+    // The records below the first, typed once: for the header's test, and
+    // as the body when the first is the header.
+    let mut typed_below = None;
     let (header, header_evidence) = match (hints.header, all.first()) {
         (Some(given), _) => (given, "given".to_string()),
         (None, None) => (false, "no records".to_string()),
         (None, Some(first)) => {
-            let below = &all[1..];
-            looks_like_header(first, &typed(below).0, below, (fields, &null))
+            let below = typed(below_first);
+            let found = looks_like_header(first, &below.0, below_first, (fields, &null));
+            typed_below = Some(below);
+            found
         }
     };
     let body = if header && !all.is_empty() {
@@ -182,7 +187,10 @@ pub fn sniff(input: &InputSpec, hints: &Hints) -> Result<Sniffed> {
     } else {
         &all[..]
     };
-    let (columns, nulls, samples) = typed(body);
+    let (columns, nulls, samples) = match (header, typed_below) {
+        (true, Some(below)) => below,
+        _ => typed(body),
+    };
     // One word per column: a given header shorter than the records is
     // padded, a longer one cut.
     let header_words: Option<Vec<String>> = header
