@@ -6,7 +6,7 @@
 //!     cargo bench -p pgpour --bench binary
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
-use pgpour::{encode_for_bench, Format, FormatOptions};
+use pgpour::{EncoderBench, Format, FormatOptions};
 use pgpour_testkit::datasets::Dataset;
 
 /// 200,000 one-column rows of each type, as a csv file would hold them.
@@ -66,10 +66,11 @@ fn encode(c: &mut Criterion) {
     let csv = FormatOptions::new(Format::Csv);
     let mut group = c.benchmark_group("binary");
     for (name, data) in columns() {
-        assert!(encode_for_bench(&[name], &csv, &data).is_some(), "{name}");
+        let mut bench = EncoderBench::new(&[name], &csv, &data).expect(name);
+        assert!(bench.encode().is_some(), "{name}");
         group.throughput(Throughput::Bytes(data.len() as u64));
-        group.bench_with_input(BenchmarkId::new("column", name), &data, |b, data| {
-            b.iter(|| encode_for_bench(&[name], &csv, data))
+        group.bench_function(BenchmarkId::new("column", name), |b| {
+            b.iter(|| bench.encode())
         });
     }
     let mut lineitem = Vec::new();
@@ -78,13 +79,12 @@ fn encode(c: &mut Criterion) {
         "int8", "int4", "int4", "int4", "numeric", "numeric", "numeric", "numeric", "bpchar",
         "bpchar", "date", "date", "date", "bpchar", "bpchar", "varchar",
     ];
-    assert!(encode_for_bench(&types, &csv, &lineitem).is_some());
+    let mut bench = EncoderBench::new(&types, &csv, &lineitem).expect("lineitem");
+    assert!(bench.encode().is_some());
     group.throughput(Throughput::Bytes(lineitem.len() as u64));
-    group.bench_with_input(
-        BenchmarkId::new("rows", "lineitem"),
-        &lineitem,
-        |b, data| b.iter(|| encode_for_bench(&types, &csv, data)),
-    );
+    group.bench_function(BenchmarkId::new("rows", "lineitem"), |b| {
+        b.iter(|| bench.encode())
+    });
     group.finish();
 }
 

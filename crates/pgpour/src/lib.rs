@@ -69,7 +69,7 @@ mod warm;
 mod wire;
 mod workers_from;
 
-pub use binary::{encode_for_bench, WireFormat};
+pub use binary::{EncoderBench, WireFormat};
 pub use citus::{CitusRoute, CitusTable};
 pub use conflict::OnConflict;
 pub use conn::ConnectOptions;

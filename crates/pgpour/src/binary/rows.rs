@@ -10,6 +10,7 @@
 
 use memchr::{memchr, memchr2};
 
+use super::{put_value, swar};
 use crate::frame::{letter_escape, Eol, Syntax};
 
 /// What the next step of a record gave.
@@ -30,10 +31,9 @@ pub(crate) struct Values<'d> {
     delimiter: u8,
     null: &'d [u8],
     crlf: bool,
-    /// The bytes that end an unquoted run: the delimiter, CR, LF, and the
-    /// quote (csv) or backslash (text). Values are short: a lookup per
-    /// byte beats a vectorized search's start-up on each.
-    stops: [bool; 256],
+    /// The quote (csv) or the backslash (text). An unquoted run ends at
+    /// it, the delimiter, CR, LF or a NUL byte (which no value can hold).
+    special: u8,
     /// Whether numbers and dates may be read whole (`typed`): not when a
     /// delimiter or quote is a digit, a sign or a point, as COPY allows.
     typed_ok: bool,
@@ -57,15 +57,12 @@ impl<'d> Values<'d> {
             Eol::CrLf => true,
             Eol::Cr => return None,
         };
-        let mut stops = [false; 256];
         let special = match syntax {
             Syntax::Csv { quote, .. } => quote,
             Syntax::Text => b'\\',
         };
-        for b in [delimiter, b'\r', b'\n', special] {
-            stops[usize::from(b)] = true;
-        }
-        let typed_ok = !b"0123456789+-.".iter().any(|&b| stops[usize::from(b)]);
+        let typed_ok =
+            !b"0123456789+-.".contains(&delimiter) && !b"0123456789+-.".contains(&special);
         Some(Values {
             data,
             pos: 0,
@@ -73,7 +70,7 @@ impl<'d> Values<'d> {
             delimiter,
             null,
             crlf,
-            stops,
+            special,
             typed_ok,
             scratch,
         })
@@ -170,15 +167,85 @@ impl<'d> Values<'d> {
         }
     }
 
-    /// The first stop byte at or after `from`, or the end of data.
+    /// The next value of a text column. One neither quoted nor escaped
+    /// (most of them) is written as it lies, without the second look for
+    /// a NUL byte that `encode` takes (`run_end` stops at one); any other
+    /// the general way.
+    #[inline]
+    pub fn text(
+        &mut self,
+        out: &mut Vec<u8>,
+        encode: impl FnOnce(&[u8], &mut Vec<u8>) -> bool,
+    ) -> Option<bool> {
+        let start = self.pos;
+        match self.data.get(start) {
+            Some(&c) if c != self.special => {
+                let end = self.run_end(start);
+                if let Some((last, next)) = self.ending_at(end) {
+                    let raw = &self.data[start..end];
+                    match raw == self.null {
+                        true => out.extend_from_slice(&(-1i32).to_be_bytes()),
+                        false => put_value(out, raw),
+                    }
+                    self.pos = next;
+                    return Some(last);
+                }
+            }
+            Some(_) if matches!(self.syntax, Syntax::Csv { .. }) => {
+                // Quoted, the closing quote the first quote, escape or NUL.
+                let close = self.quoted_end(start + 1);
+                let closing = self.data.get(close) == Some(&self.special)
+                    && self.data.get(close + 1) != Some(&self.special);
+                if let Some((last, next)) = self.ending_at(close + 1).filter(|_| closing) {
+                    put_value(out, &self.data[start + 1..close]);
+                    self.pos = next;
+                    return Some(last);
+                }
+            }
+            _ => {}
+        }
+        self.general(out, encode)
+    }
+
+    /// The first quote, escape or NUL byte at or after `from`, or the end
+    /// of data: the first 32 bytes a word at a time, as quoted values are
+    /// mostly short, then by a vectorized search.
+    #[inline]
+    fn quoted_end(&self, from: usize) -> usize {
+        let escape = match self.syntax {
+            Syntax::Csv { escape, .. } => escape,
+            Syntax::Text => self.special,
+        };
+        for at in (from..from + 32).step_by(8) {
+            let word = swar::load(self.data, at);
+            let stops = swar::bytes_equal(word, self.special)
+                | swar::bytes_equal(word, escape)
+                | swar::bytes_equal(word, 0);
+            if stops != 0 {
+                return (at + swar::first(stops)).min(self.data.len());
+            }
+        }
+        let rest = self.data.get(from + 32..).unwrap_or_default();
+        memchr::memchr3(self.special, escape, 0, rest).map_or(self.data.len(), |k| from + 32 + k)
+    }
+
+    /// The first byte at or after `from` that ends an unquoted run (see
+    /// `special`), or the end of data; eight bytes at a time.
     #[inline]
     fn run_end(&self, from: usize) -> usize {
-        let data = self.data;
-        let mut i = from;
-        while i < data.len() && !self.stops[usize::from(data[i])] {
-            i += 1;
+        let mut at = from;
+        loop {
+            let word = swar::load(self.data, at);
+            let stops = swar::bytes_equal(word, self.delimiter)
+                | swar::bytes_equal(word, b'\n')
+                | swar::bytes_equal(word, b'\r')
+                | swar::bytes_equal(word, self.special)
+                | swar::bytes_equal(word, 0);
+            if stops != 0 {
+                return (at + swar::first(stops)).min(self.data.len());
+            }
+            at += 8;
         }
-        i
     }
 
     /// How the value that ends at `at` ends: `Some(last, next)` for a
@@ -346,6 +413,42 @@ mod tests {
             assert_eq!(records(CSV, Eol::Lf, odd), None, "{odd:?}");
         }
         assert_eq!(records(CSV, Eol::CrLf, b"a\nb\r\n"), None);
+    }
+
+    proptest::proptest! {
+        /// A text column's short ways (an unquoted run, a quoted value
+        /// without escapes) write what the general way writes, value for
+        /// value, and refuse what it refuses.
+        #[test]
+        fn text_short_ways_match_the_general_way(
+            data in proptest::collection::vec(proptest::sample::select(
+                b"ab ,;\"\\\r\n\0\xff".to_vec()), 0..120),
+            csv in proptest::bool::ANY,
+            backslash_escape in proptest::bool::ANY,
+        ) {
+            let syntax = match (csv, backslash_escape) {
+                (true, false) => CSV,
+                (true, true) => Syntax::Csv { quote: b'"', escape: b'\\' },
+                (false, _) => Syntax::Text,
+            };
+            let null: &[u8] = if csv { b"" } else { b"\\N" };
+            let (mut short, mut general) = (Vec::new(), Vec::new());
+            let values = |data| Values::new(syntax, b',', null, Some(Eol::Lf), data, Vec::new());
+            let (mut a, mut b) = (values(&data).unwrap(), values(&data).unwrap());
+            let text = |text: &[u8], out: &mut Vec<u8>| {
+                super::super::put_value(out, text);
+                !text.contains(&0)
+            };
+            while !a.at_end() {
+                let (x, y) = (a.text(&mut short, text), b.general(&mut general, text));
+                proptest::prop_assert_eq!(x, y);
+                if x.is_none() {
+                    break;
+                }
+                proptest::prop_assert_eq!(&short, &general);
+                proptest::prop_assert_eq!(a.position(), b.position());
+            }
+        }
     }
 
     #[test]
