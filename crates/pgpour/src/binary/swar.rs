@@ -83,13 +83,20 @@ pub(super) fn first_digits(word: u64, n: usize) -> u64 {
     }
 }
 
+/// Digit values paired: byte `k` of the result is 10 times byte `k` of
+/// `values` plus byte `k + 1` (all bytes 0 to 9, so no byte carries).
+#[inline(always)]
+pub(super) fn digit_pairs(values: u64) -> u64 {
+    values.wrapping_mul(10).wrapping_add(values >> 8)
+}
+
 /// Eight digit values (the most significant in the low byte) as two
 /// numbers of four digits: the first four, then the last four. Pairs are
 /// combined by one multiplication, and pairs of pairs by another: the
 /// lanes never carry into each other (each sum stays below 10000).
 #[inline(always)]
 pub(super) fn four_digit_groups(values: u64) -> (u64, u64) {
-    let pairs = values.wrapping_mul(10).wrapping_add(values >> 8) & 0x00FF_00FF_00FF_00FF;
+    let pairs = digit_pairs(values) & 0x00FF_00FF_00FF_00FF;
     let fours = pairs.wrapping_mul(1 + (100 << 16));
     ((fours >> 16) & 0xFFFF, fours >> 48)
 }
