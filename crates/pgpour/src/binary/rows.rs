@@ -124,7 +124,7 @@ impl<'d> Values<'d> {
         let at = out.len();
         let n = encode_prefix(self.data.get(start..)?, out)?;
         match self.ending_at(start + n) {
-            Some((last, next)) if self.data[start..start + n] != *self.null => {
+            Some((last, next)) if !self.is_null(&self.data[start..start + n]) => {
                 self.pos = next;
                 Some(last)
             }
@@ -183,7 +183,7 @@ impl<'d> Values<'d> {
                 let end = self.run_end(start);
                 if let Some((last, next)) = self.ending_at(end) {
                     let raw = &self.data[start..end];
-                    match raw == self.null {
+                    match self.is_null(raw) {
                         true => out.extend_from_slice(&(-1i32).to_be_bytes()),
                         false => put_value(out, raw),
                     }
@@ -227,6 +227,14 @@ impl<'d> Values<'d> {
         }
         let rest = self.data.get(from + 32..).unwrap_or_default();
         memchr::memchr3(self.special, escape, 0, rest).map_or(self.data.len(), |k| from + 32 + k)
+    }
+
+    /// Whether `raw`, as it lies in the file, is the NULL string. The
+    /// usual empty one by its length alone: a call to compare no bytes,
+    /// per empty value, was a fifth of the client's time on extract.
+    #[inline(always)]
+    fn is_null(&self, raw: &[u8]) -> bool {
+        raw.len() == self.null.len() && (self.null.is_empty() || raw == self.null)
     }
 
     /// The first byte at or after `from` that ends an unquoted run (see
@@ -275,7 +283,7 @@ impl<'d> Values<'d> {
             };
             self.pos = next;
             let raw = &data[start..end];
-            return Step::Value((raw != self.null).then_some(raw), last);
+            return Step::Value((!self.is_null(raw)).then_some(raw), last);
         }
         // A quoted value. Most hold no quote or escape: taken as they lie.
         let inner = start + 1;
@@ -337,7 +345,7 @@ impl<'d> Values<'d> {
             };
             self.pos = next;
             let raw = &data[start..end];
-            return Step::Value((raw != self.null).then_some(raw), last);
+            return Step::Value((!self.is_null(raw)).then_some(raw), last);
         }
         // Escapes: undone into the scratch buffer, run by run.
         self.scratch.clear();
@@ -356,7 +364,7 @@ impl<'d> Values<'d> {
             return Step::Odd;
         };
         self.pos = next;
-        let is_null = &data[start..end] == self.null;
+        let is_null = self.is_null(&data[start..end]);
         Step::Value((!is_null).then_some(&self.scratch), last)
     }
 }
