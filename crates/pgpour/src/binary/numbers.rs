@@ -338,10 +338,13 @@ fn short_numeric(negative: bool, groups: u64, scale: usize, out: &mut Vec<u8>) {
     let header =
         u64::from(count) << 48 | ((weight as u64) & 0xffff) << 32 | sign << 16 | scale as u64;
     let len = 8 + 2 * count;
-    out.extend_from_slice(&len.to_be_bytes());
-    out.extend_from_slice(&header.to_be_bytes());
-    // All four groups, then the unstored ones taken back: fixed-size copies.
-    out.extend_from_slice(&digits.to_be_bytes());
+    // All four groups, then the unstored ones taken back: one fixed-size
+    // copy.
+    let mut value = [0u8; 20];
+    value[..4].copy_from_slice(&len.to_be_bytes());
+    value[4..12].copy_from_slice(&header.to_be_bytes());
+    value[12..].copy_from_slice(&digits.to_be_bytes());
+    out.extend_from_slice(&value);
     out.truncate(out.len() - 8 + 2 * count as usize);
 }
 
