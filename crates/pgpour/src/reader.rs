@@ -147,9 +147,10 @@ struct Blocks<'a> {
     /// compressed stream) is named with the position of the damage.
     read_to: u64,
     /// Bytes the next read asks for: small at first, doubled while reads
-    /// fill them, up to `READ_BLOCK`, so that a small file costs what it
-    /// holds, not a block: with thousands of small files, zeroing full
-    /// blocks was most of the client's time.
+    /// fill them, up to `READ_BLOCK`. The buffer is zeroed up to what a
+    /// read asks for, so a small file costs what it holds, not a block:
+    /// with thousands of small files, zeroing full blocks was most of the
+    /// client's time.
     block: usize,
 }
 
@@ -168,25 +169,22 @@ impl<'a> Blocks<'a> {
     /// Appends the next block to `buf`; at the end of input, sets `eof`.
     fn fill(&mut self, buf: &mut Vec<u8>) -> Result<()> {
         let len = buf.len();
-        buf.reserve(self.block);
-        // Straight into the buffer's room: a file is read without zeroing
-        // the room first (`read_to_end` keeps count of what it wrote),
-        // which was 4% of the client's time loading lineitem. The block is
-        // read whole unless the input ends: chunks are cut only from
-        // whole chunk sizes or at the end anyway.
-        let read = (&mut self.stream).take(self.block as u64).read_to_end(buf);
-        let n = buf.len() - len;
+        buf.resize(len + self.block, 0);
+        let n = self
+            .stream
+            .read(&mut buf[len..])
+            .map_err(|e| Error::Input {
+                path: self.name.clone().into(),
+                source: std::io::Error::new(
+                    e.kind(),
+                    format!("{e} (after decompressed byte {})", self.read_to),
+                ),
+            })?;
         self.read_to += n as u64;
-        read.map_err(|e| Error::Input {
-            path: self.name.clone().into(),
-            source: std::io::Error::new(
-                e.kind(),
-                format!("{e} (after decompressed byte {})", self.read_to),
-            ),
-        })?;
         if n == self.block {
             self.block = (2 * self.block).min(READ_BLOCK);
         }
+        buf.truncate(len + n);
         self.eof = n == 0;
         Ok(())
     }

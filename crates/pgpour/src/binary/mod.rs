@@ -88,6 +88,10 @@ impl RowEncoder {
     /// (and the bytes to be ignored) when a record or value is not one the
     /// encoder vouches for.
     pub fn encode(&self, chunks: &[Chunk], into: &mut Encoded) -> bool {
+        if self.columns.is_empty() {
+            // No value would move the records on.
+            return false;
+        }
         into.bytes.clear();
         into.bytes.extend_from_slice(HEADER);
         for chunk in chunks {
@@ -365,5 +369,6 @@ mod tests {
         }
         assert!(e.encode(&[chunk(b"")], &mut out));
         assert_eq!(out.bytes.len(), HEADER.len() + TRAILER.len());
+        assert!(!encoder(Vec::new()).encode(&[chunk(b"x\n")], &mut out));
     }
 }
