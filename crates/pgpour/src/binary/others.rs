@@ -36,27 +36,48 @@ fn hex(c: u8) -> Option<u8> {
     }
 }
 
-/// The canonical `8-4-4-4-12` hex form, in either case.
+/// Each byte's value as a hex digit, 16 for any other byte.
+const HEX_VALUES: [u8; 256] = {
+    let mut values = [16u8; 256];
+    let mut i = 0;
+    while i < 10 {
+        values[b'0' as usize + i] = i as u8;
+        i += 1;
+    }
+    let mut i = 0;
+    while i < 6 {
+        values[b'a' as usize + i] = 10 + i as u8;
+        values[b'A' as usize + i] = 10 + i as u8;
+        i += 1;
+    }
+    values
+};
+
+/// Where each of a uuid's 16 bytes starts in its `8-4-4-4-12` text.
+const UUID_BYTE_STARTS: [usize; 16] = [0, 2, 4, 6, 9, 11, 14, 16, 19, 21, 24, 26, 28, 30, 32, 34];
+
+/// The canonical `8-4-4-4-12` hex form, in either case. Each digit is
+/// looked up, and the lookups are checked once at the end rather than per
+/// digit: an iterator and a check per digit ran at 90 ns a uuid.
 pub(super) fn uuid(text: &[u8], out: &mut Vec<u8>) -> bool {
-    if text.len() != 36 {
+    let Ok(text) = <&[u8; 36]>::try_from(text) else {
+        return false;
+    };
+    if [text[8], text[13], text[18], text[23]] != [b'-'; 4] {
         return false;
     }
     let mut bytes = [0u8; 16];
-    let mut nibbles = text
-        .iter()
-        .enumerate()
-        .filter(|(i, _)| !matches!(i, 8 | 13 | 18 | 23));
-    if [8, 13, 18, 23].iter().any(|&i| text[i] != b'-') {
-        return false;
+    let mut invalid = 0;
+    for (byte, &at) in bytes.iter_mut().zip(&UUID_BYTE_STARTS) {
+        let (high, low) = (
+            HEX_VALUES[usize::from(text[at])],
+            HEX_VALUES[usize::from(text[at + 1])],
+        );
+        invalid |= high | low;
+        *byte = high << 4 | (low & 15);
     }
-    for byte in &mut bytes {
-        let (Some((_, &high)), Some((_, &low))) = (nibbles.next(), nibbles.next()) else {
-            return false;
-        };
-        let (Some(high), Some(low)) = (hex(high), hex(low)) else {
-            return false;
-        };
-        *byte = high << 4 | low;
+    if invalid & 16 != 0 {
+        return false;
     }
     put_value(out, &bytes);
     true
@@ -127,6 +148,49 @@ mod tests {
         assert!(encoded(uuid, b"a0eebc999c0b4ef8bb6d6bb9bd380a11").is_none());
         assert!(encoded(uuid, b"{a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11}").is_none());
         assert!(encoded(uuid, b"g0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11").is_none());
+    }
+
+    proptest::proptest! {
+        /// The table-driven reader gives what reading digit by digit gives,
+        /// and refuses the same texts.
+        #[test]
+        fn uuids_read_as_digit_by_digit(
+            text in proptest::collection::vec(proptest::sample::select(
+                b"0123456789abcdefABCDEFgG-{ \xe6".to_vec()), 34..38),
+            bytes in proptest::array::uniform16(proptest::num::u8::ANY),
+            upper in proptest::bool::ANY,
+            changed_at in 0usize..36,
+            changed_to in proptest::sample::select(b"0aFgG-{ \xe6/:@`".to_vec()),
+        ) {
+            let by_digit = |text: &[u8]| -> Option<Vec<u8>> {
+                if text.len() != 36 || [8, 13, 18, 23].iter().any(|&i| text[i] != b'-') {
+                    return None;
+                }
+                let digits: Vec<u8> = text
+                    .iter()
+                    .enumerate()
+                    .filter(|(i, _)| !matches!(i, 8 | 13 | 18 | 23))
+                    .map(|(_, &c)| c)
+                    .collect();
+                digits
+                    .chunks(2)
+                    .map(|pair| Some(hex(pair[0])? << 4 | hex(pair[1])?))
+                    .collect()
+            };
+            proptest::prop_assert_eq!(encoded(uuid, &text), by_digit(&text));
+            let hex_text: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+            let mut canonical = format!(
+                "{}-{}-{}-{}-{}",
+                &hex_text[..8], &hex_text[8..12], &hex_text[12..16], &hex_text[16..20], &hex_text[20..]
+            );
+            if upper {
+                canonical = canonical.to_uppercase();
+            }
+            proptest::prop_assert_eq!(encoded(uuid, canonical.as_bytes()), Some(bytes.to_vec()));
+            let mut changed = canonical.into_bytes();
+            changed[changed_at] = changed_to;
+            proptest::prop_assert_eq!(encoded(uuid, &changed), by_digit(&changed));
+        }
     }
 
     #[test]
