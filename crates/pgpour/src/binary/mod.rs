@@ -138,58 +138,58 @@ impl RowEncoder {
             out.extend_from_slice(&count);
             let mut left = self.columns.len();
             for &(column_type, run) in &runs {
-                let values = &mut values;
-                let left = &mut left;
                 // Each arm a function of its own (not a pointer), inlined,
                 // the general way included: no second dispatch on the type.
+                macro_rules! read_run {
+                    ($read:expr) => {
+                        each(&mut values, out, run, &mut left, $read)
+                    };
+                }
                 use ColumnType as T;
                 let ok = match column_type {
-                    T::Int2 => each(values, out, run, left, |v, out| {
-                        v.typed_or_general(out, numbers::int2_prefix, numbers::int2)
-                    }),
-                    T::Int4 => each(values, out, run, left, |v, out| {
-                        v.typed_or_general(out, numbers::int4_prefix, numbers::int4)
-                    }),
-                    T::Int8 => each(values, out, run, left, |v, out| {
-                        v.typed_or_general(out, numbers::int8_prefix, numbers::int8)
-                    }),
-                    T::Numeric => each(values, out, run, left, |v, out| {
-                        v.typed_or_general(out, numbers::numeric_prefix, numbers::numeric)
-                    }),
-                    T::Date => each(values, out, run, left, |v, out| {
-                        v.typed_or_general(out, times::date_prefix, times::date)
-                    }),
-                    T::Bool => each(values, out, run, left, |v, out| {
-                        v.general(out, numbers::boolean)
-                    }),
-                    T::Float4 => each(values, out, run, left, |v, out| {
-                        v.general(out, numbers::float4)
-                    }),
-                    T::Float8 => each(values, out, run, left, |v, out| {
-                        v.general(out, numbers::float8)
-                    }),
-                    T::Text => each(values, out, run, left, |v, out| v.text(out, others::text)),
-                    T::Jsonb => each(values, out, run, left, |v, out| {
-                        v.general(out, others::jsonb)
-                    }),
-                    T::Time => each(values, out, run, left, |v, out| v.general(out, times::time)),
-                    T::Timestamp => each(values, out, run, left, |v, out| {
-                        v.general(out, times::timestamp)
-                    }),
-                    T::Timestamptz { zoneless_is_utc } => each(values, out, run, left, |v, out| {
-                        v.general(out, |text, out| {
+                    T::Int2 => {
+                        read_run!(|v, out| v.typed_or_general(
+                            out,
+                            numbers::int2_prefix,
+                            numbers::int2
+                        ))
+                    }
+                    T::Int4 => {
+                        read_run!(|v, out| v.typed_or_general(
+                            out,
+                            numbers::int4_prefix,
+                            numbers::int4
+                        ))
+                    }
+                    T::Int8 => {
+                        read_run!(|v, out| v.typed_or_general(
+                            out,
+                            numbers::int8_prefix,
+                            numbers::int8
+                        ))
+                    }
+                    T::Numeric => read_run!(|v, out| v.typed_or_general(
+                        out,
+                        numbers::numeric_prefix,
+                        numbers::numeric
+                    )),
+                    T::Date => {
+                        read_run!(|v, out| v.typed_or_general(out, times::date_prefix, times::date))
+                    }
+                    T::Bool => read_run!(|v, out| v.general(out, numbers::boolean)),
+                    T::Float4 => read_run!(|v, out| v.general(out, numbers::float4)),
+                    T::Float8 => read_run!(|v, out| v.general(out, numbers::float8)),
+                    T::Text => read_run!(|v, out| v.text(out, others::text)),
+                    T::Jsonb => read_run!(|v, out| v.general(out, others::jsonb)),
+                    T::Time => read_run!(|v, out| v.general(out, times::time)),
+                    T::Timestamp => read_run!(|v, out| v.general(out, times::timestamp)),
+                    T::Timestamptz { zoneless_is_utc } => read_run!(|v, out| v
+                        .general(out, |text, out| {
                             times::timestamptz(text, zoneless_is_utc, out)
-                        })
-                    }),
-                    T::Uuid => each(values, out, run, left, |v, out| {
-                        v.general(out, others::uuid)
-                    }),
-                    T::Bytea => each(values, out, run, left, |v, out| {
-                        v.general(out, others::bytea)
-                    }),
-                    T::Bits => each(values, out, run, left, |v, out| {
-                        v.general(out, others::bits)
-                    }),
+                        })),
+                    T::Uuid => read_run!(|v, out| v.general(out, others::uuid)),
+                    T::Bytea => read_run!(|v, out| v.general(out, others::bytea)),
+                    T::Bits => read_run!(|v, out| v.general(out, others::bits)),
                 };
                 if !ok {
                     break 'records false;
