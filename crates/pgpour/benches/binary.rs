@@ -85,6 +85,14 @@ fn encode(c: &mut Criterion) {
     group.bench_function(BenchmarkId::new("rows", "lineitem"), |b| {
         b.iter(|| bench.encode())
     });
+    // The same rows as if every column were text: the cost of splitting
+    // the values and writing them, without reading any number or date.
+    let texts = ["text"; 16];
+    let mut split = EncoderBench::new(&texts, &csv, &lineitem).expect("lineitem as text");
+    assert!(split.encode().is_some());
+    group.bench_function(BenchmarkId::new("rows", "lineitem-as-text"), |b| {
+        b.iter(|| split.encode())
+    });
     group.finish();
 }
 
