@@ -122,8 +122,9 @@ impl RowEncoder {
         let count = (self.columns.len() as i16).to_be_bytes();
         // Neighbouring columns of one type make a run: the type is matched
         // once per run, and each arm loops over its run. A match per value
-        // jumped to a different arm each time, and the mispredicted jumps
-        // were a sixth of the encoder's time on lineitem (perf).
+        // jumped to a different arm each time: the jump was about a tenth
+        // of the encoder's time on lineitem (perf), and lineitem rows went
+        // from 631 to 648 MiB/s with one match per run.
         let mut runs: Vec<(ColumnType, usize)> = Vec::new();
         for &column_type in &self.columns {
             match runs.last_mut() {

