@@ -7,7 +7,7 @@
 //!     cargo bench -p pgpour --bench framing
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
-use pgpour::frame::{Framer, RecordIter, Syntax};
+use pgpour::frame::{count_records, Framer, RecordIter, Syntax};
 use pgpour_testkit::datasets::Dataset;
 
 /// Cuts `input` into chunks of about `target` bytes; returns the chunk
@@ -100,6 +100,26 @@ fn framing(c: &mut Criterion) {
                 let chunks = pushed_chunk_count(syntax, input, 4 << 20, 256 << 10);
                 assert_eq!(chunks, expected)
             })
+        });
+    }
+    group.finish();
+
+    // Each chunk's records are counted for its journal row. lineitem's
+    // quoted comments rule out counting line ends alone.
+    let mut group = c.benchmark_group("count records");
+    let mut lineitem = Vec::new();
+    Dataset::Lineitem.write(100_000, 1, &mut lineitem).unwrap();
+    let (_, csv, _) = inputs().swap_remove(0);
+    let eol = Some(pgpour::frame::Eol::Lf);
+    for (name, syntax, input) in [("lineitem csv", csv, lineitem)]
+        .into_iter()
+        .chain(inputs().into_iter().skip(1))
+    {
+        let records = RecordIter::new(syntax, None, &input).count() as u64;
+        assert_eq!(count_records(syntax, eol, &input), records, "{name}");
+        group.throughput(Throughput::Bytes(input.len() as u64));
+        group.bench_with_input(BenchmarkId::from_parameter(name), &input, |b, input| {
+            b.iter(|| count_records(syntax, eol, input))
         });
     }
     group.finish();

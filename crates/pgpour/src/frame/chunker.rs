@@ -463,7 +463,14 @@ pub fn count_records(syntax: Syntax, eol: Option<Eol>, data: &[u8]) -> u64 {
         Syntax::Csv { quote, escape } => memchr::memchr2(quote, escape, data).is_some(),
     };
     if quoted {
-        // A line end may be data inside quotes: the chunker's own walk.
+        // A line end may be data inside quotes: where the quote is its
+        // own escape, the quote parity a block at a time; otherwise the
+        // chunker's own walk.
+        if let Syntax::Csv { quote, escape } = syntax {
+            if quote == escape {
+                return super::blocks::count_quoted_records(data, quote, eol);
+            }
+        }
         let mut framer = Framer::with_eol(syntax, Some(eol));
         let (mut records, mut pos) = (0, 0);
         while let Some(n) = framer.find_cut(&data[pos..], 1, true) {

@@ -22,6 +22,7 @@
 //! (header lines, the checks of refused rows); it is the one place that
 //! knows how COPY splits and unescapes fields.
 
+mod blocks;
 mod chunker;
 mod end_marker;
 mod fields;
