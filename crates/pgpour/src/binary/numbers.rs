@@ -4,7 +4,7 @@
 //! `NaN` or `Infinity`. Anything else is refused, and its chunk goes as
 //! text for the server to read.
 
-use super::{put_value, swar};
+use super::{put_fixed, swar};
 
 /// `[+-]?[0-9]+` as an integer within `min..=max`.
 pub(super) fn integer(text: &[u8], min: i64, max: i64) -> Option<i64> {
@@ -92,19 +92,19 @@ fn integer_prefix(text: &[u8], min: i64, max: i64) -> Option<(i64, usize)> {
 /// `int2` for the integer at the start of `text`; the bytes it took.
 pub(super) fn int2_prefix(text: &[u8], out: &mut Vec<u8>) -> Option<usize> {
     let (value, len) = integer_prefix(text, i16::MIN.into(), i16::MAX.into())?;
-    put_value(out, &(value as i16).to_be_bytes());
+    put_fixed(out, (value as i16).to_be_bytes());
     Some(len)
 }
 
 pub(super) fn int4_prefix(text: &[u8], out: &mut Vec<u8>) -> Option<usize> {
     let (value, len) = integer_prefix(text, i32::MIN.into(), i32::MAX.into())?;
-    put_value(out, &(value as i32).to_be_bytes());
+    put_fixed(out, (value as i32).to_be_bytes());
     Some(len)
 }
 
 pub(super) fn int8_prefix(text: &[u8], out: &mut Vec<u8>) -> Option<usize> {
     let (value, len) = integer_prefix(text, i64::MIN, i64::MAX)?;
-    put_value(out, &value.to_be_bytes());
+    put_fixed(out, value.to_be_bytes());
     Some(len)
 }
 
@@ -147,7 +147,7 @@ pub(super) fn int2(text: &[u8], out: &mut Vec<u8>) -> bool {
     let Some(v) = integer(text, i16::MIN.into(), i16::MAX.into()) else {
         return false;
     };
-    put_value(out, &(v as i16).to_be_bytes());
+    put_fixed(out, (v as i16).to_be_bytes());
     true
 }
 
@@ -155,7 +155,7 @@ pub(super) fn int4(text: &[u8], out: &mut Vec<u8>) -> bool {
     let Some(v) = integer(text, i32::MIN.into(), i32::MAX.into()) else {
         return false;
     };
-    put_value(out, &(v as i32).to_be_bytes());
+    put_fixed(out, (v as i32).to_be_bytes());
     true
 }
 
@@ -163,7 +163,7 @@ pub(super) fn int8(text: &[u8], out: &mut Vec<u8>) -> bool {
     let Some(v) = integer(text, i64::MIN, i64::MAX) else {
         return false;
     };
-    put_value(out, &v.to_be_bytes());
+    put_fixed(out, v.to_be_bytes());
     true
 }
 
@@ -182,7 +182,7 @@ pub(super) fn boolean(text: &[u8], out: &mut Vec<u8>) -> bool {
         b"f" | b"false" | b"n" | b"no" | b"off" | b"0" => 0,
         _ => return false,
     };
-    put_value(out, &[value]);
+    put_fixed(out, [value]);
     true
 }
 
@@ -235,7 +235,7 @@ fn plain_parsed<F: std::str::FromStr>(text: &[u8]) -> Option<(F, bool)> {
 pub(super) fn float8(text: &[u8], out: &mut Vec<u8>) -> bool {
     match plain_parsed::<f64>(text) {
         Some((v, nonzero)) if v.is_normal() || (v == 0.0 && !nonzero) => {
-            put_value(out, &v.to_bits().to_be_bytes());
+            put_fixed(out, v.to_bits().to_be_bytes());
             true
         }
         _ => false,
@@ -245,7 +245,7 @@ pub(super) fn float8(text: &[u8], out: &mut Vec<u8>) -> bool {
 pub(super) fn float4(text: &[u8], out: &mut Vec<u8>) -> bool {
     match plain_parsed::<f32>(text) {
         Some((v, nonzero)) if v.is_normal() || (v == 0.0 && !nonzero) => {
-            put_value(out, &v.to_bits().to_be_bytes());
+            put_fixed(out, v.to_bits().to_be_bytes());
             true
         }
         _ => false,

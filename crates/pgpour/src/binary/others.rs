@@ -1,7 +1,7 @@
 //! Values whose binary form is close to their text: strings, json, uuid,
 //! bytea and bit strings.
 
-use super::put_value;
+use super::{put_fixed, put_value};
 
 /// text, varchar(n), char(n) and json: the bytes themselves; the server
 /// converts them from the session's encoding and applies the column's
@@ -79,7 +79,7 @@ pub(super) fn uuid(text: &[u8], out: &mut Vec<u8>) -> bool {
     if invalid & 16 != 0 {
         return false;
     }
-    put_value(out, &bytes);
+    put_fixed(out, bytes);
     true
 }
 

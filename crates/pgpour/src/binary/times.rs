@@ -5,7 +5,7 @@
 //! session's TimeZone is UTC; otherwise, and for anything else, the chunk
 //! goes as text.
 
-use super::{put_value, swar};
+use super::{put_fixed, swar};
 
 /// Days from 0001-01-01 to 2000-01-01, PostgreSQL's epoch.
 const POSTGRES_EPOCH_DAYS: i64 = 730_119;
@@ -132,14 +132,14 @@ pub(super) fn date(text: &[u8], out: &mut Vec<u8>) -> bool {
     let Some(days) = date_days(text) else {
         return false;
     };
-    put_value(out, &(days as i32).to_be_bytes());
+    put_fixed(out, (days as i32).to_be_bytes());
     true
 }
 
 /// `date` for the `YYYY-MM-DD` at the start of `text`.
 pub(super) fn date_prefix(text: &[u8], out: &mut Vec<u8>) -> Option<usize> {
     let days = date_days(text.get(..10)?)?;
-    put_value(out, &(days as i32).to_be_bytes());
+    put_fixed(out, (days as i32).to_be_bytes());
     Some(10)
 }
 
@@ -147,7 +147,7 @@ pub(super) fn time(text: &[u8], out: &mut Vec<u8>) -> bool {
     let Some(micros) = time_micros(text) else {
         return false;
     };
-    put_value(out, &micros.to_be_bytes());
+    put_fixed(out, micros.to_be_bytes());
     true
 }
 
@@ -157,7 +157,7 @@ pub(super) fn timestamp(text: &[u8], out: &mut Vec<u8>) -> bool {
     let Some(micros) = local_micros(text) else {
         return false;
     };
-    put_value(out, &micros.to_be_bytes());
+    put_fixed(out, micros.to_be_bytes());
     true
 }
 
@@ -172,7 +172,7 @@ pub(super) fn timestamptz(text: &[u8], zoneless_is_utc: bool, out: &mut Vec<u8>)
     let Some(micros) = local_micros(local) else {
         return false;
     };
-    put_value(out, &(micros - east * 1_000_000).to_be_bytes());
+    put_fixed(out, (micros - east * 1_000_000).to_be_bytes());
     true
 }
 
