@@ -138,7 +138,39 @@ mod tests {
         assert_eq!(word_equal_bits(word, 0), 0b0001_0000);
     }
 
+    /// The records the framer finds, walking them one by one.
+    fn walked(data: &[u8], quote: u8, eol: Eol) -> u64 {
+        let syntax = crate::frame::Syntax::Csv {
+            quote,
+            escape: quote,
+        };
+        let mut framer = crate::frame::Framer::with_eol(syntax, Some(eol));
+        let (mut records, mut at) = (0, 0);
+        while let Some(n) = framer.find_cut(&data[at..], 1, true) {
+            records += 1;
+            at += n;
+        }
+        records
+    }
+
     proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(2000))]
+
+        /// Over many blocks, with quotes across their edges: the count the
+        /// framer's walk gives, whatever the line ending.
+        #[test]
+        fn counted_as_the_framer_walks(
+            data in proptest::collection::vec(proptest::sample::select(
+                b"a\"',\r\n".to_vec()), 0..700),
+            quote in proptest::sample::select(b"\"'".to_vec()),
+            eol in proptest::sample::select(vec![Eol::Lf, Eol::CrLf, Eol::Cr]),
+        ) {
+            proptest::prop_assert_eq!(
+                count_quoted_records(&data, quote, eol),
+                walked(&data, quote, eol)
+            );
+        }
+
         /// The vector compares mark the bytes the plain ones do.
         #[test]
         fn vector_masks_match_the_portable_ones(
