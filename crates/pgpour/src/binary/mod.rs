@@ -58,6 +58,7 @@ fn put_value(out: &mut Vec<u8>, bytes: &[u8]) {
 /// bytes in one copy, after one check of the room left.
 #[inline(always)]
 fn put_fixed<const N: usize>(out: &mut Vec<u8>, bytes: [u8; N]) {
+    const { assert!(N <= 16) };
     let mut field = [0u8; 20];
     field[..4].copy_from_slice(&(N as i32).to_be_bytes());
     field[4..4 + N].copy_from_slice(&bytes);

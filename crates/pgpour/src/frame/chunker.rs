@@ -467,7 +467,7 @@ pub fn count_records(syntax: Syntax, eol: Option<Eol>, data: &[u8]) -> u64 {
         // own escape, the quote parity a block at a time; otherwise the
         // chunker's own walk.
         if let Syntax::Csv { quote, escape } = syntax {
-            if quote == escape {
+            if quote == escape && quote != b'\n' && quote != b'\r' {
                 return super::blocks::count_quoted_records(data, quote, eol);
             }
         }
@@ -537,6 +537,19 @@ mod tests {
         quote: b'"',
         escape: b'"',
     };
+
+    /// A quote that is a line-end byte (which loads refuse) is still
+    /// counted as the framer walks it, not block by block.
+    #[test]
+    fn a_line_end_quote_is_counted_by_the_walk() {
+        for (quote, eol, data) in [(b'\n', Eol::Lf, &b"\n\n"[..]), (b'\r', Eol::Cr, b"\r\r")] {
+            let syntax = Syntax::Csv {
+                quote,
+                escape: quote,
+            };
+            assert_eq!(count_records(syntax, Some(eol), data), 2, "{data:?}");
+        }
+    }
 
     fn cuts(syntax: Syntax, input: &[u8], target: usize) -> Vec<&[u8]> {
         let mut framer = Framer::new(syntax);
