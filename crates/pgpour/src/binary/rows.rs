@@ -178,8 +178,12 @@ impl<'d> Values<'d> {
         encode: impl FnOnce(&[u8], &mut Vec<u8>) -> bool,
     ) -> Option<bool> {
         let start = self.pos;
-        match self.data.get(start) {
-            Some(&c) if c != self.special => {
+        let csv_escape = match self.syntax {
+            Syntax::Csv { escape, .. } => Some(escape),
+            Syntax::Text => None,
+        };
+        match (self.data.get(start), csv_escape) {
+            (Some(&c), _) if c != self.special => {
                 let end = self.run_end(start);
                 if let Some((last, next)) = self.ending_at(end) {
                     let raw = &self.data[start..end];
@@ -191,7 +195,7 @@ impl<'d> Values<'d> {
                     return Some(last);
                 }
             }
-            Some(_) if let Syntax::Csv { escape, .. } = self.syntax => {
+            (Some(_), Some(escape)) => {
                 // Quoted, the closing quote the first quote, escape or NUL.
                 let close = self.quoted_end(start + 1, escape);
                 let closing = self.data.get(close) == Some(&self.special)
