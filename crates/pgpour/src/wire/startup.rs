@@ -334,9 +334,7 @@ fn negotiate_tls(
     tcp.read_exact(&mut answer)?;
     match (answer[0], required) {
         (b'S', _) => {
-            let tls = connector
-                .connect(host, tcp)
-                .map_err(|e| OpenError::Refused(format!("TLS handshake failed: {e}")))?;
+            let tls = connector.connect(host, tcp).map_err(tls_failure)?;
             let end_point = tls.tls_server_end_point().ok().flatten();
             Ok((Stream::Tls(Box::new(tls)), end_point))
         }
@@ -346,6 +344,24 @@ fn negotiate_tls(
         )),
         _ => Err(unexpected()),
     }
+}
+
+/// Why a TLS handshake failed. When the connection itself broke (the
+/// server went away, as it does while it restarts), its I/O error, which
+/// is worth another try; otherwise a refusal (a certificate, a protocol),
+/// which only other options or another server setup can change.
+fn tls_failure(e: native_tls::HandshakeError<TcpStream>) -> OpenError {
+    if let native_tls::HandshakeError::Failure(failure) = &e {
+        let mut cause = std::error::Error::source(failure);
+        while let Some(error) = cause {
+            if let Some(io) = error.downcast_ref::<io::Error>() {
+                let message = format!("TLS handshake failed: {io}");
+                return OpenError::Io(io::Error::new(io.kind(), message));
+            }
+            cause = error.source();
+        }
+    }
+    OpenError::Refused(format!("TLS handshake failed: {e}"))
 }
 
 /// Reads whole messages from a blocking socket during the start-up.
@@ -366,6 +382,45 @@ impl Blocking {
                 return Err(io::ErrorKind::UnexpectedEof.into());
             }
             self.input.extend_from_slice(&buf[..n]);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::net::TcpListener;
+
+    /// A server that agrees to TLS and then goes away, as one restarting
+    /// does: the handshake's failure is the connection's, worth another
+    /// try, not a refusal that stops the load. (A Citus node restarting
+    /// while a load settled its prepared transactions once failed the load
+    /// this way.)
+    #[test]
+    fn a_connection_reset_during_the_handshake_is_an_io_failure() {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        let server = std::thread::spawn(move || {
+            let (mut socket, _) = listener.accept().unwrap();
+            let mut request = [0u8; 8];
+            socket.read_exact(&mut request).unwrap();
+            socket.write_all(b"S").unwrap();
+            // Closed with the client's hello unread: the kernel resets the
+            // connection.
+            std::thread::sleep(std::time::Duration::from_millis(200));
+            drop(socket);
+        });
+        let tcp = TcpStream::connect(addr).unwrap();
+        let connector = native_tls::TlsConnector::builder()
+            .danger_accept_invalid_certs(true)
+            .build()
+            .unwrap();
+        let failed = negotiate_tls(tcp, "localhost", &TlsUse::Require(connector));
+        server.join().unwrap();
+        match failed {
+            Err(OpenError::Io(e)) => assert!(e.to_string().contains("TLS handshake"), "{e}"),
+            Err(other) => panic!("not an I/O failure: {other:?}"),
+            Ok(_) => panic!("a handshake with no server succeeded"),
         }
     }
 }
