@@ -54,6 +54,12 @@ fn put_value(out: &mut Vec<u8>, bytes: &[u8]) {
     out.extend_from_slice(bytes);
 }
 
+/// Appends a NULL: a length of -1 and no bytes.
+#[inline(always)]
+fn put_null(out: &mut Vec<u8>) {
+    out.extend_from_slice(&(-1i32).to_be_bytes());
+}
+
 /// Appends a value of a fixed size (at most 16 bytes): its length and its
 /// bytes in one copy, after one check of the room left.
 #[inline(always)]

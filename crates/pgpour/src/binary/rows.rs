@@ -10,7 +10,7 @@
 
 use memchr::{memchr, memchr2};
 
-use super::{put_value, swar};
+use super::{put_null, put_value, swar};
 use crate::frame::{letter_escape, Eol, Syntax};
 
 /// What the next step of a record gave.
@@ -160,7 +160,7 @@ impl<'d> Values<'d> {
         match self.next_value() {
             Step::End | Step::Odd => None,
             Step::Value(None, last) => {
-                out.extend_from_slice(&(-1i32).to_be_bytes());
+                put_null(out);
                 Some(last)
             }
             Step::Value(Some(text), last) => encode(text, out).then_some(last),
@@ -188,7 +188,7 @@ impl<'d> Values<'d> {
                 if let Some((last, next)) = self.ending_at(end) {
                     let raw = &self.data[start..end];
                     match self.is_null(raw) {
-                        true => out.extend_from_slice(&(-1i32).to_be_bytes()),
+                        true => put_null(out),
                         false => self.put_slice(out, start, end),
                     }
                     self.pos = next;
