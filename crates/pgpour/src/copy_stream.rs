@@ -15,7 +15,7 @@
 use std::collections::VecDeque;
 
 use crate::binary::{Encoded, RowEncoder};
-use crate::chunk::Batch;
+use crate::chunk::{Batch, Chunk};
 use crate::conn::ConnectOptions;
 use crate::error::{Error, ServerError};
 use crate::frame::{count_records, Syntax};
@@ -122,16 +122,25 @@ impl<'a> ChunkStream<'a> {
             }
             self.session += 1;
         }
-        let journaled: Vec<u64> = batch
-            .iter()
-            .map(|c| count_records(self.setup.syntax, c.eol, &c.data))
-            .collect();
+        let syntax = self.setup.syntax;
+        let count = || -> Vec<u64> {
+            let records = |c: &Chunk| count_records(syntax, c.eol, &c.data);
+            batch.iter().map(records).collect()
+        };
+        let mut counted = None;
         let bytes = batch.iter().map(|c| c.data.len()).sum();
-        let rows = || journaled.iter().sum();
+        let rows = || counted.get_or_insert_with(count).iter().sum();
         let binary = self
             .setup
             .binary
             .filter(|b| b.pays(bytes, rows) && b.encode(&batch, &mut self.encoded));
+        // A binary batch's records were counted as they were encoded; a
+        // pass over a chunk to count them was 5% of the client's CPU on
+        // lineitem.
+        let journaled = match binary {
+            Some(_) => self.encoded.records.clone(),
+            None => counted.unwrap_or_else(count),
+        };
         let copy_sql = binary.map_or(self.setup.copy_sql, |b| b.copy_sql.as_str());
         let sql = self.batch_sql(copy_sql, &batch, &journaled);
         if sql.contains('\0') {

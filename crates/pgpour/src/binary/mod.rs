@@ -89,6 +89,9 @@ pub(crate) struct RowEncoder {
 #[derive(Default)]
 pub(crate) struct Encoded {
     pub bytes: Vec<u8>,
+    /// The records of each chunk encoded, as COPY counts them: the
+    /// encoder has split them all, so no second pass counts them.
+    pub records: Vec<u64>,
     scratch: Vec<u8>,
 }
 
@@ -110,6 +113,7 @@ impl RowEncoder {
             return false;
         }
         into.bytes.clear();
+        into.records.clear();
         into.bytes.extend_from_slice(HEADER);
         for chunk in chunks {
             // Binary rows are a little longer than csv ones, seldom more.
@@ -125,17 +129,24 @@ impl RowEncoder {
             ) else {
                 return false;
             };
-            let (ok, scratch) = self.encode_records(values, &mut into.bytes);
+            let (records, scratch) = self.encode_records(values, &mut into.bytes);
             into.scratch = scratch;
-            if !ok {
+            let Some(records) = records else {
                 return false;
-            }
+            };
+            debug_assert_eq!(
+                records,
+                crate::frame::count_records(self.syntax, chunk.eol, &chunk.data),
+                "the encoder's records are the framer's"
+            );
+            into.records.push(records);
         }
         into.bytes.extend_from_slice(TRAILER);
         true
     }
 
-    fn encode_records(&self, mut values: Values<'_>, out: &mut Vec<u8>) -> (bool, Vec<u8>) {
+    /// The records encoded, or `None` when one could not be.
+    fn encode_records(&self, mut values: Values<'_>, out: &mut Vec<u8>) -> (Option<u64>, Vec<u8>) {
         let count = (self.columns.len() as i16).to_be_bytes();
         // Neighbouring columns of one type make a run: the type is matched
         // once per run, and each arm loops over its run. A match per value
@@ -149,10 +160,12 @@ impl RowEncoder {
                 _ => runs.push((column_type, 1)),
             }
         }
+        let mut records = 0;
         let ok = 'records: loop {
             if values.at_end() {
                 break true;
             }
+            records += 1;
             out.extend_from_slice(&count);
             let mut left = self.columns.len();
             for &(column_type, run) in &runs {
@@ -214,7 +227,7 @@ impl RowEncoder {
                 }
             }
         };
-        (ok, values.into_scratch())
+        (ok.then_some(records), values.into_scratch())
     }
 }
 
