@@ -455,8 +455,7 @@ impl<'a> ChunkLoader<'a> {
     ) -> Result<(Copied, bool), Failure> {
         let mut encoded = Encoded::default();
         if let Some(encoder) = self.binary {
-            let rows = || crate::frame::count_records(self.syntax, chunk.eol, &chunk.data);
-            let pays = encoder.pays(chunk.data.len(), rows);
+            let pays = encoder.pays(chunk.data.len(), chunk.lines);
             if pays && encoder.encode(std::slice::from_ref(chunk), &mut encoded) {
                 let whole = 0..encoded.bytes.len();
                 let sql = encoder.copy_sql.as_str();

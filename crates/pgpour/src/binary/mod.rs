@@ -96,12 +96,11 @@ pub(crate) struct Encoded {
 }
 
 impl RowEncoder {
-    /// Whether a batch of `bytes` holding `rows` records is worth sending
-    /// binary: rows wide enough in strings, whose scan binary saves the
-    /// server, or typed columns that save it enough anyway.
-    /// `rows` counts them, only when needed.
-    pub fn pays(&self, bytes: usize, rows: impl FnOnce() -> u64) -> bool {
-        self.worth.as_ref().is_none_or(|w| w.pays(bytes, rows()))
+    /// Whether a batch of `bytes` holding about `rows` records is worth
+    /// sending binary: rows wide enough in strings, whose scan binary saves
+    /// the server, or typed columns that save it enough anyway.
+    pub fn pays(&self, bytes: usize, rows: u64) -> bool {
+        self.worth.as_ref().is_none_or(|w| w.pays(bytes, rows))
     }
 
     /// Encodes `chunks` as one binary COPY stream into `into.bytes`; false
