@@ -11,7 +11,7 @@ use crate::error::{Error, Position, Result};
 use crate::format::{FormatOptions, Header};
 use crate::frame::{
     count_byte, count_records, end_of_data, records_prefix, trim_terminator, EndMarkers, Eol,
-    Fields, Framer, RecordTooLong, UnterminatedQuote,
+    Fields, Framer, Marker, MarkerContext, MarkerFault, RecordTooLong, UnterminatedQuote,
 };
 use crate::input::InputSpec;
 use crate::progress::Progress;
@@ -444,6 +444,9 @@ impl Reader<'_> {
         let too_long =
             |framer: &Framer, buf: &[u8], at, e| record_too_long(input, framer, buf, at, e);
 
+        // Whether the next chunk starts with the first line COPY reads of
+        // the input (its line ending unknown to COPY there).
+        let mut first_line = segment.from == 0;
         if segment.from == 0 {
             let header = self.format.header != Header::None;
             let lead = Lead {
@@ -454,6 +457,24 @@ impl Reader<'_> {
             offset = preamble.skipped + preamble.header.len() as u64;
             line += preamble.skipped_lines;
             if header {
+                // COPY reads the header line as any other: a marker there
+                // ends the input before its first row.
+                let context = self.marker_context(&framer, true);
+                match end_of_data(self.format.syntax(), &preamble.header, context) {
+                    Some(Marker::End(_)) => return Ok(SegmentEnd::EndMarker),
+                    Some(Marker::Refused(at, fault)) => {
+                        return Err(self.marker_refused(
+                            input,
+                            &framer,
+                            &preamble.header,
+                            line,
+                            at,
+                            fault,
+                        ));
+                    }
+                    None => {}
+                }
+                first_line = false;
                 if self.format.header == Header::Match {
                     self.check_header(input, &preamble.header, line)?;
                 }
@@ -481,7 +502,15 @@ impl Reader<'_> {
             if !blocks.eof {
                 buf.reserve(self.chunk_size + READ_BLOCK);
             }
-            let marker = end_of_data(self.format.syntax(), &data, self.end_markers);
+            let context = self.marker_context(&framer, first_line);
+            first_line = false;
+            let marker = match end_of_data(self.format.syntax(), &data, context) {
+                Some(Marker::End(end)) => Some(end),
+                Some(Marker::Refused(at, fault)) => {
+                    return Err(self.marker_refused(input, &framer, &data, line, at, fault));
+                }
+                None => None,
+            };
             if let Some(end) = marker {
                 data.truncate(end);
                 if data.is_empty() {
@@ -531,6 +560,38 @@ impl Reader<'_> {
             if marker.is_some() {
                 return Ok(SegmentEnd::EndMarker);
             }
+        }
+    }
+
+    /// What COPY knows where the framer is: the server's marker rule and
+    /// the input's line ending, unless on the first line it reads.
+    fn marker_context(&self, framer: &Framer, first_line: bool) -> MarkerContext {
+        MarkerContext {
+            rule: self.end_markers,
+            eol: framer.eol(),
+            first_line,
+        }
+    }
+
+    /// The error for a marker COPY refuses, at byte `at` of `data`, which
+    /// starts on `line`: COPY reads nothing after it, so neither does the
+    /// load, whatever `--max-errors` allows.
+    fn marker_refused(
+        &self,
+        input: &InputSpec,
+        framer: &Framer,
+        data: &[u8],
+        line: u64,
+        at: usize,
+        fault: MarkerFault,
+    ) -> Error {
+        Error::Data {
+            position: Position {
+                file: input.name(),
+                line: line + self.count_lines(framer, &data[..at]),
+                column: None,
+            },
+            message: fault.message().to_string(),
         }
     }
 

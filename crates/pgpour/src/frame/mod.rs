@@ -37,7 +37,7 @@ mod props;
 pub use chunker::{
     count_records, ends_terminated, records_prefix, Framer, RecordTooLong, MAX_RECORD_BYTES,
 };
-pub use end_marker::{end_of_data, EndMarkers};
+pub use end_marker::{end_of_data, EndMarkers, Marker, MarkerContext, MarkerFault};
 pub use fields::{letter_escape, trim_terminator, FieldDecoder, Fields, UnterminatedQuote};
 pub(crate) use first_record::first_terminator;
 pub use records::{copy_lines, stray_line_break, RecordIter, StrayBreak};

@@ -292,13 +292,118 @@ fn benchmark_datasets_with_their_types() {
     }
 }
 
-#[test]
-fn end_of_data_markers_stop_each_input_like_copy() {
-    let version: i32 = pgpour_testkit::shared_cluster()
+fn server_version_num() -> i32 {
+    pgpour_testkit::shared_cluster()
         .client("postgres")
         .query_one("SELECT current_setting('server_version_num')::int4", &[])
         .unwrap()
-        .get(0);
+        .get(0)
+}
+
+/// COPY reads its header line like any other: a marker there ends the
+/// input before its first row. On an input's first line COPY does not
+/// know the line ending yet, and takes any after a marker.
+#[test]
+fn a_marker_on_the_first_line_or_the_header_ends_the_input() {
+    let csv_has_markers = server_version_num() < 180000;
+    let header = |f: &mut FormatOptions| f.header = Header::Skip;
+    Case::text("a text, b text", b"")
+        .with(header)
+        .files(vec![
+            b"\\.\n1\tnever\n".to_vec(),
+            b"a\tb\n2\tx\n".to_vec(),
+            b"\\.\r\n3\tnever\n".to_vec(),
+        ])
+        .check("text_marker_header");
+    Case::text("a text", b"")
+        .files(vec![b"\\.\r\nnever\n".to_vec(), b"1\n".to_vec()])
+        .check("text_marker_first_line");
+    if csv_has_markers {
+        Case::csv("a text, b text", b"")
+            .with(header)
+            .files(vec![b"\\.\n1,never\n".to_vec(), b"a,b\n2,x\n".to_vec()])
+            .check("csv_marker_header");
+        Case::csv("a text", b"")
+            .files(vec![b"\\.\r\nnever\n".to_vec(), b"1\n".to_vec()])
+            .check("csv_marker_first_line");
+    }
+}
+
+/// A `\.` inside a quoted csv field is data to COPY, also alone on its
+/// line; a marker at a record's start after it still ends the input.
+#[test]
+fn a_marker_inside_a_quoted_csv_field_is_data() {
+    Case::csv("a int, b text", b"1,x\n2,\"multi\n\\.\nline\"\n3,y\n").check("csv_marker_quoted");
+    if server_version_num() < 180000 {
+        Case::csv("a int, b text", b"1,\"m\n\\.\n\"\n\\.\n4,never\n")
+            .check("csv_marker_after_quoted");
+    }
+}
+
+/// COPY refuses a marker whose line end is not the input's (and in text
+/// one before anything but a line end): so does the load, naming the
+/// line, with `--max-errors` too, for COPY reads nothing after it.
+#[test]
+fn a_marker_copy_refuses_stops_the_load_at_its_line() {
+    let csv_has_markers = server_version_num() < 180000;
+    let mut cases = vec![
+        (
+            Case::text("a text", b"a\nb\n\\.\r\nc\n"),
+            3,
+            "newline style",
+        ),
+        (
+            Case::text("a text", b"a\r\n\\.\r\rc\r\n"),
+            2,
+            "newline style",
+        ),
+        (Case::text("a text", b"a\r\\.\nc\r"), 2, "newline style"),
+        (
+            Case::text("a text", b"a\n\\.x\nc\n"),
+            2,
+            "end-of-copy marker",
+        ),
+    ];
+    if csv_has_markers {
+        cases.push((Case::csv("a text", b"a\n\\.\r\nc\n"), 2, "newline style"));
+        cases.push((Case::csv("a text", b"a\r\\.\nc\r"), 2, "newline style"));
+    } else {
+        // 18 takes a text marker only on a line of its own.
+        cases.push((Case::text("a text", b"a\nb\\.\nc\n"), 2, "not alone"));
+    }
+    for (i, (case, line, words)) in cases.into_iter().enumerate() {
+        let name = format!("marker_refused_{i}");
+        let error = case.check_both_refuse(&name);
+        let shown = error.to_string();
+        assert!(shown.contains(&format!(":{line}: ")), "{name}: {shown}");
+        assert!(shown.contains(words), "{name}: {shown}");
+        // Not a bad row to reject: the load stops there all the same.
+        let db = pgpour_testkit::shared_cluster().create_database(&format!("{name}_all"));
+        db.client()
+            .batch_execute(&format!("CREATE TABLE actual ({})", case.columns_ddl))
+            .unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let (file, bytes) = &case.files[0];
+        let path = dir.path().join(file);
+        std::fs::write(&path, bytes).unwrap();
+        let mut options = pgpour::LoadOptions::new(
+            vec![pgpour::InputSpec::File(path)],
+            pgpour::TableName::parse("actual").unwrap(),
+            case.format.clone(),
+        );
+        options.max_errors = None;
+        options.reject_file = Some(dir.path().join("rejects"));
+        let failure = crate::harness::load(&db, &options).expect_err("a refused marker loaded");
+        assert!(
+            failure.error.to_string().contains(&format!(":{line}: ")),
+            "{name}"
+        );
+    }
+}
+
+#[test]
+fn end_of_data_markers_stop_each_input_like_copy() {
+    let version = server_version_num();
     if version >= 180000 {
         // 18 reads no marker in csv, and refuses one after data in text.
         Case::text("a text, b text", b"1\tx\n2\ty\\\\.\n4\tz\n\\.\n5\tnever\n")
