@@ -285,7 +285,7 @@ ahead; --explain says how many). The whole process peaked at 44 MB loading 1M ro
 Connection: --db takes a postgres:// URL or a 'key=value' conninfo string; what it leaves out comes \
 from its service (service=NAME or PGSERVICE, in ~/.pg_service.conf or PGSERVICEFILE), then from \
 PGHOST, PGPORT, PGUSER, PGDATABASE, PGPASSWORD (or ~/.pgpass, PGPASSFILE), PGSSLMODE, \
-PGSSLROOTCERT, PGSSLCERT, PGSSLKEY, PGAPPNAME, PGOPTIONS, as with psql. Without any, pgpour connects over \
+PGSSLROOTCERT, PGSSLCERT, PGSSLKEY, PGAPPNAME, PGOPTIONS, PGTZ, PGDATESTYLE, as with psql. Without any, pgpour connects over \
 the local unix socket.
 
 Bad rows: by default the first bad row stops the load with an error naming the file, line, column, \

@@ -4,9 +4,9 @@
 //! leaves out, the settings of its service (`service=` or PGSERVICE, from
 //! the connection service file); then libpq's environment (PGHOST, PGPORT,
 //! PGUSER, PGDATABASE, PGPASSWORD, PGPASSFILE, PGSSLMODE, PGSSLROOTCERT,
-//! PGSSLCERT, PGSSLKEY, PGAPPNAME, PGCONNECT_TIMEOUT...); then `~/.pgpass`
-//! and libpq's defaults. Every key is checked: one pgpour cannot follow is
-//! refused by name. The environment is passed in, not read here, so the
+//! PGSSLCERT, PGSSLKEY, PGAPPNAME, PGCONNECT_TIMEOUT, PGTZ, PGDATESTYLE...);
+//! then `~/.pgpass` and libpq's defaults. Every key is checked: one pgpour
+//! cannot follow is refused by name. The environment is passed in, not read here, so the
 //! engine has no hidden inputs. The password is never part of any text this
 //! module produces.
 
@@ -133,11 +133,13 @@ impl ConnectOptions {
         // instead of 4.0-4.8 s; psql \copy 1.8-2.0 s). Elsewhere it is a
         // setting nobody reads. Before the user's own options: theirs win.
         const CITUS: &str = "-c citus.multi_shard_modify_mode=sequential";
-        // After the user's own options, so that theirs cannot undo it.
-        let options = match config.get_options() {
-            Some(theirs) => format!("{CITUS} {theirs} -c standard_conforming_strings=on"),
-            None => format!("{CITUS} -c standard_conforming_strings=on"),
+        let mut options = match config.get_options() {
+            Some(theirs) => format!("{CITUS} {theirs}"),
+            None => CITUS.to_string(),
         };
+        options.push_str(&environment_settings(&env));
+        // After the user's own options, so that theirs cannot undo it.
+        options.push_str(" -c standard_conforming_strings=on");
         config.options(&options);
 
         let tls = TlsSettings::resolve(own.tls, env("HOME").as_deref().map(Path::new))?;
@@ -484,6 +486,25 @@ fn fill_from_environment(
     Ok(())
 }
 
+/// The settings libpq takes from its environment for every session
+/// (PGDATESTYLE, PGTZ, PGGEQO), as `-c` switches: libpq sends them after the
+/// `options` parameter, so they win over it, as they do here. The session's
+/// DateStyle and TimeZone decide how COPY reads dates and times, so a load
+/// must see the ones psql's `\copy` would. `default` means unset, as in libpq.
+fn environment_settings(env: &dyn Fn(&str) -> Option<String>) -> String {
+    let mut switches = String::new();
+    for (variable, setting) in [
+        ("PGDATESTYLE", "datestyle"),
+        ("PGTZ", "timezone"),
+        ("PGGEQO", "geqo"),
+    ] {
+        if let Some(value) = env(variable).filter(|v| !v.eq_ignore_ascii_case("default")) {
+            switches.push_str(&format!(" -c {setting}={}", escape_option(&value)));
+        }
+    }
+    switches
+}
+
 /// pgpour does not do GSSAPI encryption: libpq's default (prefer) then
 /// goes on without it, and require cannot be met.
 fn check_gssencmode(mode: Option<String>) -> Result<()> {
@@ -574,6 +595,27 @@ mod tests {
         );
         let o = resolve("host=h options='-c work_mem=8MB'", &[("PGOPTIONS", set)]);
         assert!(!options(o).contains("maintenance_work_mem"));
+    }
+
+    #[test]
+    fn pgtz_and_pgdatestyle_set_the_sessions_as_libpq_does() {
+        let options = |o: ConnectOptions| o.config.get_options().unwrap_or("").to_string();
+        let vars = [
+            ("PGTZ", "America/New_York"),
+            ("PGDATESTYLE", "SQL, DMY"),
+            ("PGGEQO", "default"),
+            ("PGOPTIONS", "-c timezone=UTC"),
+        ];
+        let given = options(resolve("host=h", &vars));
+        // After the user's options, which libpq sends before them.
+        let tz = given.find("-c timezone=America/New_York").expect(&given);
+        assert!(given.find("-c timezone=UTC").unwrap() < tz, "{given}");
+        assert!(given.contains("-c datestyle=SQL,\\ DMY"), "{given}");
+        assert!(!given.contains("geqo"), "{given}");
+        assert!(
+            given.ends_with(" -c standard_conforming_strings=on"),
+            "{given}"
+        );
     }
 
     #[test]

@@ -403,3 +403,48 @@ fn verify_full_without_a_root_certificate_names_the_file_expected() {
         .connect()
         .unwrap_or_else(|e| panic!("with ~/.postgresql/root.crt: {e}"));
 }
+
+/// PGTZ and PGDATESTYLE set every session as libpq sets psql's: a
+/// timestamptz without an offset is read in PGTZ's zone, and a date in
+/// PGDATESTYLE's order, as `\copy` under the same environment reads them;
+/// in binary too (the encoder leaves such values to the server).
+#[test]
+fn pgtz_and_pgdatestyle_reach_every_loading_session() {
+    let db = shared_cluster().create_database("libpq_session_environment");
+    let mut client = db.client();
+    let ddl = "n int, at timestamptz, day date";
+    client
+        .batch_execute(&format!(
+            "CREATE TABLE expected ({ddl}); CREATE TABLE actual ({ddl});"
+        ))
+        .unwrap();
+    let rows = "1,2020-07-01 00:00:00,01/02/2020\n2,2021-01-31 12:30:00,2021-01-31\n";
+    client
+        .batch_execute("SET timezone = 'America/New_York'; SET datestyle = 'SQL, DMY'")
+        .unwrap();
+    let mut writer = client
+        .copy_in("COPY expected FROM STDIN WITH (FORMAT csv)")
+        .unwrap();
+    std::io::Write::write_all(&mut writer, rows.as_bytes()).unwrap();
+    writer.finish().unwrap();
+    client
+        .batch_execute("RESET timezone; RESET datestyle")
+        .unwrap();
+
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("in.csv");
+    std::fs::write(&input, rows).unwrap();
+    let env = [("PGTZ", "America/New_York"), ("PGDATESTYLE", "SQL, DMY")];
+    let connect = resolve(&db.conninfo(), &env);
+    for wire in [pgpour::WireFormat::Text, pgpour::WireFormat::Binary] {
+        let mut options = LoadOptions::new(
+            vec![InputSpec::File(input.clone())],
+            TableName::parse("actual").unwrap(),
+            FormatOptions::new(Format::Csv),
+        );
+        options.truncate = true;
+        options.wire_format = wire;
+        load_via(&connect, &options).unwrap_or_else(|f| panic!("{wire:?}: {}", f.error));
+        pgpour_testkit::assert_same_rows(&mut client, "libpq_session_environment", None);
+    }
+}
