@@ -15,6 +15,7 @@ use crate::frame::{
 };
 use crate::input::InputSpec;
 use crate::progress::Progress;
+use crate::validate::utf8_problem;
 
 /// A stretch of one input to read: all of it, or on resume a gap between
 /// chunks an earlier run committed, or (`--limit`) a run of those chunks,
@@ -319,6 +320,10 @@ pub(crate) struct Reader<'a> {
     pub max_record: usize,
     /// How the server reads COPY's end-of-data marker.
     pub end_markers: EndMarkers,
+    /// Whether COPY would refuse a header line that is not UTF-8 (the
+    /// input and the database both UTF-8): the line is never sent, so the
+    /// reader checks it.
+    pub header_utf8: bool,
     /// Receives the first input's header line (for the reject file).
     pub header_out: &'a std::sync::OnceLock<Vec<u8>>,
     pub progress: &'a Progress,
@@ -475,6 +480,20 @@ impl Reader<'_> {
                     None => {}
                 }
                 first_line = false;
+                let not_utf8 = self.header_utf8.then(|| utf8_problem(&preamble.header));
+                if let Some(problem) = not_utf8.flatten() {
+                    return Err(Error::Data {
+                        position: Position {
+                            file: input.name(),
+                            line,
+                            column: None,
+                        },
+                        message: format!(
+                            "{problem}: COPY refuses a header line that is not UTF-8, as it \
+                             refuses any line; name the file's encoding with --encoding"
+                        ),
+                    });
+                }
                 if self.format.header == Header::Match {
                     self.check_header(input, &preamble.header, line)?;
                 }
@@ -673,6 +692,7 @@ mod tests {
             chunk_size: 64 << 10,
             max_record: LIMIT,
             end_markers: EndMarkers::UpTo17,
+            header_utf8: true,
             header_out: &OnceLock::new(),
             progress: &progress,
             stop: &stop,

@@ -62,6 +62,24 @@ pub struct Validator {
     pub utf8: bool,
 }
 
+/// What COPY says of bytes that are not UTF-8 (a NUL byte among them),
+/// in its words; `None` for valid UTF-8.
+pub fn utf8_problem(bytes: &[u8]) -> Option<String> {
+    let bad = match std::str::from_utf8(bytes) {
+        Err(e) => {
+            let at = e.valid_up_to();
+            &bytes[at..(at + e.error_len().unwrap_or(1)).min(bytes.len())]
+        }
+        Ok(_) if bytes.contains(&0) => &[0][..],
+        Ok(_) => return None,
+    };
+    let hex: Vec<String> = bad.iter().map(|b| format!("0x{b:02x}")).collect();
+    Some(format!(
+        "invalid byte sequence for encoding \"UTF8\": {}",
+        hex.join(" ")
+    ))
+}
+
 /// Longest value quoted in messages.
 const VALUE_PREVIEW: usize = 40;
 
@@ -117,24 +135,10 @@ impl Validator {
     fn check_slowly(&self, record: &[u8], utf8_checked: bool) -> Option<Problem> {
         let record = trim_terminator(record);
         if self.utf8 && !utf8_checked {
-            if let Err(e) = std::str::from_utf8(record) {
-                let at = e.valid_up_to();
-                let bad = &record[at..(at + e.error_len().unwrap_or(1)).min(record.len())];
-                let hex: Vec<String> = bad.iter().map(|b| format!("0x{b:02x}")).collect();
+            if let Some(message) = utf8_problem(record) {
                 return Some(Problem {
                     sqlstate: "22021",
-                    message: format!(
-                        "invalid byte sequence for encoding \"UTF8\": {}",
-                        hex.join(" ")
-                    ),
-                    column: None,
-                    value: None,
-                });
-            }
-            if record.contains(&0) {
-                return Some(Problem {
-                    sqlstate: "22021",
-                    message: "invalid byte sequence for encoding \"UTF8\": 0x00".into(),
+                    message,
                     column: None,
                     value: None,
                 });

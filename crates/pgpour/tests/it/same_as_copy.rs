@@ -329,6 +329,18 @@ fn a_marker_on_the_first_line_or_the_header_ends_the_input() {
     }
 }
 
+/// COPY reads the header line as any other: one that is not UTF-8 makes
+/// it refuse the input, though the line is never loaded.
+#[test]
+fn a_header_line_that_is_not_utf8_is_refused() {
+    let case = Case::csv("a int, b text", b"a,b\xff\n1,x\n").with(|f| f.header = Header::Skip);
+    let error = case.check_both_refuse("header_not_utf8").to_string();
+    assert!(
+        error.contains(":1: invalid byte sequence for encoding \"UTF8\": 0xff"),
+        "{error}"
+    );
+}
+
 /// A `\.` inside a quoted csv field is data to COPY, also alone on its
 /// line; a marker at a record's start after it still ends the input.
 #[test]

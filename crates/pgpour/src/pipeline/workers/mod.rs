@@ -194,6 +194,7 @@ pub(super) fn run(
             join_small_inputs: !plan.filtering,
             limit: plan.limit,
             end_markers: crate::frame::EndMarkers::of_server(target.server_version_num),
+            header_utf8: validator.utf8,
             header_out: &setup.sink.header,
             progress: setup.progress,
             stop: &stop,
