@@ -6,6 +6,7 @@
 //! Memory stays bounded: at most `2 × workers` chunks wait in the channel,
 //! each worker holds one, and the reader builds one.
 
+mod first_error;
 mod split;
 mod streaming;
 
@@ -81,10 +82,8 @@ pub(super) fn run(
     let stop = AtomicBool::new(false);
     let record_error = |e: Error| {
         stop.store(true, Ordering::SeqCst);
-        first_error
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .get_or_insert(e);
+        let mut kept = first_error.lock().unwrap_or_else(|p| p.into_inner());
+        first_error::keep_earliest(&mut kept, e, &plan.inputs);
     };
     let gate = Gate::new(!truncate);
     let validator = target.validator(&plan.format);
