@@ -702,7 +702,8 @@ pub struct FormatArgs {
     pub header: Option<HeaderArg>,
 
     /// Encoding of the input (e.g. LATIN1); the server converts it to the
-    /// database's. Default: UTF8.
+    /// database's. Default: PGCLIENTENCODING (as psql's \copy reads a
+    /// file), else UTF8.
     #[arg(long, value_name = "NAME")]
     pub encoding: Option<String>,
 

@@ -177,6 +177,15 @@ pub fn expand_inputs(args: &[String]) -> Result<Vec<InputSpec>> {
     Ok(inputs)
 }
 
+/// The input's encoding when `--encoding` is not given: PGCLIENTENCODING,
+/// which is how psql's `\copy` reads a file, unless it asks libpq to follow
+/// the locale (`auto`) or is unset.
+fn client_encoding_from_environment() -> Option<String> {
+    std::env::var("PGCLIENTENCODING")
+        .ok()
+        .filter(|name| !name.is_empty() && !name.eq_ignore_ascii_case("auto"))
+}
+
 pub fn format_options(args: &FormatArgs, inputs: &[InputSpec]) -> Result<FormatOptions> {
     let format = match args.format {
         Some(FormatArg::Csv) => Format::Csv,
@@ -188,7 +197,10 @@ pub fn format_options(args: &FormatArgs, inputs: &[InputSpec]) -> Result<FormatO
     options.quote = args.quote;
     options.escape = args.escape;
     options.null = args.null.clone();
-    options.encoding = args.encoding.clone();
+    options.encoding = args
+        .encoding
+        .clone()
+        .or_else(client_encoding_from_environment);
     options.header = match args.header {
         None | Some(HeaderArg::None) => Header::None,
         Some(HeaderArg::Skip) => Header::Skip,

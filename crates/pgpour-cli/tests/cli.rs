@@ -593,3 +593,35 @@ fn the_summary_says_why_it_has_that_many_workers() {
     let given = load(&["--workers", "3"]);
     assert!(given.contains("workers  3 (--workers)"), "{given}");
 }
+
+/// Without --encoding, PGCLIENTENCODING names the file's encoding, as it
+/// does for psql's `\copy`: the LATIN1 bytes of "Ã©" are two characters,
+/// not the one UTF-8 would make of them.
+#[test]
+fn pgclientencoding_is_the_default_input_encoding() {
+    let db = shared_cluster().create_database("cli_pgclientencoding");
+    db.client()
+        .batch_execute("CREATE TABLE t (n int, s text)")
+        .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("latin1.csv");
+    std::fs::write(&file, b"1,caf\xe9\n2,\xc3\xa9\n").unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_pgpour"))
+        .args(["load", file.to_str().unwrap(), "--table", "t"])
+        .args(["--db", &db.conninfo()])
+        .env("PGCLIENTENCODING", "LATIN1")
+        .env_remove("PGHOST")
+        .env_remove("PGDATABASE")
+        .env_remove("PGPASSWORD")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let rows: Vec<String> = db
+        .client()
+        .query("SELECT s FROM t ORDER BY n", &[])
+        .unwrap()
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    assert_eq!(rows, ["café", "Ã©"]);
+}

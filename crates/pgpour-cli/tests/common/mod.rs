@@ -20,6 +20,9 @@ pub fn pgpour(args: &[&str], stdin: Option<&[u8]>) -> Output {
         .env_remove("PGHOST")
         .env_remove("PGDATABASE")
         .env_remove("PGPASSWORD")
+        .env_remove("PGCLIENTENCODING")
+        .env_remove("PGTZ")
+        .env_remove("PGDATESTYLE")
         .spawn()
         .expect("run pgpour");
     if let Some(bytes) = stdin {
