@@ -305,16 +305,20 @@ fn server_version_num() -> i32 {
 /// know the line ending yet, and takes any after a marker.
 #[test]
 fn a_marker_on_the_first_line_or_the_header_ends_the_input() {
-    let csv_has_markers = server_version_num() < 180000;
+    let version = server_version_num();
+    let csv_has_markers = version < 180000;
     let header = |f: &mut FormatOptions| f.header = Header::Skip;
-    Case::text("a text, b text", b"")
-        .with(header)
-        .files(vec![
-            b"\\.\n1\tnever\n".to_vec(),
-            b"a\tb\n2\tx\n".to_vec(),
-            b"\\.\r\n3\tnever\n".to_vec(),
-        ])
-        .check("text_marker_header");
+    // COPY takes HEADER in text only since 15.
+    if version >= 150000 {
+        Case::text("a text, b text", b"")
+            .with(header)
+            .files(vec![
+                b"\\.\n1\tnever\n".to_vec(),
+                b"a\tb\n2\tx\n".to_vec(),
+                b"\\.\r\n3\tnever\n".to_vec(),
+            ])
+            .check("text_marker_header");
+    }
     Case::text("a text", b"")
         .files(vec![b"\\.\r\nnever\n".to_vec(), b"1\n".to_vec()])
         .check("text_marker_first_line");
