@@ -41,19 +41,39 @@ pub struct FormatOptions {
     pub force_not_null: Vec<String>,
 }
 
-/// Server encodings whose multibyte characters may contain ASCII bytes such
+/// Client encodings whose multibyte characters may contain ASCII bytes such
 /// as a quote or a backslash: framing them needs encoding-aware scanning.
+/// Every name PostgreSQL takes for them (its `pg_encname_tbl`), as
+/// `encoding_key` spells it: an alias must not get past the check.
 const ASCII_UNSAFE_ENCODINGS: &[&str] = &[
-    "SJIS",
-    "SHIFTJIS",
-    "SHIFTJIS2004",
-    "SHIFT_JIS_2004",
-    "BIG5",
-    "GBK",
-    "UHC",
-    "GB18030",
-    "JOHAB",
+    "sjis",
+    "shiftjis",
+    "mskanji",
+    "win932",
+    "windows932",
+    "shiftjis2004",
+    "big5",
+    "win950",
+    "windows950",
+    "gbk",
+    "win936",
+    "windows936",
+    "uhc",
+    "win949",
+    "windows949",
+    "gb18030",
+    "johab",
 ];
+
+/// An encoding's name as PostgreSQL matches it: letters and digits only,
+/// in lower case (`Shift_JIS`, `shift-jis` and `SJIS ` differ only in what
+/// it drops).
+fn encoding_key(name: &str) -> String {
+    name.chars()
+        .filter(char::is_ascii_alphanumeric)
+        .map(|c| c.to_ascii_lowercase())
+        .collect()
+}
 
 impl FormatOptions {
     pub fn new(format: Format) -> Self {
@@ -102,12 +122,9 @@ impl FormatOptions {
 
     /// Whether the input is UTF-8: no ENCODING, or UTF8 by any spelling.
     pub fn input_is_utf8(&self) -> bool {
-        self.encoding.as_deref().is_none_or(|e| {
-            matches!(
-                e.to_ascii_uppercase().replace(['-', '_'], "").as_str(),
-                "UTF8" | "UNICODE"
-            )
-        })
+        self.encoding
+            .as_deref()
+            .is_none_or(|e| matches!(encoding_key(e).as_str(), "utf8" | "unicode"))
     }
 
     /// How COPY reads the values of a record in this format.
@@ -151,8 +168,7 @@ impl FormatOptions {
             }
         }
         if let Some(encoding) = &self.encoding {
-            let normalized = encoding.to_ascii_uppercase().replace('-', "");
-            if ASCII_UNSAFE_ENCODINGS.contains(&normalized.as_str()) {
+            if ASCII_UNSAFE_ENCODINGS.contains(&encoding_key(encoding).as_str()) {
                 return bad(FormatProblem::Encoding {
                     encoding: encoding.clone(),
                 });
@@ -210,6 +226,41 @@ impl FormatOptions {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Every spelling PostgreSQL takes for an encoding whose characters
+    /// may hold ASCII bytes is refused: an alias that got past the check
+    /// split records at the second byte of a character.
+    #[test]
+    fn encodings_are_known_by_every_name_the_server_takes() {
+        let with = |name: &str| {
+            let mut o = FormatOptions::new(Format::Text);
+            o.encoding = Some(name.to_string());
+            o
+        };
+        for unsafe_name in [
+            "SJIS",
+            "Shift_JIS",
+            "MSKANJI",
+            "WIN932",
+            "S_J_I_S",
+            "sjis ",
+            "WIN936",
+            "windows-950",
+            "win949",
+            "JOHAB",
+            "gb-18030",
+            "SHIFT_JIS_2004",
+        ] {
+            assert!(with(unsafe_name).validate().is_err(), "{unsafe_name}");
+        }
+        for fine in ["LATIN1", "win1252", "UTF-8", "euc_jp", "ISO-8859-15"] {
+            assert!(with(fine).validate().is_ok(), "{fine}");
+        }
+        for utf8 in ["utf-8", "UTF8", "Unicode", "utf_8"] {
+            assert!(with(utf8).input_is_utf8(), "{utf8}");
+        }
+        assert!(!with("LATIN1").input_is_utf8());
+    }
 
     #[test]
     fn options_are_quoted_literals() {
