@@ -236,7 +236,7 @@ fn read_preamble(
         skipped_lines: 0,
         header: Vec::new(),
     };
-    let records = lead.skip + u64::from(lead.header);
+    let records = lead.skip.saturating_add(u64::from(lead.header));
     for i in 0..records {
         let at = (preamble.skipped, 1 + preamble.skipped_lines);
         let end = loop {
@@ -247,6 +247,10 @@ fn read_preamble(
                 None => blocks.fill(buf)?,
             }
         };
+        if end == 0 {
+            // The input ended: nothing is left to skip, nor a header.
+            break;
+        }
         let record: Vec<u8> = buf.drain(..end).collect();
         if i < lead.skip {
             let eol = framer.eol().map_or(b'\n', Eol::last_byte);
@@ -676,6 +680,15 @@ mod tests {
     /// Reads `file` as csv with a 1 MiB record limit; returns the outcome,
     /// the chunks sent and the raw bytes read.
     fn read_csv(file: &std::path::Path, header: Header) -> (Result<ReadEnd>, Vec<Chunk>, u64) {
+        read_csv_skipping(file, header, 0)
+    }
+
+    /// `read_csv` with `skip` records skipped first (`--skip-lines`).
+    fn read_csv_skipping(
+        file: &std::path::Path,
+        header: Header,
+        skip: u64,
+    ) -> (Result<ReadEnd>, Vec<Chunk>, u64) {
         let inputs = [InputSpec::File(file.to_path_buf())];
         let mut format = FormatOptions::new(Format::Csv);
         format.header = header;
@@ -686,7 +699,7 @@ mod tests {
             segments: &segments(1, &[], false),
             format: &format,
             expected_header: &[],
-            skip_lines: 0,
+            skip_lines: skip,
             limit: None,
             join_small_inputs: true,
             chunk_size: 64 << 10,
@@ -739,6 +752,20 @@ mod tests {
         assert!(chunks.iter().all(|c| c.offset + c.data.len() as u64 <= 8));
         assert!(read <= (8 + LIMIT + 2 * READ_BLOCK) as u64, "read {read}");
         assert!(read < input.len() as u64 / 2);
+    }
+
+    /// Skipping more records than the input holds ends at its end: it
+    /// went on counting the records not there, one by one.
+    #[test]
+    fn skipping_past_the_end_of_an_input_stops_there() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = write_file(&dir, "short.csv", b"1,a\n2,b\n");
+        let (end, chunks, _) = read_csv_skipping(&path, Header::Skip, u64::MAX);
+        assert_eq!(end.unwrap(), ReadEnd::Done { chunks: 0 });
+        assert!(chunks.is_empty());
+        let (end, chunks, _) = read_csv_skipping(&path, Header::None, 1);
+        assert_eq!(end.unwrap(), ReadEnd::Done { chunks: 1 });
+        assert_eq!(chunks[0].data, b"2,b\n");
     }
 
     #[test]

@@ -23,7 +23,7 @@ pub(crate) fn hint(
     let fields = decoded(record, format)?;
     // A file's first line of data: after the lines --skip-lines skipped
     // (each one line, as they usually are).
-    let first_line = 1 + skip_lines;
+    let first_line = skip_lines.saturating_add(1);
     if row.line == first_line && format.header == Header::None && names_columns(&fields, columns) {
         return Some(RowHint::Header);
     }
