@@ -463,6 +463,11 @@ fn adversarial_files_are_sniffed_safely() {
     let win = sniffed(&file(&dir, "win.csv", b"\x8cuvre,Prix \x80\n1,2\n"), &[]);
     assert_eq!(win["sniffed"]["encoding"], "WIN1252");
     assert_eq!(win["sniffed"]["columns"][0]["name"], "œuvre");
+    // A byte WIN1252 leaves unassigned, which PostgreSQL cannot convert:
+    // LATIN1, which loads every row.
+    let body = b"id,n\n1,caf\xe9\n2,\x80uro\n3,\x81x\n";
+    let unassigned = sniffed(&file(&dir, "unassigned.csv", body), &[]);
+    assert_eq!(unassigned["sniffed"]["encoding"], "LATIN1");
     let utf16 = pgpour(
         &[
             "sniff",

@@ -324,8 +324,8 @@ fn sample(input: &InputSpec) -> Result<(Vec<Vec<u8>>, bool)> {
 }
 
 /// UTF-8 when every window is (a character cut at a window's end aside);
-/// else WIN1252 when bytes 0x80-0x9F appear (printable there only), else
-/// LATIN1.
+/// else WIN1252 when bytes 0x80-0x9F appear (printable there only) and none
+/// of them is one WIN1252 leaves unassigned, else LATIN1.
 fn encoding(windows: &[Vec<u8>]) -> (String, String) {
     let invalid = windows.iter().find_map(|w| match std::str::from_utf8(w) {
         Err(e) if e.error_len().is_some() => Some(e.valid_up_to()),
@@ -355,16 +355,29 @@ fn encoding(windows: &[Vec<u8>]) -> (String, String) {
         return ("UTF8".into(), evidence.into());
     };
     let c1 = windows.iter().flatten().any(|b| (0x80..=0x9f).contains(b));
-    let name = if c1 { "WIN1252" } else { "LATIN1" };
+    // PostgreSQL converts none of WIN1252's five unassigned bytes: with
+    // one of them, only LATIN1 loads every row.
+    let unassigned = windows
+        .iter()
+        .flatten()
+        .find(|&&b| (0x80..=0x9f).contains(&b) && WIN1252_C1[usize::from(b - 0x80)] == '\0');
+    let (name, why) = match (c1, unassigned) {
+        (true, None) => (
+            "WIN1252",
+            "bytes 0x80-0x9F, printable only in WIN1252".to_string(),
+        ),
+        (true, Some(b)) => (
+            "LATIN1",
+            format!("byte 0x{b:02X}, which WIN1252 leaves unassigned: LATIN1 takes every byte"),
+        ),
+        (false, _) => (
+            "LATIN1",
+            "a single-byte encoding: LATIN1 is a guess".to_string(),
+        ),
+    };
     (
         name.into(),
-        format!(
-            "not UTF-8 (an invalid byte at {at}); {}",
-            match c1 {
-                true => "bytes 0x80-0x9F, printable only in WIN1252",
-                false => "a single-byte encoding: LATIN1 is a guess",
-            }
-        ),
+        format!("not UTF-8 (an invalid byte at {at}); {why}"),
     )
 }
 
