@@ -207,10 +207,12 @@ impl<'a> ChunkLoader<'a> {
         // The row the plain attempt was refused on, found in this same
         // record list so that it cannot be rejected twice.
         let all: Vec<usize> = (0..records.ranges.len()).collect();
-        let known_bad = refused.and_then(|(copy_line, server)| {
-            let k = records.index_of_copy_line(self.syntax, &all, copy_line, &chunk.data)?;
-            Some((k, server))
-        });
+        let known_bad = refused
+            .filter(|(_, server)| line_is_exact(chunk, server))
+            .and_then(|(copy_line, server)| {
+                let k = records.index_of_copy_line(self.syntax, &all, copy_line, &chunk.data)?;
+                Some((k, server))
+            });
         let utf8_checked = !self.validator.utf8
             || (std::str::from_utf8(&chunk.data).is_ok() && !chunk.data.contains(&0));
         let mut pending: Vec<usize> = Vec::with_capacity(records.ranges.len());
@@ -256,7 +258,13 @@ impl<'a> ChunkLoader<'a> {
                     continue;
                 }
                 Err(Failure::Row { copy_line, server }) => {
-                    match records.index_of_copy_line(self.syntax, list, copy_line, &chunk.data) {
+                    let placed = match line_is_exact(chunk, &server) {
+                        true => {
+                            records.index_of_copy_line(self.syntax, list, copy_line, &chunk.data)
+                        }
+                        false => None,
+                    };
+                    match placed {
                         Some(k) => {
                             sent += k + 1;
                             // The rows before the refused one passed: resend them.
@@ -626,6 +634,16 @@ impl Records {
         }
         None
     }
+}
+
+/// Whether the line COPY names for `server`'s error is the bad row's. Not
+/// for a byte the input's encoding does not allow or the database's cannot
+/// hold, where the line ends in a bare CR: COPY reads the byte after a CR
+/// to see whether an LF follows, and so blames a bad byte that starts a
+/// line on the line before it. The bad rows are then found by bisection.
+fn line_is_exact(chunk: &Chunk, server: &ServerError) -> bool {
+    let conversion = matches!(server.sqlstate.as_str(), "22021" | "22P05");
+    !(conversion && chunk.eol == Some(Eol::Cr))
 }
 
 impl Records {

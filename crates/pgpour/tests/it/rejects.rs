@@ -818,3 +818,40 @@ fn an_error_that_is_not_the_rows_fault_stops_the_load_instead_of_rejecting_good_
     assert_eq!(failure.summary.rows_rejected, 0);
     assert!(!dir.path().join("r.csv").exists(), "no good row rejected");
 }
+
+/// With bare CR line ends, COPY blames a byte it cannot read at the start
+/// of a line on the line before (it reads past each CR for an LF): only
+/// the row with the byte is rejected, the good row before it is loaded.
+#[test]
+fn a_bad_byte_starting_a_cr_line_rejects_only_its_own_row() {
+    let cases: [(&str, &[u8], Option<&str>); 2] = [
+        ("cr_not_utf8", b"1,a\r2,b\r\xff,c\r4,d\r", None),
+        (
+            "cr_not_win1252",
+            b"1,a\r2,b\r\x81c,3\r4,d\r",
+            Some("WIN1252"),
+        ),
+    ];
+    for (name, bytes, encoding) in cases {
+        let db = shared_cluster().create_database(name);
+        db.client()
+            .batch_execute("CREATE TABLE t (n text, s text)")
+            .unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("cr.csv");
+        std::fs::write(&path, bytes).unwrap();
+        let mut options = csv_into_t(path, dir.path().join("r.csv"), 1, None);
+        options.format.encoding = encoding.map(str::to_string);
+        let summary = crate::harness::load(&db, &options).unwrap_or_else(|f| panic!("{}", f.error));
+        assert_eq!(
+            (summary.rows_loaded, summary.rows_rejected),
+            (3, 1),
+            "{name}"
+        );
+        let rejects = std::fs::read(dir.path().join("r.csv")).unwrap();
+        assert!(
+            !rejects.windows(3).any(|w| w == b"2,b"),
+            "{name}: {rejects:?}"
+        );
+    }
+}
