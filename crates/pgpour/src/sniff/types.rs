@@ -145,7 +145,10 @@ pub(crate) fn reads_as(kind: SniffedType, value: &str) -> bool {
         ),
         SniffedType::Integer => integer(value).is_some_and(|v| i32::try_from(v).is_ok()),
         SniffedType::Bigint => integer(value).is_some(),
-        SniffedType::Numeric => decimal(value),
+        // numeric reads NaN and the infinities as float8 does (since
+        // PostgreSQL 14), and keeps every digit: a double would round
+        // 9007199254740993 and 3.14159265358979323846.
+        SniffedType::Numeric => decimal(value) || special_float(value),
         SniffedType::DoublePrecision => {
             (decimal(value) && float_in_range(value)) || special_float(value)
         }
@@ -378,7 +381,8 @@ mod tests {
         assert_eq!(chosen(&["007", "12"]), T::Text);
         assert_eq!(chosen(&["0", "10"]), T::Integer);
         assert_eq!(chosen(&["1.5", "2", ".5", "1e5"]), T::Numeric);
-        assert_eq!(chosen(&["1.5", "NaN", "-inf"]), T::DoublePrecision);
+        assert_eq!(chosen(&["1.5", "NaN", "-inf"]), T::Numeric);
+        assert_eq!(chosen(&["9007199254740993", "NaN"]), T::Numeric);
         assert_eq!(chosen(&["1,5", "2"]), T::Text);
         assert_eq!(chosen(&["t", "F", "yes", "off"]), T::Boolean);
         assert_eq!(chosen(&["0", "1"]), T::Integer);
