@@ -68,7 +68,7 @@ const ASCII_UNSAFE_ENCODINGS: &[&str] = &[
 /// An encoding's name as PostgreSQL matches it: letters and digits only,
 /// in lower case (`Shift_JIS`, `shift-jis` and `SJIS ` differ only in what
 /// it drops).
-fn encoding_key(name: &str) -> String {
+pub(crate) fn encoding_key(name: &str) -> String {
     name.chars()
         .filter(char::is_ascii_alphanumeric)
         .map(|c| c.to_ascii_lowercase())

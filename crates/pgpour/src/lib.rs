@@ -41,6 +41,7 @@ mod format;
 pub mod frame;
 mod gate;
 mod hash;
+mod header_check;
 mod indexes;
 mod input;
 mod journal;

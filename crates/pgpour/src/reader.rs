@@ -13,6 +13,7 @@ use crate::frame::{
     count_byte, count_records, end_of_data, records_prefix, trim_terminator, EndMarkers, Eol,
     Fields, Framer, Marker, MarkerContext, MarkerFault, RecordTooLong, UnterminatedQuote,
 };
+use crate::header_check::HeaderCheck;
 use crate::input::InputSpec;
 use crate::progress::Progress;
 use crate::validate::utf8_problem;
@@ -328,6 +329,9 @@ pub(crate) struct Reader<'a> {
     /// input and the database both UTF-8): the line is never sent, so the
     /// reader checks it.
     pub header_utf8: bool,
+    /// Asks the server to convert a header line as COPY would, where the
+    /// input's encoding is not the database's.
+    pub header_check: Option<&'a HeaderCheck<'a>>,
     /// Receives the first input's header line (for the reject file).
     pub header_out: &'a std::sync::OnceLock<Vec<u8>>,
     pub progress: &'a Progress,
@@ -497,6 +501,21 @@ impl Reader<'_> {
                              refuses any line; name the file's encoding with --encoding"
                         ),
                     });
+                }
+                if let Some(check) = self.header_check {
+                    if let Some(problem) = check.problem(&preamble.header)? {
+                        return Err(Error::Data {
+                            position: Position {
+                                file: input.name(),
+                                line,
+                                column: None,
+                            },
+                            message: format!(
+                                "{problem}: COPY refuses a header line it cannot convert, as it \
+                                 refuses any line; name the file's encoding with --encoding"
+                            ),
+                        });
+                    }
                 }
                 if self.format.header == Header::Match {
                     self.check_header(input, &preamble.header, line)?;
@@ -706,6 +725,7 @@ mod tests {
             max_record: LIMIT,
             end_markers: EndMarkers::UpTo17,
             header_utf8: true,
+            header_check: None,
             header_out: &OnceLock::new(),
             progress: &progress,
             stop: &stop,

@@ -345,6 +345,23 @@ fn a_header_line_that_is_not_utf8_is_refused() {
     );
 }
 
+/// COPY converts the whole input to the database's encoding, the header
+/// line too: a header byte that does not convert makes it refuse the input,
+/// and one that does is no reason to.
+#[test]
+fn a_header_line_that_does_not_convert_is_refused() {
+    let win1252 = |f: &mut FormatOptions| {
+        f.header = Header::Skip;
+        f.encoding = Some("WIN1252".into());
+    };
+    let refused = Case::csv("a text", b"h\x81x\nrow1\nrow2\n").with(win1252);
+    let error = refused.check_both_refuse("header_not_win1252").to_string();
+    assert!(error.contains(":1: ") && error.contains("0x81"), "{error}");
+    Case::csv("a text", b"h\xe9\nrow\xe9\n")
+        .with(win1252)
+        .check("header_win1252");
+}
+
 /// A `\.` inside a quoted csv field is data to COPY, also alone on its
 /// line; a marker at a record's start after it still ends the input.
 #[test]

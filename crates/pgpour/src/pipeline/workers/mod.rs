@@ -87,6 +87,8 @@ pub(super) fn run(
     };
     let gate = Gate::new(!truncate);
     let validator = target.validator(&plan.format);
+    let header_check =
+        crate::header_check::HeaderCheck::new(setup.connect, &plan.format, &target.server_encoding);
     let budget = RejectBudget::new(plan.max_errors, rejects_before);
     let merge_order = MergeOrder::default();
     let merge = plan.merge.as_ref().map(|m| (m, &merge_order));
@@ -194,6 +196,7 @@ pub(super) fn run(
             limit: plan.limit,
             end_markers: crate::frame::EndMarkers::of_server(target.server_version_num),
             header_utf8: validator.utf8,
+            header_check: header_check.as_ref(),
             header_out: &setup.sink.header,
             progress: setup.progress,
             stop: &stop,
