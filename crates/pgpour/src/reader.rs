@@ -488,35 +488,7 @@ impl Reader<'_> {
                     None => {}
                 }
                 first_line = false;
-                let not_utf8 = self.header_utf8.then(|| utf8_problem(&preamble.header));
-                if let Some(problem) = not_utf8.flatten() {
-                    return Err(Error::Data {
-                        position: Position {
-                            file: input.name(),
-                            line,
-                            column: None,
-                        },
-                        message: format!(
-                            "{problem}: COPY refuses a header line that is not UTF-8, as it \
-                             refuses any line; name the file's encoding with --encoding"
-                        ),
-                    });
-                }
-                if let Some(check) = self.header_check {
-                    if let Some(problem) = check.problem(&preamble.header)? {
-                        return Err(Error::Data {
-                            position: Position {
-                                file: input.name(),
-                                line,
-                                column: None,
-                            },
-                            message: format!(
-                                "{problem}: COPY refuses a header line it cannot convert, as it \
-                                 refuses any line; name the file's encoding with --encoding"
-                            ),
-                        });
-                    }
-                }
+                self.check_header_encoding(input, &preamble.header, line)?;
                 if self.format.header == Header::Match {
                     self.check_header(input, &preamble.header, line)?;
                 }
@@ -603,6 +575,31 @@ impl Reader<'_> {
                 return Ok(SegmentEnd::EndMarker);
             }
         }
+    }
+
+    /// Refuses a header line COPY could not read in the input's encoding
+    /// or convert to the database's, as it refuses the input then.
+    fn check_header_encoding(&self, input: &InputSpec, header: &[u8], line: u64) -> Result<()> {
+        let not_utf8 = self.header_utf8.then(|| utf8_problem(header)).flatten();
+        let problem = match (not_utf8, self.header_check) {
+            (Some(problem), _) => problem,
+            (None, Some(check)) => match check.problem(header)? {
+                Some(problem) => problem,
+                None => return Ok(()),
+            },
+            (None, None) => return Ok(()),
+        };
+        Err(Error::Data {
+            position: Position {
+                file: input.name(),
+                line,
+                column: None,
+            },
+            message: format!(
+                "{problem}: COPY refuses a header line it cannot read in the input's encoding, \
+                 as it refuses any line; name the file's encoding with --encoding"
+            ),
+        })
     }
 
     /// What COPY knows where the framer is: the server's marker rule and
