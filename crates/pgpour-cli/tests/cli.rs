@@ -5,7 +5,7 @@ mod common;
 use std::io::Write;
 use std::process::{Command, Stdio};
 
-use common::{pgpour, text};
+use common::{pgpour, pgpour_with_env, text};
 
 use pgpour_testkit::{shared_cluster, TestDb, SUPERUSER_PASSWORD};
 
@@ -606,15 +606,9 @@ fn pgclientencoding_is_the_default_input_encoding() {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("latin1.csv");
     std::fs::write(&file, b"1,caf\xe9\n2,\xc3\xa9\n").unwrap();
-    let out = Command::new(env!("CARGO_BIN_EXE_pgpour"))
-        .args(["load", file.to_str().unwrap(), "--table", "t"])
-        .args(["--db", &db.conninfo()])
-        .env("PGCLIENTENCODING", "LATIN1")
-        .env_remove("PGHOST")
-        .env_remove("PGDATABASE")
-        .env_remove("PGPASSWORD")
-        .output()
-        .unwrap();
+    let (path, conninfo) = (file.to_str().unwrap(), db.conninfo());
+    let args = ["load", path, "--table", "t", "--db", &conninfo];
+    let out = pgpour_with_env(&args, None, &[("PGCLIENTENCODING", "LATIN1")]);
     assert!(out.status.success(), "{}", text(&out.stderr));
     let rows: Vec<String> = db
         .client()

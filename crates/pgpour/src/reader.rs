@@ -115,14 +115,7 @@ pub(crate) fn header_line(input: &InputSpec, format: &FormatOptions, skip: u64) 
 /// that ends inside quotes, is refused.
 pub fn header_names(input: &InputSpec, format: &FormatOptions, skip: u64) -> Result<Vec<String>> {
     let line = header_line(input, format, skip)?;
-    let refused = |message: &str| Error::Data {
-        position: Position {
-            file: input.name(),
-            line: 1,
-            column: None,
-        },
-        message: message.to_string(),
-    };
+    let refused = |message: &str| line_error(input, 1, message.to_string());
     if line.is_empty() {
         return Err(refused("no header line to take the columns from"));
     }
@@ -275,18 +268,24 @@ fn record_too_long(
 ) -> Error {
     let eol = framer.eol().map_or(b'\n', Eol::last_byte);
     let line = at.1 + count_byte(&pending[..e.start], eol) as u64;
+    let message = format!(
+        "the record starting here (byte {}) is longer than the {} a record may have \
+         (an unterminated quote?)",
+        at.0 + e.start as u64,
+        size_name(e.limit)
+    );
+    line_error(input, line, message)
+}
+
+/// An error in the input at a whole line, no column named.
+fn line_error(input: &InputSpec, line: u64, message: String) -> Error {
     Error::Data {
         position: Position {
             file: input.name(),
             line,
             column: None,
         },
-        message: format!(
-            "the record starting here (byte {}) is longer than the {} a record may have \
-             (an unterminated quote?)",
-            at.0 + e.start as u64,
-            size_name(e.limit)
-        ),
+        message,
     }
 }
 
@@ -589,17 +588,11 @@ impl Reader<'_> {
             },
             (None, None) => return Ok(()),
         };
-        Err(Error::Data {
-            position: Position {
-                file: input.name(),
-                line,
-                column: None,
-            },
-            message: format!(
-                "{problem}: COPY refuses a header line it cannot read in the input's encoding, \
-                 as it refuses any line; name the file's encoding with --encoding"
-            ),
-        })
+        let message = format!(
+            "{problem}: COPY refuses a header line it cannot read in the input's encoding, as \
+             it refuses any line; name the file's encoding with --encoding"
+        );
+        Err(line_error(input, line, message))
     }
 
     /// What COPY knows where the framer is: the server's marker rule and
@@ -624,14 +617,8 @@ impl Reader<'_> {
         at: usize,
         fault: MarkerFault,
     ) -> Error {
-        Error::Data {
-            position: Position {
-                file: input.name(),
-                line: line + self.count_lines(framer, &data[..at]),
-                column: None,
-            },
-            message: fault.message().to_string(),
-        }
+        let line = line + self.count_lines(framer, &data[..at]);
+        line_error(input, line, fault.message().to_string())
     }
 
     fn count_lines(&self, framer: &Framer, bytes: &[u8]) -> u64 {
@@ -665,14 +652,11 @@ impl Reader<'_> {
             .map(|n| n.as_deref().unwrap_or("NULL"))
             .collect();
         match decoded {
-            Err(UnterminatedQuote) => Err(Error::Data {
-                position: Position {
-                    file: input.name(),
-                    line,
-                    column: None,
-                },
-                message: "the header line ends inside quotes".to_string(),
-            }),
+            Err(UnterminatedQuote) => Err(line_error(
+                input,
+                line,
+                "the header line ends inside quotes".to_string(),
+            )),
             Ok(()) => Err(Error::HeaderMismatch {
                 file: input.name(),
                 line,

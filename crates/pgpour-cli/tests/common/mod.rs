@@ -7,6 +7,11 @@ use std::process::{Command, Output, Stdio};
 
 /// Runs the built `pgpour` with `args`, feeding `stdin` if given.
 pub fn pgpour(args: &[&str], stdin: Option<&[u8]>) -> Output {
+    pgpour_with_env(args, stdin, &[])
+}
+
+/// `pgpour` with `env` set on top of a clean libpq environment.
+pub fn pgpour_with_env(args: &[&str], stdin: Option<&[u8]>, env: &[(&str, &str)]) -> Output {
     let mut child = Command::new(env!("CARGO_BIN_EXE_pgpour"))
         .args(args)
         .stdin(if stdin.is_some() {
@@ -23,6 +28,7 @@ pub fn pgpour(args: &[&str], stdin: Option<&[u8]>) -> Output {
         .env_remove("PGCLIENTENCODING")
         .env_remove("PGTZ")
         .env_remove("PGDATESTYLE")
+        .envs(env.iter().copied())
         .spawn()
         .expect("run pgpour");
     if let Some(bytes) = stdin {
