@@ -366,16 +366,16 @@ fn columns_from_the_header_leave_the_others_to_their_defaults() {
     );
 }
 
-/// `--skip-lines N` skips each file's first N records, before its header:
+/// `--skip-lines N` skips each file's first N lines, before its header:
 /// never loaded, never rejected, and the lines after keep their numbers.
 #[test]
-fn skip_lines_skips_each_files_first_records_before_the_header() {
+fn skip_lines_skips_each_files_first_lines_before_the_header() {
     let db = db_with_t("args_skip_lines");
     let dir = tempfile::tempdir().unwrap();
     let mut files = Vec::new();
     for name in ["one.csv", "two.csv"] {
         let path = dir.path().join(name);
-        // The second title line holds a quoted line break: one record.
+        // Title lines are counted as lines, quotes or not.
         std::fs::write(&path, "Report\n\"made\ntoday\"\na,b\n1,x\nbad,y\n3,z\n").unwrap();
         files.push(path.to_str().unwrap().to_string());
     }
@@ -390,7 +390,7 @@ fn skip_lines_skips_each_files_first_records_before_the_header() {
         "-d",
         &conninfo,
         "--skip-lines",
-        "2",
+        "3",
         "--header",
         "match",
         "--max-errors",
@@ -427,7 +427,7 @@ fn skip_lines_skips_each_files_first_records_before_the_header() {
             "-d",
             &conninfo,
             "--skip-lines",
-            "2",
+            "3",
             "--header",
             "match",
         ],
@@ -435,4 +435,48 @@ fn skip_lines_skips_each_files_first_records_before_the_header() {
     );
     let stderr = text(&out.stderr);
     assert!(stderr.contains("misnamed.csv:4: header"), "{stderr}");
+}
+
+/// The lines `--skip-lines` skips are notes, not records: a quote in one
+/// opens nothing (it swallowed the whole file, which then loaded no row and
+/// said done), and the data's line ending is learnt from the data, as
+/// COPY, which never sees the skipped lines, learns it (a title ending in
+/// LF before CRLF rows failed every row).
+#[test]
+fn skipped_lines_are_plain_lines_before_the_data() {
+    let db = db_with_t("args_skip_plain_lines");
+    let dir = tempfile::tempdir().unwrap();
+    let conninfo = db.conninfo();
+    let cases: [(&str, &[u8], &[&str]); 4] = [
+        ("quote.csv", b"Sales for 5\" screws\n1,x\n2,y\n", &[]),
+        ("crlf.csv", b"Title\n1,x\r\n2,y\r\n", &[]),
+        ("cr.txt", b"Title\r\n1\tx\r2\ty\r", &["--format", "text"]),
+        ("lf.csv", b"Title\r1,x\n2,\"y\"\n", &[]),
+    ];
+    for (name, data, extra) in cases {
+        truncate(&db);
+        let path = dir.path().join(name);
+        std::fs::write(&path, data).unwrap();
+        let mut args = vec![
+            "load",
+            path.to_str().unwrap(),
+            "-t",
+            "t",
+            "-d",
+            &conninfo,
+            "--skip-lines",
+            "1",
+        ];
+        args.extend_from_slice(extra);
+        let out = pgpour(&args, None);
+        assert_eq!(out.status.code(), Some(0), "{name}: {}", text(&out.stderr));
+        let rows: Vec<(i32, String)> = db
+            .client()
+            .query("SELECT a, b FROM t ORDER BY a", &[])
+            .unwrap()
+            .iter()
+            .map(|r| (r.get(0), r.get(1)))
+            .collect();
+        assert_eq!(rows, [(1, "x".into()), (2, "y".into())], "{name}");
+    }
 }

@@ -38,8 +38,9 @@ pub struct LoadOptions {
     /// the load as soon as it passes this size (PostgreSQL takes 1 GiB).
     #[serde(default = "most_postgres_takes")]
     pub max_record_size: usize,
-    /// Records skipped at the start of each input, before its header line
-    /// if it has one (a title, notes): never loaded, never rejected.
+    /// Plain lines (LF, CRLF or CR) skipped at the start of each input,
+    /// before its header line if it has one (a title, notes): never loaded,
+    /// never rejected.
     #[serde(default)]
     pub skip_lines: u64,
     /// COPY's WHERE: only the rows for which this SQL condition holds are

@@ -10,8 +10,9 @@ use crate::chunk::{Batch, Chunk, Joiner};
 use crate::error::{Error, Position, Result};
 use crate::format::{FormatOptions, Header};
 use crate::frame::{
-    count_byte, count_records, end_of_data, records_prefix, trim_terminator, EndMarkers, Eol,
-    Fields, Framer, Marker, MarkerContext, MarkerFault, RecordTooLong, UnterminatedQuote,
+    count_byte, count_records, end_of_data, plain_line_end, records_prefix, trim_terminator,
+    EndMarkers, Eol, Fields, Framer, Marker, MarkerContext, MarkerFault, RecordTooLong,
+    UnterminatedQuote,
 };
 use crate::header_check::HeaderCheck;
 use crate::input::InputSpec;
@@ -187,15 +188,15 @@ impl<'a> Blocks<'a> {
 
 /// What comes before an input's first record of data.
 struct Preamble {
-    /// Bytes of the byte order mark (3 or 0) and of the records skipped.
+    /// Bytes of the byte order mark (3 or 0) and of the lines skipped.
     skipped: u64,
-    /// Physical lines of the records skipped.
+    /// The lines skipped.
     skipped_lines: u64,
     /// The header line, terminator included; empty without one.
     header: Vec<u8>,
 }
 
-/// What an input starts with before its data: records to skip
+/// What an input starts with before its data: lines to skip
 /// (`--skip-lines`), then a header line or not.
 #[derive(Clone, Copy)]
 struct Lead {
@@ -205,7 +206,7 @@ struct Lead {
 
 /// Reads the start of an input into `buf` and takes its preamble out: a
 /// UTF-8 byte order mark (never data, whatever the encoding option says),
-/// the records to skip, then, when there is a header, the next record.
+/// the lines to skip, then, when there is a header, the next record.
 /// `buf` keeps the bytes after them.
 fn read_preamble(
     input: &InputSpec,
@@ -230,8 +231,15 @@ fn read_preamble(
         skipped_lines: 0,
         header: Vec::new(),
     };
-    let records = lead.skip.saturating_add(u64::from(lead.header));
-    for i in 0..records {
+    skip_lines(
+        input,
+        blocks,
+        buf,
+        lead.skip,
+        framer.max_record(),
+        &mut preamble,
+    )?;
+    if lead.header {
         let at = (preamble.skipped, 1 + preamble.skipped_lines);
         let end = loop {
             let cut = framer.next_cut(buf, 1, blocks.eof);
@@ -241,20 +249,55 @@ fn read_preamble(
                 None => blocks.fill(buf)?,
             }
         };
-        if end == 0 {
-            // The input ended: nothing is left to skip, nor a header.
-            break;
-        }
-        let record: Vec<u8> = buf.drain(..end).collect();
-        if i < lead.skip {
-            let eol = framer.eol().map_or(b'\n', Eol::last_byte);
-            preamble.skipped += record.len() as u64;
-            preamble.skipped_lines += count_byte(&record, eol) as u64;
-        } else {
-            preamble.header = record;
-        }
+        // At the end of input (`end` 0) there is no header.
+        preamble.header = buf.drain(..end).collect();
     }
     Ok(preamble)
+}
+
+/// Takes up to `lines` plain lines off the start of `buf` (see
+/// `plain_line_end`): the framer never sees them, so it learns the line
+/// ending from the header or the data, as COPY, which is never sent them,
+/// does. A line longer than `limit` is refused, as a record would be.
+fn skip_lines(
+    input: &InputSpec,
+    blocks: &mut Blocks<'_>,
+    buf: &mut Vec<u8>,
+    lines: u64,
+    limit: usize,
+    preamble: &mut Preamble,
+) -> Result<()> {
+    for _ in 0..lines {
+        // Each look starts where the last ended (less a CR an LF may follow).
+        let mut from = 0;
+        let end = loop {
+            match plain_line_end(buf, from, blocks.eof) {
+                Some(end) => break end,
+                None if blocks.eof => break buf.len(),
+                None if buf.len() > limit => {
+                    let line = 1 + preamble.skipped_lines;
+                    let message = format!(
+                        "this line, which --skip-lines skips, is longer than the {} a record \
+                         may have (is the file in lines at all?)",
+                        size_name(limit)
+                    );
+                    return Err(line_error(input, line, message));
+                }
+                None => {
+                    from = buf.len().saturating_sub(1);
+                    blocks.fill(buf)?;
+                }
+            }
+        };
+        if end == 0 {
+            // The input ended: nothing is left to skip.
+            break;
+        }
+        buf.drain(..end);
+        preamble.skipped += end as u64;
+        preamble.skipped_lines += 1;
+    }
+    Ok(())
 }
 
 /// The error for a record that passed the framer's limit; `at` is the

@@ -87,6 +87,11 @@ impl Framer {
         }
     }
 
+    /// The longest record [`Framer::next_cut`] accepts.
+    pub fn max_record(&self) -> usize {
+        self.max_record
+    }
+
     /// The line ending, once the first record has been seen.
     pub fn eol(&self) -> Option<Eol> {
         self.eol

@@ -27,6 +27,7 @@ mod chunker;
 mod end_marker;
 mod fields;
 mod first_record;
+mod plain_lines;
 mod records;
 
 #[cfg(test)]
@@ -40,6 +41,7 @@ pub use chunker::{
 pub use end_marker::{end_of_data, EndMarkers, Marker, MarkerContext, MarkerFault};
 pub use fields::{letter_escape, trim_terminator, FieldDecoder, Fields, UnterminatedQuote};
 pub(crate) use first_record::first_terminator;
+pub(crate) use plain_lines::plain_line_end;
 pub use records::{copy_lines, stray_line_break, RecordIter, StrayBreak};
 
 /// How records are delimited, as far as finding their ends is concerned.

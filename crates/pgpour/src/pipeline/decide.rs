@@ -62,7 +62,7 @@ pub(crate) struct Plan {
     pub chunks_ahead: usize,
     /// The longest record, in bytes, terminator included.
     pub max_record_size: usize,
-    /// Records skipped at the start of each input (`--skip-lines`).
+    /// Lines skipped at the start of each input (`--skip-lines`).
     pub skip_lines: u64,
     /// Whether COPY's WHERE may leave rows out (`--where`).
     pub filtering: bool,
