@@ -180,12 +180,18 @@ impl Compression {
     pub fn detect(magic: &[u8]) -> Self {
         if magic.starts_with(&[0x1f, 0x8b]) {
             Compression::Gzip
-        } else if magic.starts_with(&[0x28, 0xb5, 0x2f, 0xfd]) {
+        } else if magic.starts_with(&[0x28, 0xb5, 0x2f, 0xfd]) || is_skippable_frame(magic) {
             Compression::Zstd
         } else {
             Compression::None
         }
     }
+}
+
+/// A zstd skippable frame's magic number (0x184D2A50 to 0x184D2A5F, little
+/// endian): pzstd starts its files with one, and the decoder passes over it.
+fn is_skippable_frame(magic: &[u8]) -> bool {
+    matches!(magic, [0x50..=0x5f, 0x2a, 0x4d, 0x18, ..])
 }
 
 struct CountingReader<'a> {
@@ -247,7 +253,13 @@ mod tests {
         let p = dir.path().join("p");
         std::fs::write(&p, b"1").unwrap();
         let raw = AtomicU64::new(0);
-        for (path, want) in [(z, "x\ny\n"), (p, "1")] {
+        // A skippable frame first, as pzstd writes (the frame sizes of its
+        // parallel parts): still zstd. It was read as plain bytes.
+        let skippable = dir.path().join("s");
+        let mut bytes = vec![0x50, 0x2a, 0x4d, 0x18, 4, 0, 0, 0, 1, 2, 3, 4];
+        bytes.extend(zstd::encode_all(&b"s\n"[..], 1).unwrap());
+        std::fs::write(&skippable, bytes).unwrap();
+        for (path, want) in [(z, "x\ny\n"), (p, "1"), (skippable, "s\n")] {
             let mut out = String::new();
             InputSpec::File(path)
                 .open(&raw)
