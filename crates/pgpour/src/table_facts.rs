@@ -5,7 +5,11 @@
 //!
 //! The statement returns one JSON document, so that it can also run inside
 //! a message of several statements (a simple query, whose values come back
-//! as text).
+//! as text). It follows a lock on the table that COPY takes anyway (ROW
+//! EXCLUSIVE, which the right to insert allows): another session's CREATE
+//! or DROP INDEX then cannot commit while the indexes are read. Without it
+//! an index dropped mid-read gave a NULL definition or "cache lookup
+//! failed", and the load failed.
 
 use postgres::GenericClient;
 use serde::Deserialize;
@@ -97,8 +101,9 @@ where
     Ok(Option::<Vec<T>>::deserialize(d)?.unwrap_or_default())
 }
 
-/// The statement that reads the facts of `target`, for a session whose
-/// search path is pinned to pg_catalog. Only with `emptiness` does it read
+/// The statements that read the facts of `target` (the last one gives
+/// them), in one message, for a session whose search path is pinned to
+/// pg_catalog. Only with `emptiness` does it read
 /// the table itself (a scan of one row): the catalog alone says whether
 /// the load may drop anything, and the table may be another role's, which
 /// the load may write to and not read (its row security would run with the
@@ -113,7 +118,8 @@ pub(crate) fn facts_sql(target: &Target, emptiness: bool) -> String {
     let loaded: Vec<String> = target.columns.iter().map(|c| quote_literal(c)).collect();
     let loaded = format!("ARRAY[{}]::text[]", loaded.join(", "));
     format!(
-        "WITH sequences AS (
+        "LOCK TABLE {qualified} IN ROW EXCLUSIVE MODE;
+         WITH sequences AS (
            SELECT a.attname::text AS column_name, format('%I.%I', n.nspname, c.relname) AS sequence,
                   s.seq::oid::int8 AS oid,
                   ps.seqcycle AS cycles, ps.seqcache AS cache,
@@ -203,6 +209,7 @@ pub(crate) fn facts_sql(target: &Target, emptiness: bool) -> String {
            'indexes', (SELECT json_agg(x) FROM indexes x))::text
          FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE c.oid = {oid}",
         oid = target.oid,
+        qualified = target.qualified,
     )
 }
 

@@ -313,3 +313,46 @@ fn another_writer_cannot_break_a_unique_key_the_load_dropped() {
         .batch_execute("INSERT INTO t (v) VALUES ('after')")
         .unwrap();
 }
+
+/// Another session creating and dropping an index of the table while
+/// loads and `--explain` read its indexes: the read saw an index the
+/// catalog then lost, and the load failed with "invalid type: null" (or
+/// the server's "cache lookup failed"). The indexes are now read with the
+/// table locked against such changes, as COPY's own lock would.
+#[test]
+fn indexes_changing_while_a_load_reads_them_do_not_fail_it() {
+    let db = shared_cluster().create_database("index_churn");
+    let mut client = db.client();
+    client
+        .batch_execute("CREATE TABLE u (n int, a text); CREATE INDEX u_n ON u (n)")
+        .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let file = numbers(dir.path(), "n.csv", 20);
+    let stop = std::sync::atomic::AtomicBool::new(false);
+    std::thread::scope(|scope| {
+        let churn = scope.spawn(|| {
+            let mut other = db.client();
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                // Each its own transaction: the index comes and goes.
+                other.batch_execute("CREATE INDEX u_a ON u (a)").unwrap();
+                other.batch_execute("DROP INDEX u_a").unwrap();
+            }
+        });
+        let connect = crate::harness::connect(&db);
+        let mut failures = Vec::new();
+        for run in 0..40 {
+            let mut o = options(&file, "u", &format!("churn-{run}"));
+            o.columns = Some(vec!["n".into()]);
+            if let Err(e) = pgpour::explain(&connect, &o) {
+                failures.push(format!("explain {run}: {e}"));
+            }
+            if let Err(e) = load(&db, &o) {
+                failures.push(format!("load {run}: {}", e.error));
+            }
+        }
+        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        churn.join().unwrap();
+        assert_eq!(failures, Vec::<String>::new());
+    });
+    assert_eq!(count(&mut client, "SELECT count(*) FROM u"), 40 * 20);
+}
