@@ -502,8 +502,8 @@ pub struct LoadArgs {
     pub columns_from_header: bool,
 
     /// Skip the first N lines of each file (a title, notes), before its
-    /// header line if it has one. A line is a record: a quoted field's
-    /// line breaks do not count.
+    /// header line if it has one. They are plain lines, ended by LF, CRLF
+    /// or CR: quotes in them mean nothing.
     #[arg(long, value_name = "N", default_value_t = 0)]
     pub skip_lines: u64,
 
@@ -702,8 +702,9 @@ pub struct FormatArgs {
     pub header: Option<HeaderArg>,
 
     /// Encoding of the input (e.g. LATIN1); the server converts it to the
-    /// database's. Default: PGCLIENTENCODING (as psql's \copy reads a
-    /// file), else UTF8.
+    /// database's. Default, as psql's \copy reads a file: PGCLIENTENCODING,
+    /// else a client_encoding the connection's options set (PGOPTIONS), else
+    /// UTF8.
     #[arg(long, value_name = "NAME")]
     pub encoding: Option<String>,
 

@@ -54,6 +54,12 @@ impl LoadConfig {
             }
             false => (format_options(&args.format, &inputs)?, None, None),
         };
+        let connect = connect_options(args.connection.db.as_deref())?;
+        if !args.create && format.encoding.is_none() {
+            // Below --encoding and PGCLIENTENCODING, as libpq sends that
+            // after the options: psql's `\copy` reads the file in it.
+            format.encoding = connect.client_encoding_in_options();
+        }
         let columns = match args.columns_from_header {
             true => Some(columns_from_header(&inputs, &mut format, args.skip_lines)?),
             false => match args.columns.as_deref().map(parse_column_list).transpose()? {
@@ -65,7 +71,7 @@ impl LoadConfig {
             bail!("--workers must be at least 1");
         }
         Ok(LoadConfig {
-            connect: connect_options(args.connection.db.as_deref())?,
+            connect,
             load: {
                 let mut load = LoadOptions::new(inputs, TableName::parse(&args.table)?, format);
                 load.columns = columns;
@@ -154,7 +160,13 @@ pub fn expand_inputs(args: &[String]) -> Result<Vec<InputSpec>> {
             inputs.push(InputSpec::from_arg(arg));
             continue;
         }
-        let mut matches: Vec<_> = glob::glob(arg)
+        // As the shell: a name starting with a dot (`.hidden.csv`, macOS's
+        // `._part.csv`) matches only a pattern that spells the dot.
+        let options = glob::MatchOptions {
+            require_literal_leading_dot: true,
+            ..glob::MatchOptions::new()
+        };
+        let mut matches: Vec<_> = glob::glob_with(arg, options)
             .with_context(|| format!("invalid pattern {arg:?}"))?
             .collect::<Result<_, _>>()
             .with_context(|| format!("reading matches of {arg:?}"))?;

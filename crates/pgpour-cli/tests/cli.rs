@@ -96,7 +96,10 @@ fn quoted_glob_loads_every_match_and_format_follows_extension() {
         )
         .unwrap();
     }
-    let pattern = format!("{}/part-*.tsv", dir.path().display());
+    // A name starting with a dot matches only a pattern's literal dot, as
+    // in the shell: editors' and macOS's `._part-9.tsv` are not data.
+    std::fs::write(dir.path().join(".part-9.tsv"), "9\tz\n").unwrap();
+    let pattern = format!("{}/*part-*.tsv", dir.path().display());
     let out = pgpour(
         &["load", &pattern, "-t", "t", "-d", &db.conninfo(), "-q"],
         None,
@@ -618,4 +621,62 @@ fn pgclientencoding_is_the_default_input_encoding() {
         .map(|r| r.get(0))
         .collect();
     assert_eq!(rows, ["café", "Ã©"]);
+}
+
+/// A client_encoding set in the connection's options (PGOPTIONS, or
+/// `options` in --db) is the encoding psql's `\copy` reads a file in; it
+/// was dropped without a word, and the LATIN1 file loaded as UTF-8. The
+/// file's encoding comes from it now, below --encoding and PGCLIENTENCODING.
+#[test]
+fn a_client_encoding_in_the_options_is_the_default_input_encoding() {
+    let db = shared_cluster().create_database("cli_options_encoding");
+    db.client()
+        .batch_execute("CREATE TABLE t (n int, s text)")
+        .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("latin1.csv");
+    std::fs::write(&file, b"1,caf\xe9\n2,\xc3\xa9\n").unwrap();
+    let (path, conninfo) = (file.to_str().unwrap(), db.conninfo());
+    let in_db = format!("{conninfo} options='-c client-encoding=LATIN1'");
+    let latin1 = ["café", "Ã©"];
+    /// The --db given, the environment, the rows loaded.
+    type Case<'a> = (&'a str, &'a [(&'a str, &'a str)], &'a [&'a str]);
+    let both: [Case; 4] = [
+        (
+            &conninfo,
+            &[("PGOPTIONS", "-c client_encoding=LATIN1")],
+            &latin1,
+        ),
+        (&in_db, &[], &latin1),
+        (
+            &conninfo,
+            &[("PGOPTIONS", "--client_encoding=WIN1252 -c work_mem=8MB")],
+            &latin1,
+        ),
+        // PGCLIENTENCODING wins, as libpq sends it after the options: the
+        // LATIN1 byte of the first row is then not UTF-8.
+        (&in_db, &[("PGCLIENTENCODING", "UTF8")], &["é"]),
+    ];
+    for (db_arg, env, want) in both {
+        db.client().batch_execute("TRUNCATE t").unwrap();
+        let args = [
+            "load",
+            path,
+            "--table",
+            "t",
+            "--db",
+            db_arg,
+            "--max-errors",
+            "all",
+        ];
+        let _ = pgpour_with_env(&args, None, env);
+        let rows: Vec<String> = db
+            .client()
+            .query("SELECT s FROM t ORDER BY n", &[])
+            .unwrap()
+            .iter()
+            .map(|r| r.get(0))
+            .collect();
+        assert_eq!(rows, want, "{db_arg} {env:?}");
+    }
 }

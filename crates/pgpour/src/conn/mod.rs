@@ -155,6 +155,15 @@ impl ConnectOptions {
         })
     }
 
+    /// The client_encoding the connection's `options` set (PGOPTIONS, a
+    /// service file or the conninfo may hold `-c client_encoding=LATIN1`),
+    /// if any: the encoding psql's `\copy` reads a file in. pgpour's own
+    /// sessions stay UTF8 (the driver's startup setting wins over options);
+    /// a caller takes this as the input's encoding when none is given.
+    pub fn client_encoding_in_options(&self) -> Option<String> {
+        self.config.get_options().and_then(client_encoding_in)
+    }
+
     /// Where we connect, for messages: never includes the password.
     pub fn describe(&self) -> String {
         let hosts: Vec<String> = self
@@ -486,6 +495,53 @@ fn fill_from_environment(
     Ok(())
 }
 
+/// The last client_encoding an `options` string sets, split into words as
+/// the server splits it (at spaces; a backslash makes the next character
+/// plain), as `-c name=value`, `-cname=value` or `--name=value`, with `-`
+/// in a name read as `_`, in any case.
+fn client_encoding_in(options: &str) -> Option<String> {
+    let mut words = Vec::new();
+    let mut word = String::new();
+    let mut escaped = false;
+    for c in options.chars() {
+        match c {
+            c if escaped => {
+                word.push(c);
+                escaped = false;
+            }
+            '\\' => escaped = true,
+            c if c.is_ascii_whitespace() || c == '\x0B' => {
+                if !word.is_empty() {
+                    words.push(std::mem::take(&mut word));
+                }
+            }
+            c => word.push(c),
+        }
+    }
+    words.push(word);
+    let mut words = words.into_iter();
+    let mut found = None;
+    while let Some(word) = words.next() {
+        let setting = match word.as_str() {
+            "-c" => words.next(),
+            w => w
+                .strip_prefix("--")
+                .or(w.strip_prefix("-c"))
+                .map(str::to_string),
+        };
+        let Some((name, value)) = setting.as_deref().and_then(|s| s.split_once('=')) else {
+            continue;
+        };
+        if name
+            .replace('-', "_")
+            .eq_ignore_ascii_case("client_encoding")
+        {
+            found = Some(value.to_string());
+        }
+    }
+    found
+}
+
 /// The settings libpq takes from its environment for every session
 /// (PGDATESTYLE, PGTZ, PGGEQO), as `-c` switches: libpq sends them after the
 /// `options` parameter, so they win over it, as they do here. The session's
@@ -557,6 +613,34 @@ mod tests {
     #[test]
     fn start_up_settings_are_escaped_as_the_server_splits_them() {
         assert_eq!(escape_option("a b\x0Bc\\d\te"), "a\\ b\\\x0Bc\\\\d\\\te");
+    }
+
+    #[test]
+    fn a_client_encoding_is_read_from_options_as_the_server_reads_it() {
+        for (options, want) in [
+            ("-c client_encoding=LATIN1", Some("LATIN1")),
+            ("-cclient_encoding=LATIN1", Some("LATIN1")),
+            ("--client-encoding=WIN1252 -c work_mem=8MB", Some("WIN1252")),
+            ("-c Client_Encoding=a\\ b", Some("a b")),
+            (
+                "-c client_encoding=LATIN1 -c client_encoding=UTF8",
+                Some("UTF8"),
+            ),
+            ("-c work_mem=8MB", None),
+            ("-c", None),
+            ("", None),
+            ("-c x=client_encoding=LATIN1", None),
+        ] {
+            assert_eq!(client_encoding_in(options).as_deref(), want, "{options}");
+        }
+        let db = "host=/tmp options='-c client_encoding=LATIN1'";
+        assert_eq!(
+            resolve(db, &[]).client_encoding_in_options().as_deref(),
+            Some("LATIN1")
+        );
+        let env = [("PGOPTIONS", "-c client_encoding=EUC_JP")];
+        let given = resolve("host=/tmp", &env).client_encoding_in_options();
+        assert_eq!(given.as_deref(), Some("EUC_JP"));
     }
 
     use super::*;
