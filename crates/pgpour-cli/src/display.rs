@@ -24,6 +24,7 @@ pub fn summary_text(s: &LoadSummary) -> String {
         ),
         None => String::new(),
     };
+    let rejects = rejects + &ended_at_markers(s);
     let atomic = s
         .atomic
         .as_ref()
@@ -98,6 +99,22 @@ pub fn summary_text(s: &LoadSummary) -> String {
         phases(s),
         s.workers,
     )
+}
+
+/// A line per input an end-of-data marker ended before its last line: the
+/// lines after it are in neither the table nor the reject file, which the
+/// counts alone would not tell.
+fn ended_at_markers(s: &LoadSummary) -> String {
+    s.ended_at_marker
+        .iter()
+        .map(|m| {
+            format!(
+                "\n  ended    {}:{}: an end-of-data marker (\\.) ends the input there, as COPY \
+                 reads it: the lines after it are not loaded",
+                m.file, m.line
+            )
+        })
+        .collect()
 }
 
 /// Decompressed bytes loaded per second.

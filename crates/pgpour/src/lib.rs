@@ -90,7 +90,7 @@ pub use pipeline::{explain, load, CommitMode, Explain, LoadFailure};
 pub use progress::{Phase, Progress};
 pub use reader::header_names;
 pub use reject::RejectSink;
-pub use report::{LoadSummary, PhaseTime};
+pub use report::{EndedAtMarker, LoadSummary, PhaseTime};
 pub use resume::{resume, resume_options, ResumeChanges};
 pub use sequences::SequencePlan;
 pub use sniff::{

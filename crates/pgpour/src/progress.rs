@@ -69,6 +69,9 @@ pub struct Progress {
     pub bytes_direct: AtomicU64,
     /// Why rows planned to go straight to Citus' shards did not.
     pub route_refused: Mutex<Option<String>>,
+    /// Inputs an end-of-data marker ended with lines after it (the reader
+    /// says).
+    pub ended_at_marker: Mutex<Vec<crate::report::EndedAtMarker>>,
     /// Of `rows_loaded`, those that replaced a row, or were skipped, for a
     /// key the table held (`--on-conflict`).
     pub rows_updated: AtomicU64,

@@ -516,7 +516,11 @@ impl Reader<'_> {
                 // ends the input before its first row.
                 let context = self.marker_context(&framer, true);
                 match end_of_data(self.format.syntax(), &preamble.header, context) {
-                    Some(Marker::End(_)) => return Ok(SegmentEnd::EndMarker),
+                    Some(Marker::End(_)) => {
+                        let after = preamble.header.get(2..).unwrap_or_default();
+                        self.note_marker(input, line, after, &mut blocks, &mut buf)?;
+                        return Ok(SegmentEnd::EndMarker);
+                    }
                     Some(Marker::Refused(at, fault)) => {
                         return Err(self.marker_refused(
                             input,
@@ -568,6 +572,9 @@ impl Reader<'_> {
                 None => None,
             };
             if let Some(end) = marker {
+                let at = line + self.count_lines(&framer, &data[..end]);
+                let after = data.get(end + 2..).unwrap_or_default();
+                self.note_marker(input, at, after, &mut blocks, &mut buf)?;
                 data.truncate(end);
                 if data.is_empty() {
                     return Ok(SegmentEnd::EndMarker);
@@ -617,6 +624,37 @@ impl Reader<'_> {
                 return Ok(SegmentEnd::EndMarker);
             }
         }
+    }
+
+    /// Notes an end-of-data marker at `line` that ends the input before its
+    /// last line: `after` is what follows the marker's `\.` in the bytes at
+    /// hand, `buf` what was read after those, and more may be unread. Its
+    /// line ending alone is not a line.
+    fn note_marker(
+        &self,
+        input: &InputSpec,
+        line: u64,
+        after: &[u8],
+        blocks: &mut Blocks<'_>,
+        buf: &mut Vec<u8>,
+    ) -> Result<()> {
+        let rest = match after {
+            [b'\r', b'\n', rest @ ..] | [b'\n' | b'\r', rest @ ..] => rest,
+            rest => rest,
+        };
+        while rest.is_empty() && buf.is_empty() && !blocks.eof {
+            blocks.fill(buf)?;
+        }
+        if rest.is_empty() && buf.is_empty() {
+            return Ok(());
+        }
+        let ended = crate::report::EndedAtMarker {
+            file: input.name(),
+            line,
+        };
+        let noted = self.progress.ended_at_marker.lock();
+        noted.unwrap_or_else(|p| p.into_inner()).push(ended);
+        Ok(())
     }
 
     /// Refuses a header line COPY could not read in the input's encoding

@@ -15,6 +15,16 @@ pub struct PhaseTime {
     pub seconds: f64,
 }
 
+/// An input that an end-of-data marker (`\.`) ended before its last line:
+/// COPY reads nothing of an input after one, and neither does the load, so
+/// the lines after it are neither loaded nor rejected.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct EndedAtMarker {
+    pub file: String,
+    /// The marker's line.
+    pub line: u64,
+}
+
 #[derive(Clone, Debug, PartialEq, serde::Serialize)]
 pub struct LoadSummary {
     /// The load's id in the journal: `pgpour resume <id>` continues it.
@@ -48,6 +58,8 @@ pub struct LoadSummary {
     /// coordinator instead (the guard against shard moves was refused).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub citus_route_refused: Option<String>,
+    /// Inputs an end-of-data marker ended with lines still after it.
+    pub ended_at_marker: Vec<EndedAtMarker>,
     /// Rows of the committed chunks: always `rows_loaded + rows_rejected`.
     pub rows_read: u64,
     pub rows_loaded: u64,
@@ -143,6 +155,7 @@ impl LoadSummary {
             bytes_binary: 0,
             bytes_direct: 0,
             citus_route_refused: None,
+            ended_at_marker: Vec::new(),
             rows_read: 0,
             rows_filtered: 0,
             rows_loaded: 0,
@@ -197,6 +210,11 @@ impl LoadSummary {
             bytes_direct: p.bytes_direct,
             citus_route_refused: progress
                 .route_refused
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .clone(),
+            ended_at_marker: progress
+                .ended_at_marker
                 .lock()
                 .unwrap_or_else(|e| e.into_inner())
                 .clone(),

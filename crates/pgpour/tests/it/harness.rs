@@ -191,8 +191,9 @@ impl Case {
     }
 
     /// Asserts pgpour loads the same rows as COPY, with 1 and 3 workers and
-    /// chunk sizes from one byte (a chunk per record) to the default.
-    pub fn check(&self, name: &str) {
+    /// chunk sizes from one byte (a chunk per record) to the default; the
+    /// summary of each load.
+    pub fn check(&self, name: &str) -> Vec<pgpour::LoadSummary> {
         let db = shared_cluster().create_database(name);
         let mut client = db.client();
         self.create_tables(&mut client);
@@ -206,6 +207,7 @@ impl Case {
         let dir = tempfile::tempdir().unwrap();
         let inputs = self.write_files(dir.path());
         let runs = [(1, 1), (3, 1), (3, 7), (2, pgpour::DEFAULT_CHUNK_SIZE)];
+        let mut summaries = Vec::new();
         for ((workers, chunk_size), wire) in wire_formats(&runs) {
             let mut options = self.options(inputs.clone(), workers, chunk_size);
             options.wire_format = wire;
@@ -226,7 +228,9 @@ impl Case {
             assert_eq!(summary.rows_loaded, expected_rows, "{name}: rows loaded");
             assert!(!summary.interrupted);
             assert_same_rows(&mut client, name, self.load_columns.as_deref());
+            summaries.push(summary);
         }
+        summaries
     }
 
     /// Asserts COPY refuses the input and so does pgpour; returns pgpour's error.

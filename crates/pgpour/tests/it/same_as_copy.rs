@@ -362,6 +362,32 @@ fn a_header_line_that_does_not_convert_is_refused() {
         .check("header_win1252");
 }
 
+/// The lines after a marker are neither loaded nor rejected, as COPY
+/// leaves them: the summary names each input a marker ended before its
+/// last line, and no other (a marker last ends nothing early).
+#[test]
+fn the_summary_names_a_marker_with_lines_after_it() {
+    let files = vec![
+        b"1\n\\.\nnever\n".to_vec(),
+        b"2\n\\.\n".to_vec(),
+        b"3\r\n\\.\r\n".to_vec(),
+        b"\\.\r\nnever\n".to_vec(),
+    ];
+    let summaries = Case::text("a text", b"").files(files).check("marker_noted");
+    assert!(!summaries.is_empty());
+    for summary in summaries {
+        let noted: Vec<(String, u64)> = summary
+            .ended_at_marker
+            .iter()
+            .map(|m| (m.file.rsplit('/').next().unwrap().to_string(), m.line))
+            .collect();
+        assert_eq!(
+            noted,
+            [("part-0".to_string(), 2), ("part-3".to_string(), 1)]
+        );
+    }
+}
+
 /// A `\.` inside a quoted csv field is data to COPY, also alone on its
 /// line; a marker at a record's start after it still ends the input.
 #[test]
