@@ -350,7 +350,7 @@ pub struct ResumeArgs {
 const SNIFF_ABOUT: &str = "Say what a delimited file is, from a sample of it, with the evidence: \
 its encoding (UTF8, or a single-byte guess), delimiter, quote, escape and line ending, whether its \
 first line is a header, its NULL marker, and a PostgreSQL type for each column (boolean, integer, \
-bigint, numeric, double precision, date, timestamp, timestamptz, time, uuid, jsonb, text), with the \
+bigint, numeric, double precision, date, timestamp, timestamptz, time, uuid, json, text), with the \
 values it rests on. It ends with the CREATE TABLE and the `pgpour load` command that would load the \
 file. A type is chosen only when every sampled value reads as it under any server setting; leading \
 zeros keep a column text. Files up to 8 MiB are read whole; bigger ones at their start, middle and \

@@ -118,7 +118,7 @@ const EXPECTED: &[(&str, char, bool, bool, &[&str])] = &[
         &["integer", "text", "text"],
     ),
     ("escaped_quotes.csv", ',', false, true, &["integer", "text"]),
-    ("json.csv", ',', false, true, &["integer", "jsonb"]),
+    ("json.csv", ',', false, true, &["integer", "json"]),
     (
         "newlines.csv",
         ',',
@@ -244,6 +244,27 @@ fn create_loads_what_copy_loads_into_the_sniffed_table() {
             );
         }
     }
+}
+
+/// A JSON column keeps its documents as written: jsonb, which the sniff
+/// chose before, kept only the last of duplicate keys and reordered them
+/// without a word.
+#[test]
+fn create_keeps_json_documents_as_written() {
+    let db = shared_cluster().create_database("sniff_json_as_written");
+    let dir = tempfile::tempdir().unwrap();
+    let doc = r#"{"b": 1, "a": 2, "a": 3}"#;
+    let body = format!("id,doc\n1,\"{}\"\n", doc.replace('"', "\"\""));
+    let path = file(&dir, "dup.csv", body.as_bytes());
+    let args = ["load", path.to_str().unwrap(), "-t", "docs", "--create"];
+    let out = pgpour(&[&args[..], &["-d", &db.conninfo(), "-q"]].concat(), None);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let stored: String = db
+        .client()
+        .query_one("SELECT doc::text FROM docs", &[])
+        .unwrap()
+        .get(0);
+    assert_eq!(stored, doc);
 }
 
 /// Writes `body` to a file of `dir` named `name`.
@@ -451,7 +472,7 @@ fn adversarial_files_are_sniffed_safely() {
     check(
         "json_strings.csv",
         b"j\n\"{\"\"id\"\": \"\"a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11\"\", \"\"h\"\": \"\"1e5f\"\"}\"\n",
-        &["jsonb"],
+        &["json"],
         true,
     );
     let mostly = check(

@@ -19,6 +19,10 @@ pub enum SniffedType {
     Timestamptz,
     Time,
     Uuid,
+    /// JSON as written: what the sniff chooses, since jsonb keeps only the
+    /// last of duplicate keys and reorders them, without a word.
+    Json,
+    /// Only when `--types` asks for it.
     Jsonb,
     Text,
 }
@@ -43,6 +47,7 @@ impl SniffedType {
             SniffedType::Timestamptz => "timestamptz",
             SniffedType::Time => "time",
             SniffedType::Uuid => "uuid",
+            SniffedType::Json => "json",
             SniffedType::Jsonb => "jsonb",
             SniffedType::Text => "text",
         }
@@ -61,7 +66,8 @@ impl SniffedType {
             "timestamptz" => SniffedType::Timestamptz,
             "time" => SniffedType::Time,
             "uuid" => SniffedType::Uuid,
-            "jsonb" | "json" => SniffedType::Jsonb,
+            "json" => SniffedType::Json,
+            "jsonb" => SniffedType::Jsonb,
             "text" => SniffedType::Text,
             _ => return None,
         })
@@ -80,7 +86,7 @@ const ORDER: [SniffedType; 11] = [
     SniffedType::Timestamptz,
     SniffedType::Time,
     SniffedType::Uuid,
-    SniffedType::Jsonb,
+    SniffedType::Json,
 ];
 
 /// Narrows a column's type value by value.
@@ -157,7 +163,8 @@ pub(crate) fn reads_as(kind: SniffedType, value: &str) -> bool {
         SniffedType::Timestamptz => timestamp(value.as_bytes()) == Some(true),
         SniffedType::Time => time(value.as_bytes()).is_some_and(|rest| rest.is_empty()),
         SniffedType::Uuid => crate::binary::exact_uuid(value.as_bytes()).is_some(),
-        SniffedType::Jsonb => jsonb(value),
+        // json reads more than jsonb; the narrower test serves both.
+        SniffedType::Json | SniffedType::Jsonb => jsonb(value),
         SniffedType::Text => true,
     }
 }
@@ -404,7 +411,7 @@ mod tests {
         assert_eq!(chosen(&["12:30", "23:59:59.123456"]), T::Time);
         assert_eq!(chosen(&["24:00"]), T::Text);
         assert_eq!(chosen(&["a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11"]), T::Uuid);
-        assert_eq!(chosen(&["{\"a\": 1}", "[1, 2]"]), T::Jsonb);
+        assert_eq!(chosen(&["{\"a\": 1}", "[1, 2]"]), T::Json);
         assert_eq!(chosen(&["{not json"]), T::Text);
         assert_eq!(chosen(&[]), T::Text);
         assert_eq!(chosen(&[" 1"]), T::Text);
