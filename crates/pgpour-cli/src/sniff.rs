@@ -141,7 +141,11 @@ pub fn for_create(
     };
     let cols = |v: &Option<String>| v.as_deref().map(pgpour::parse_column_list).transpose();
     format.force_null = cols(&given.force_null)?.unwrap_or_default();
-    format.force_not_null = cols(&given.force_not_null)?.unwrap_or_default();
+    format.force_not_null = match cols(&given.force_not_null)? {
+        Some(given) => given,
+        None if given.null.is_none() => sniffed.marker_is_text_in.clone(),
+        None => Vec::new(),
+    };
     format.validate()?;
     let create = (
         sniffed.create_table_sql(table, false),
@@ -271,6 +275,12 @@ fn report(s: &Sniffed, input: &InputSpec, table: &str) -> String {
         ),
         format!("  null     {:?} ({})", s.null, s.null_evidence),
     ];
+    if !s.marker_is_text_in.is_empty() {
+        lines.push(format!(
+            "           but a value beside other text in {} (--force-not-null)",
+            s.marker_is_text_in.join(", ")
+        ));
+    }
     if s.ragged_records > 0 {
         lines.push(format!(
             "  ragged   {} records have another field count: bad rows (the load stops at the \

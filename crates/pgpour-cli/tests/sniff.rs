@@ -267,6 +267,37 @@ fn create_keeps_json_documents_as_written() {
     assert_eq!(stored, doc);
 }
 
+/// The sniffed NULL marker stands for no value in typed columns; in a text
+/// column where it stands beside other text it is a value (Namibia's
+/// country code), kept as FORCE_NOT_NULL keeps it. It made those NULL.
+#[test]
+fn create_keeps_a_null_marker_that_is_text_in_a_text_column() {
+    let db = shared_cluster().create_database("sniff_marker_as_text");
+    let dir = tempfile::tempdir().unwrap();
+    let body = b"id,score,country,note\n1,NA,NA,NA\n2,5,DE,NA\n3,7,NA,NA\n";
+    let path = file(&dir, "na.csv", body);
+    let args = ["load", path.to_str().unwrap(), "-t", "scores", "--create"];
+    let out = pgpour(&[&args[..], &["-d", &db.conninfo(), "-q"]].concat(), None);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let rows: Vec<(Option<i32>, Option<String>, Option<String>)> = db
+        .client()
+        .query("SELECT score, country, note FROM scores ORDER BY id", &[])
+        .unwrap()
+        .iter()
+        .map(|r| (r.get(0), r.get(1), r.get(2)))
+        .collect();
+    let na = || Some("NA".to_string());
+    assert_eq!(
+        rows,
+        [
+            (None, na(), None),
+            (Some(5), Some("DE".into()), None),
+            (Some(7), na(), None)
+        ],
+        "score typed, country kept, a column of markers only NULL"
+    );
+}
+
 /// Writes `body` to a file of `dir` named `name`.
 fn file(dir: &tempfile::TempDir, name: &str, body: &[u8]) -> PathBuf {
     let path = dir.path().join(name);

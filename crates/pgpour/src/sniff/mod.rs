@@ -78,6 +78,11 @@ pub struct Sniffed {
     /// COPY's NULL string.
     pub null: String,
     pub null_evidence: String,
+    /// Text columns where a sniffed NULL marker stands beside other text
+    /// (`NA`, Namibia's code, among country codes): there it is a value,
+    /// kept by FORCE_NOT_NULL; a marker is NULL only where it is a guess
+    /// about typed columns.
+    pub marker_is_text_in: Vec<String>,
     pub columns: Vec<SniffedColumn>,
     /// Records whose field count is not the common one (left out of the
     /// types).
@@ -203,7 +208,7 @@ pub fn sniff(input: &InputSpec, hints: &Hints) -> Result<Sniffed> {
         })
         .flatten();
     let names = names::column_names(header_words.as_deref(), fields);
-    let columns = columns
+    let columns: Vec<SniffedColumn> = columns
         .iter()
         .enumerate()
         .map(|(i, narrowing)| {
@@ -228,6 +233,18 @@ pub fn sniff(input: &InputSpec, hints: &Hints) -> Result<Sniffed> {
             }
         })
         .collect();
+    let default_null = match dialect.format {
+        Format::Csv => "",
+        Format::Text => "\\N",
+    };
+    let marker_is_text_in = match hints.null.is_none() && null != default_null {
+        true => columns
+            .iter()
+            .filter(|c| c.nulls > 0 && c.values > 0 && c.sql_type == "text")
+            .map(|c| c.name.clone())
+            .collect(),
+        false => Vec::new(),
+    };
     let null_evidence = match (&hints.null, null.as_str()) {
         (Some(_), _) => "given".to_string(),
         (None, "") => "unquoted empty values (COPY's default for csv)".to_string(),
@@ -247,6 +264,7 @@ pub fn sniff(input: &InputSpec, hints: &Hints) -> Result<Sniffed> {
         header_evidence,
         null,
         null_evidence,
+        marker_is_text_in,
         columns,
         ragged_records: body.iter().filter(|r| r.len() != fields).count() as u64,
         records_sampled: body.len() as u64,
@@ -577,6 +595,10 @@ impl Sniffed {
         };
         if self.null != default_null {
             options.push(format!("--null {}", shell_word(&self.null)));
+        }
+        if !self.marker_is_text_in.is_empty() {
+            let columns = self.marker_is_text_in.join(",");
+            options.push(format!("--force-not-null {}", shell_word(&columns)));
         }
         if self.header {
             options.push("--header".into());
