@@ -298,6 +298,29 @@ fn create_keeps_a_null_marker_that_is_text_in_a_text_column() {
     );
 }
 
+/// Tab-separated data whose quotes stand inside values, none opening one,
+/// is the text format: read as csv, COPY took the quotes for quoting and
+/// dropped them (`The "Best" Movie` loaded as `The Best Movie`), or failed
+/// on one left open (`5"10`).
+#[test]
+fn create_keeps_quotes_inside_tab_separated_values() {
+    let db = shared_cluster().create_database("sniff_tsv_quotes");
+    let dir = tempfile::tempdir().unwrap();
+    let body = b"id\ttitle\n1\tThe \"Best\" Movie\n2\tsize 5\"10\n3\tPlain\n";
+    let path = file(&dir, "q.tsv", body);
+    let args = ["load", path.to_str().unwrap(), "-t", "titles", "--create"];
+    let out = pgpour(&[&args[..], &["-d", &db.conninfo(), "-q"]].concat(), None);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let titles: Vec<String> = db
+        .client()
+        .query("SELECT title FROM titles ORDER BY id", &[])
+        .unwrap()
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    assert_eq!(titles, ["The \"Best\" Movie", "size 5\"10", "Plain"]);
+}
+
 /// Writes `body` to a file of `dir` named `name`.
 fn file(dir: &tempfile::TempDir, name: &str, body: &[u8]) -> PathBuf {
     let path = dir.path().join(name);

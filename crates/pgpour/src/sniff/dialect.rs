@@ -274,16 +274,25 @@ pub(crate) fn choose(text: &str, given: &super::Hints, whole: bool) -> Dialect {
     })
 }
 
-/// Text format for tab-separated data with `\N` or backslash escapes and no
-/// quotes, as `pg_dump` and COPY TO write it; csv otherwise.
+/// Text format for tab-separated data with `\N` or backslash escapes, as
+/// `pg_dump` and COPY TO write it, or with quotes only inside values; csv
+/// otherwise.
 fn guess_format(text: &str, delimiter: u8) -> Format {
     // `\t` alone may be a Windows path (`C:\temp`): only the marks of
     // COPY TO's output count.
     let marked = text.contains("\\N") || text.contains("\\\\");
-    match delimiter == b'\t' && marked {
+    match delimiter == b'\t' && (marked || quotes_only_inside_values(text)) {
         true => Format::Text,
         false => Format::Csv,
     }
+}
+
+/// Whether the tab-separated lines of `text` hold a `"` and no value
+/// starts with one: quotes that open no quoting (`The "Best" Movie`,
+/// `5"10`), which csv would take for quoting and drop.
+fn quotes_only_inside_values(text: &str) -> bool {
+    let values = || text.lines().flat_map(|line| line.split('\t'));
+    values().any(|v| v.contains('"')) && !values().any(|v| v.starts_with('"'))
 }
 
 /// A backslash before quotes inside quoted values, where no doubled quote
