@@ -375,6 +375,11 @@ pub struct SniffArgs {
     #[command(flatten)]
     pub format: FormatArgs,
 
+    /// Sniff after the first N lines of each file (a title, notes), as
+    /// `load --skip-lines` skips them: plain lines, ended by LF, CRLF or CR.
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    pub skip_lines: u64,
+
     /// Print what was found as one JSON object per file.
     #[arg(long)]
     pub json: bool,

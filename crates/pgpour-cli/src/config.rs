@@ -39,8 +39,13 @@ impl LoadConfig {
         let (mut format, create_table, sniffed_columns) = match args.create {
             true => {
                 let table = TableName::parse(&args.table)?.quoted();
-                let (format, create, sniffed) =
-                    crate::sniff::for_create(&args.format, &args.types, &inputs, &table)?;
+                let (format, create, sniffed) = crate::sniff::for_create(
+                    &args.format,
+                    &args.types,
+                    &inputs,
+                    &table,
+                    args.skip_lines,
+                )?;
                 let create = match args.if_not_exists {
                     true => (create.1.clone(), create.1),
                     false => create,

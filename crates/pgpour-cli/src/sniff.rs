@@ -7,7 +7,7 @@ use crate::args::{FormatArg, FormatArgs, HeaderArg, SniffArgs, TypeArgs};
 
 /// `pgpour sniff` of `inputs` (the arguments' files, globs expanded).
 pub fn run(args: SniffArgs, inputs: &[InputSpec]) -> Result<()> {
-    let hints = hints(&args.format, &args.types)?;
+    let hints = hints(&args.format, &args.types, args.skip_lines)?;
     let mut out = Vec::new();
     for input in inputs {
         let sniffed = pgpour::sniff(input, &hints)?;
@@ -32,7 +32,7 @@ pub fn run(args: SniffArgs, inputs: &[InputSpec]) -> Result<()> {
 }
 
 /// What the user said of the file, for the sniff.
-pub fn hints(format: &FormatArgs, types: &TypeArgs) -> Result<Hints> {
+pub fn hints(format: &FormatArgs, types: &TypeArgs, skip_lines: u64) -> Result<Hints> {
     let mut hints = Hints {
         format: format.format.map(|f| match f {
             FormatArg::Csv => Format::Csv,
@@ -43,6 +43,7 @@ pub fn hints(format: &FormatArgs, types: &TypeArgs) -> Result<Hints> {
         escape: format.escape,
         null: format.null.clone(),
         header: format.header.map(|h| h != HeaderArg::None),
+        skip_lines,
         ..Hints::default()
     };
     if let Some(all) = &types.create_types {
@@ -109,11 +110,12 @@ pub fn for_create(
     types: &TypeArgs,
     inputs: &[InputSpec],
     table: &str,
+    skip_lines: u64,
 ) -> Result<(FormatOptions, (String, String), Sniffed)> {
     let Some(first) = inputs.first().filter(|i| matches!(i, InputSpec::File(_))) else {
         bail!("--create sniffs the first input, which must be a file (not stdin)");
     };
-    let hints = hints(given, types)?;
+    let hints = hints(given, types, skip_lines)?;
     let sniffed = pgpour::sniff(first, &hints)?;
     check_given(&hints, &sniffed)?;
     let d = &sniffed.dialect;

@@ -321,6 +321,33 @@ fn create_keeps_quotes_inside_tab_separated_values() {
     assert_eq!(titles, ["The \"Best\" Movie", "size 5\"10", "Plain"]);
 }
 
+/// `--create --skip-lines` sniffs the file after the lines it skips: the
+/// sniff read the title as the header (or the header as data), and the
+/// table had the title's words for names and only text columns.
+#[test]
+fn create_sniffs_after_the_skipped_lines() {
+    let db = shared_cluster().create_database("sniff_skip_lines");
+    let dir = tempfile::tempdir().unwrap();
+    let body = b"Sales report, generated 2023-12-31\nregion,units\nnorth,3\nsouth,4\n";
+    let path = file(&dir, "sales.csv", body);
+    let path = path.to_str().unwrap();
+    let args = ["load", path, "-t", "sales", "--create", "--skip-lines", "1"];
+    let out = pgpour(&[&args[..], &["-d", &db.conninfo(), "-q"]].concat(), None);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let rows: Vec<(String, i32)> = db
+        .client()
+        .query("SELECT region, units FROM sales ORDER BY units", &[])
+        .unwrap()
+        .iter()
+        .map(|r| (r.get(0), r.get(1)))
+        .collect();
+    assert_eq!(rows, [("north".to_string(), 3), ("south".to_string(), 4)]);
+    let got = sniffed(std::path::Path::new(path), &["--skip-lines", "1"]);
+    assert_eq!(types(&got), ["text", "integer"]);
+    let load = got["load"].as_str().unwrap();
+    assert!(load.contains("--skip-lines 1"), "{load}");
+}
+
 /// Writes `body` to a file of `dir` named `name`.
 fn file(dir: &tempfile::TempDir, name: &str, body: &[u8]) -> PathBuf {
     let path = dir.path().join(name);

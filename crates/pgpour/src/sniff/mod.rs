@@ -42,6 +42,8 @@ pub struct Hints {
     /// checked by `given_type`.
     pub types: Vec<(String, String)>,
     pub all_types: Option<String>,
+    /// Plain lines before the data (`--skip-lines`): a title, notes.
+    pub skip_lines: u64,
 }
 
 /// A column found.
@@ -91,6 +93,8 @@ pub struct Sniffed {
     pub bytes_sampled: u64,
     /// Whether the whole file was read.
     pub whole: bool,
+    /// Plain lines skipped before the sample (`--skip-lines`).
+    pub skip_lines: u64,
 }
 
 /// Bytes read whole at most; beyond, three windows of `WINDOW` bytes.
@@ -99,7 +103,7 @@ const WINDOW: u64 = 1 << 20;
 
 /// Sniffs `input`, taking what `hints` say as given.
 pub fn sniff(input: &InputSpec, hints: &Hints) -> Result<Sniffed> {
-    let (windows, whole) = sample(input)?;
+    let (mut windows, whole) = sample(input)?;
     let bytes_sampled = windows.iter().map(|w| w.len() as u64).sum();
     let first = windows.first().map(Vec::as_slice).unwrap_or_default();
     let byte_order_mark = first.starts_with(b"\xef\xbb\xbf");
@@ -109,6 +113,18 @@ pub fn sniff(input: &InputSpec, hints: &Hints) -> Result<Sniffed> {
              to UTF-8 first (iconv -f UTF-16 -t UTF-8)",
             input.name()
         )));
+    }
+    if let Some(first) = windows.first_mut() {
+        // As the load skips them: after a byte order mark, any line end.
+        let start = if byte_order_mark { 3 } else { 0 };
+        let mut end = start;
+        for _ in 0..hints.skip_lines {
+            match crate::frame::plain_line_end(&first[end..], 0, true) {
+                Some(n) => end += n,
+                None => end = first.len(),
+            }
+        }
+        first.drain(start..end);
     }
     let (encoding, encoding_evidence) = encoding(&windows);
     let texts: Vec<String> = windows
@@ -270,6 +286,7 @@ pub fn sniff(input: &InputSpec, hints: &Hints) -> Result<Sniffed> {
         records_sampled: body.len() as u64,
         bytes_sampled,
         whole,
+        skip_lines: hints.skip_lines,
     })
 }
 
@@ -599,6 +616,9 @@ impl Sniffed {
         if !self.marker_is_text_in.is_empty() {
             let columns = self.marker_is_text_in.join(",");
             options.push(format!("--force-not-null {}", shell_word(&columns)));
+        }
+        if self.skip_lines > 0 {
+            options.push(format!("--skip-lines {}", self.skip_lines));
         }
         if self.header {
             options.push("--header".into());
