@@ -348,6 +348,21 @@ fn create_sniffs_after_the_skipped_lines() {
     assert!(load.contains("--skip-lines 1"), "{load}");
 }
 
+/// Two delimiters that split every record alike: the one that gives more
+/// fields wins (a German export's `Name, Vorname;Ort;Betrag`). The comma,
+/// tried first, won and left `Hans;Berlin;12` in one value.
+#[test]
+fn a_tie_between_delimiters_goes_to_more_fields() {
+    let dir = tempfile::tempdir().unwrap();
+    let body = "Name, Vorname;Ort;Betrag\nMüller, Hans;Berlin;12\nMeier, Eva;Köln;7\n";
+    let got = sniffed(&file(&dir, "s.csv", body.as_bytes()), &[]);
+    assert_eq!(got["sniffed"]["dialect"]["delimiter"], u32::from(b';'));
+    assert_eq!(types(&got), ["text", "text", "integer"]);
+    // Where the counts tie too, the earlier delimiter still wins.
+    let got = sniffed(&file(&dir, "t.csv", b"a,b;c\n1,x;y\n"), &[]);
+    assert_eq!(got["sniffed"]["dialect"]["delimiter"], u32::from(b','));
+}
+
 /// Writes `body` to a file of `dir` named `name`.
 fn file(dir: &tempfile::TempDir, name: &str, body: &[u8]) -> PathBuf {
     let path = dir.path().join(name);

@@ -259,9 +259,12 @@ pub(crate) fn choose(text: &str, given: &super::Hints, whole: bool) -> Dialect {
             continue;
         };
         // One field splits nothing: any split beats it; then the share of
-        // records with the common count; on a tie, the earlier delimiter.
+        // records with the common count; on a tie, the one that gives more
+        // fields (`Name, Vorname;Ort`: the other's values hold the first),
+        // then the earlier delimiter.
         let score = f64::from(u8::from(fields > 1)) + share;
-        if best.as_ref().is_none_or(|(s, _, _)| score > *s + 1e-9) {
+        let beats = |(s, n): (f64, usize)| score > s + 1e-9 || (score > s - 1e-9 && fields > n);
+        if best.as_ref().is_none_or(|(s, n, _)| beats((*s, *n))) {
             best = Some((score, fields, dialect));
         }
     }
