@@ -46,6 +46,9 @@ impl LoadConfig {
                     &table,
                     args.skip_lines,
                 )?;
+                if !args.quiet {
+                    warn_of_sampled_types(&sniffed);
+                }
                 let create = match args.if_not_exists {
                     true => (create.1.clone(), create.1),
                     false => create,
@@ -112,6 +115,32 @@ impl LoadConfig {
             explain: args.explain,
         })
     }
+}
+
+/// Says that `--create`'s types rest on a sample, when the file was not
+/// read whole and a column got a type other than text that nobody gave:
+/// a value outside the sample that its type reads differently (leading
+/// zeros in an integer, a zone in a timestamp) would be converted as COPY
+/// converts it, not refused.
+fn warn_of_sampled_types(sniffed: &pgpour::Sniffed) {
+    let typed: Vec<String> = sniffed
+        .columns
+        .iter()
+        .filter(|c| !c.given && c.sql_type != "text")
+        .map(|c| format!("{} {}", c.name, c.sql_type))
+        .collect();
+    if sniffed.whole || typed.is_empty() {
+        return;
+    }
+    eprintln!(
+        "pgpour: --create: the types of {} rest on a sample of {} bytes ({} records), not the \
+         whole file: a value elsewhere that its type reads differently (leading zeros in an \
+         integer, a zone in a timestamp) is converted as COPY converts it; `pgpour sniff` \
+         shows the evidence, and --types COLUMN=text keeps a column as written",
+        typed.join(", "),
+        sniffed.bytes_sampled,
+        sniffed.records_sampled
+    );
 }
 
 /// `--columns-from-header`: the first input's header names, and every

@@ -363,6 +363,35 @@ fn a_tie_between_delimiters_goes_to_more_fields() {
     assert_eq!(got["sniffed"]["dialect"]["delimiter"], u32::from(b','));
 }
 
+/// A file too big to be read whole gets its types from a sample: the load
+/// says so, since a value outside it (`01234` in an integer column) would
+/// be converted without a word. A file read whole is not warned of.
+#[test]
+fn create_warns_when_its_types_rest_on_a_sample() {
+    let db = shared_cluster().create_database("sniff_sampled");
+    let dir = tempfile::tempdir().unwrap();
+    // Long rows: few records in the sample, which a debug build reads slowly.
+    let pad = "x".repeat(300);
+    let big: String = (0..30_000)
+        .map(|i| format!("{i},{},{pad}\n", 10_000 + i))
+        .collect();
+    let small = "1,10000,x\n2,10001,y\n";
+    for (name, body, warned) in [("big.csv", big.as_str(), true), ("small.csv", small, false)] {
+        let path = file(&dir, name, body.as_bytes());
+        let table = name.replace(".csv", "");
+        let args = ["load", path.to_str().unwrap(), "-t", &table, "--create"];
+        let extra = ["--limit", "10", "-d", &db.conninfo()];
+        let out = pgpour(&[&args[..], &extra[..]].concat(), None);
+        assert!(out.status.success(), "{}", text(&out.stderr));
+        let stderr = text(&out.stderr);
+        assert_eq!(
+            stderr.contains("rest on a sample"),
+            warned,
+            "{name}: {stderr}"
+        );
+    }
+}
+
 /// Writes `body` to a file of `dir` named `name`.
 fn file(dir: &tempfile::TempDir, name: &str, body: &[u8]) -> PathBuf {
     let path = dir.path().join(name);
