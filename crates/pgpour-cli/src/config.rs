@@ -47,7 +47,7 @@ impl LoadConfig {
                     args.skip_lines,
                 )?;
                 if !args.quiet {
-                    warn_of_sampled_types(&sniffed);
+                    warn_of_guesses(&sniffed, args.format.encoding.is_some());
                 }
                 let create = match args.if_not_exists {
                     true => (create.1.clone(), create.1),
@@ -117,12 +117,23 @@ impl LoadConfig {
     }
 }
 
-/// Says that `--create`'s types rest on a sample, when the file was not
-/// read whole and a column got a type other than text that nobody gave:
+/// Says that the encoding `--create` takes is a guess, when it is not
+/// UTF-8 and nobody gave it; and that its types rest on a sample, when
+/// the file was not read whole and a column got a type other than text
+/// that nobody gave:
 /// a value outside the sample that its type reads differently (leading
 /// zeros in an integer, a zone in a timestamp) would be converted as COPY
 /// converts it, not refused.
-fn warn_of_sampled_types(sniffed: &pgpour::Sniffed) {
+fn warn_of_guesses(sniffed: &pgpour::Sniffed, encoding_given: bool) {
+    if sniffed.encoding != "UTF8" && !encoding_given {
+        // No byte tells one single-byte encoding from another: Cyrillic
+        // WIN1251 reads as LATIN1 letters, and loads as them.
+        eprintln!(
+            "pgpour: --create: the file's encoding, {}, is a guess ({}): if its text loads \
+             wrong, give its encoding (--encoding WIN1251, ISO_8859_7...)",
+            sniffed.encoding, sniffed.encoding_evidence
+        );
+    }
     let typed: Vec<String> = sniffed
         .columns
         .iter()

@@ -366,8 +366,9 @@ fn a_tie_between_delimiters_goes_to_more_fields() {
 /// A file too big to be read whole gets its types from a sample: the load
 /// says so, since a value outside it (`01234` in an integer column) would
 /// be converted without a word. A file read whole is not warned of.
+/// Nor was a guessed encoding.
 #[test]
-fn create_warns_when_its_types_rest_on_a_sample() {
+fn create_warns_of_its_guesses() {
     let db = shared_cluster().create_database("sniff_sampled");
     let dir = tempfile::tempdir().unwrap();
     // Long rows: few records in the sample, which a debug build reads slowly.
@@ -389,6 +390,18 @@ fn create_warns_when_its_types_rest_on_a_sample() {
             warned,
             "{name}: {stderr}"
         );
+    }
+    // A single-byte encoding is a guess too (WIN1251 Cyrillic, read as
+    // LATIN1 letters): said, unless --encoding names it.
+    let cyrillic = file(&dir, "c.csv", b"id,name\n1,\xcc\xee\xf1\xea\xe2\xe0\n");
+    for (table, encoding, warned) in [("c1", None, true), ("c2", Some("WIN1251"), false)] {
+        let args = ["load", cyrillic.to_str().unwrap(), "-t", table, "--create"];
+        let given: Vec<&str> = encoding.map(|e| vec!["--encoding", e]).unwrap_or_default();
+        let conninfo = db.conninfo();
+        let out = pgpour(&[&args[..], &given, &["-d", &conninfo]].concat(), None);
+        assert!(out.status.success(), "{}", text(&out.stderr));
+        let stderr = text(&out.stderr);
+        assert_eq!(stderr.contains("is a guess"), warned, "{table}: {stderr}");
     }
 }
 
