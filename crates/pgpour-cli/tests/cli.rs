@@ -597,30 +597,40 @@ fn the_summary_says_why_it_has_that_many_workers() {
     assert!(given.contains("workers  3 (--workers)"), "{given}");
 }
 
-/// Without --encoding, PGCLIENTENCODING names the file's encoding, as it
-/// does for psql's `\copy`: the LATIN1 bytes of "Ã©" are two characters,
-/// not the one UTF-8 would make of them.
-#[test]
-fn pgclientencoding_is_the_default_input_encoding() {
-    let db = shared_cluster().create_database("cli_pgclientencoding");
+/// A database with `t (n int, s text)`, and a file whose first row holds
+/// `café` in LATIN1 and whose second the UTF-8 bytes of `é`.
+fn encoding_case(name: &str) -> (TestDb<'static>, tempfile::TempDir, std::path::PathBuf) {
+    let db = shared_cluster().create_database(name);
     db.client()
         .batch_execute("CREATE TABLE t (n int, s text)")
         .unwrap();
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("latin1.csv");
     std::fs::write(&file, b"1,caf\xe9\n2,\xc3\xa9\n").unwrap();
-    let (path, conninfo) = (file.to_str().unwrap(), db.conninfo());
-    let args = ["load", path, "--table", "t", "--db", &conninfo];
-    let out = pgpour_with_env(&args, None, &[("PGCLIENTENCODING", "LATIN1")]);
-    assert!(out.status.success(), "{}", text(&out.stderr));
-    let rows: Vec<String> = db
-        .client()
+    (db, dir, file)
+}
+
+/// The `s` of table `t`, in `n`'s order.
+fn loaded_s(db: &TestDb) -> Vec<String> {
+    db.client()
         .query("SELECT s FROM t ORDER BY n", &[])
         .unwrap()
         .iter()
         .map(|r| r.get(0))
-        .collect();
-    assert_eq!(rows, ["café", "Ã©"]);
+        .collect()
+}
+
+/// Without --encoding, PGCLIENTENCODING names the file's encoding, as it
+/// does for psql's `\copy`: the LATIN1 bytes of "Ã©" are two characters,
+/// not the one UTF-8 would make of them.
+#[test]
+fn pgclientencoding_is_the_default_input_encoding() {
+    let (db, _dir, file) = encoding_case("cli_pgclientencoding");
+    let (path, conninfo) = (file.to_str().unwrap(), db.conninfo());
+    let args = ["load", path, "--table", "t", "--db", &conninfo];
+    let out = pgpour_with_env(&args, None, &[("PGCLIENTENCODING", "LATIN1")]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(loaded_s(&db), ["café", "Ã©"]);
 }
 
 /// A client_encoding set in the connection's options (PGOPTIONS, or
@@ -629,13 +639,7 @@ fn pgclientencoding_is_the_default_input_encoding() {
 /// file's encoding comes from it now, below --encoding and PGCLIENTENCODING.
 #[test]
 fn a_client_encoding_in_the_options_is_the_default_input_encoding() {
-    let db = shared_cluster().create_database("cli_options_encoding");
-    db.client()
-        .batch_execute("CREATE TABLE t (n int, s text)")
-        .unwrap();
-    let dir = tempfile::tempdir().unwrap();
-    let file = dir.path().join("latin1.csv");
-    std::fs::write(&file, b"1,caf\xe9\n2,\xc3\xa9\n").unwrap();
+    let (db, _dir, file) = encoding_case("cli_options_encoding");
     let (path, conninfo) = (file.to_str().unwrap(), db.conninfo());
     let in_db = format!("{conninfo} options='-c client-encoding=LATIN1'");
     let latin1 = ["café", "Ã©"];
@@ -670,13 +674,6 @@ fn a_client_encoding_in_the_options_is_the_default_input_encoding() {
             "all",
         ];
         let _ = pgpour_with_env(&args, None, env);
-        let rows: Vec<String> = db
-            .client()
-            .query("SELECT s FROM t ORDER BY n", &[])
-            .unwrap()
-            .iter()
-            .map(|r| r.get(0))
-            .collect();
-        assert_eq!(rows, want, "{db_arg} {env:?}");
+        assert_eq!(loaded_s(&db), want, "{db_arg} {env:?}");
     }
 }

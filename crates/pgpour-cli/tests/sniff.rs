@@ -256,9 +256,7 @@ fn create_keeps_json_documents_as_written() {
     let doc = r#"{"b": 1, "a": 2, "a": 3}"#;
     let body = format!("id,doc\n1,\"{}\"\n", doc.replace('"', "\"\""));
     let path = file(&dir, "dup.csv", body.as_bytes());
-    let args = ["load", path.to_str().unwrap(), "-t", "docs", "--create"];
-    let out = pgpour(&[&args[..], &["-d", &db.conninfo(), "-q"]].concat(), None);
-    assert!(out.status.success(), "{}", text(&out.stderr));
+    create(&db, &path, "docs", &["-q"]);
     let stored: String = db
         .client()
         .query_one("SELECT doc::text FROM docs", &[])
@@ -276,9 +274,7 @@ fn create_keeps_a_null_marker_that_is_text_in_a_text_column() {
     let dir = tempfile::tempdir().unwrap();
     let body = b"id,score,country,note\n1,NA,NA,NA\n2,5,DE,NA\n3,7,NA,NA\n";
     let path = file(&dir, "na.csv", body);
-    let args = ["load", path.to_str().unwrap(), "-t", "scores", "--create"];
-    let out = pgpour(&[&args[..], &["-d", &db.conninfo(), "-q"]].concat(), None);
-    assert!(out.status.success(), "{}", text(&out.stderr));
+    create(&db, &path, "scores", &["-q"]);
     let rows: Vec<(Option<i32>, Option<String>, Option<String>)> = db
         .client()
         .query("SELECT score, country, note FROM scores ORDER BY id", &[])
@@ -308,9 +304,7 @@ fn create_keeps_quotes_inside_tab_separated_values() {
     let dir = tempfile::tempdir().unwrap();
     let body = b"id\ttitle\n1\tThe \"Best\" Movie\n2\tsize 5\"10\n3\tPlain\n";
     let path = file(&dir, "q.tsv", body);
-    let args = ["load", path.to_str().unwrap(), "-t", "titles", "--create"];
-    let out = pgpour(&[&args[..], &["-d", &db.conninfo(), "-q"]].concat(), None);
-    assert!(out.status.success(), "{}", text(&out.stderr));
+    create(&db, &path, "titles", &["-q"]);
     let titles: Vec<String> = db
         .client()
         .query("SELECT title FROM titles ORDER BY id", &[])
@@ -330,10 +324,7 @@ fn create_sniffs_after_the_skipped_lines() {
     let dir = tempfile::tempdir().unwrap();
     let body = b"Sales report, generated 2023-12-31\nregion,units\nnorth,3\nsouth,4\n";
     let path = file(&dir, "sales.csv", body);
-    let path = path.to_str().unwrap();
-    let args = ["load", path, "-t", "sales", "--create", "--skip-lines", "1"];
-    let out = pgpour(&[&args[..], &["-d", &db.conninfo(), "-q"]].concat(), None);
-    assert!(out.status.success(), "{}", text(&out.stderr));
+    create(&db, &path, "sales", &["--skip-lines", "1", "-q"]);
     let rows: Vec<(String, i32)> = db
         .client()
         .query("SELECT region, units FROM sales ORDER BY units", &[])
@@ -342,7 +333,7 @@ fn create_sniffs_after_the_skipped_lines() {
         .map(|r| (r.get(0), r.get(1)))
         .collect();
     assert_eq!(rows, [("north".to_string(), 3), ("south".to_string(), 4)]);
-    let got = sniffed(std::path::Path::new(path), &["--skip-lines", "1"]);
+    let got = sniffed(&path, &["--skip-lines", "1"]);
     assert_eq!(types(&got), ["text", "integer"]);
     let load = got["load"].as_str().unwrap();
     assert!(load.contains("--skip-lines 1"), "{load}");
@@ -380,11 +371,7 @@ fn create_warns_of_its_guesses() {
     for (name, body, warned) in [("big.csv", big.as_str(), true), ("small.csv", small, false)] {
         let path = file(&dir, name, body.as_bytes());
         let table = name.replace(".csv", "");
-        let args = ["load", path.to_str().unwrap(), "-t", &table, "--create"];
-        let extra = ["--limit", "10", "-d", &db.conninfo()];
-        let out = pgpour(&[&args[..], &extra[..]].concat(), None);
-        assert!(out.status.success(), "{}", text(&out.stderr));
-        let stderr = text(&out.stderr);
+        let stderr = create(&db, &path, &table, &["--limit", "10"]);
         assert_eq!(
             stderr.contains("rest on a sample"),
             warned,
@@ -395,14 +382,20 @@ fn create_warns_of_its_guesses() {
     // LATIN1 letters): said, unless --encoding names it.
     let cyrillic = file(&dir, "c.csv", b"id,name\n1,\xcc\xee\xf1\xea\xe2\xe0\n");
     for (table, encoding, warned) in [("c1", None, true), ("c2", Some("WIN1251"), false)] {
-        let args = ["load", cyrillic.to_str().unwrap(), "-t", table, "--create"];
         let given: Vec<&str> = encoding.map(|e| vec!["--encoding", e]).unwrap_or_default();
-        let conninfo = db.conninfo();
-        let out = pgpour(&[&args[..], &given, &["-d", &conninfo]].concat(), None);
-        assert!(out.status.success(), "{}", text(&out.stderr));
-        let stderr = text(&out.stderr);
+        let stderr = create(&db, &cyrillic, table, &given);
         assert_eq!(stderr.contains("is a guess"), warned, "{table}: {stderr}");
     }
+}
+
+/// `pgpour load PATH -t TABLE --create EXTRA... -d DB`, which must succeed;
+/// its stderr.
+fn create(db: &TestDb, path: &Path, table: &str, extra: &[&str]) -> String {
+    let conninfo = db.conninfo();
+    let args = ["load", path.to_str().unwrap(), "-t", table, "--create"];
+    let out = pgpour(&[&args[..], extra, &["-d", &conninfo]].concat(), None);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    text(&out.stderr)
 }
 
 /// Writes `body` to a file of `dir` named `name`.
