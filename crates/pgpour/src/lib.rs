@@ -87,10 +87,10 @@ pub use left_alone::LeftAlone;
 pub use options::{default_workers, LoadOptions, DEFAULT_CHUNK_SIZE};
 pub use peek::{InputLook, PEEKED_INPUTS};
 pub use pipeline::{explain, load, CommitMode, Explain, LoadFailure};
-pub use progress::{Phase, Progress};
+pub use progress::{EndedAtMarker, Phase, Progress};
 pub use reader::header_names;
 pub use reject::RejectSink;
-pub use report::{EndedAtMarker, LoadSummary, PhaseTime};
+pub use report::{LoadSummary, PhaseTime};
 pub use resume::{resume, resume_options, ResumeChanges};
 pub use sequences::SequencePlan;
 pub use sniff::{

@@ -39,6 +39,16 @@ impl Phase {
     }
 }
 
+/// An input that an end-of-data marker (`\.`) ended before its last line:
+/// COPY reads nothing of an input after one, and neither does the load, so
+/// the lines after it are neither loaded nor rejected.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct EndedAtMarker {
+    pub file: String,
+    /// The marker's line.
+    pub line: u64,
+}
+
 /// The current phase and when it began; the time of each phase before it.
 #[derive(Debug, Default)]
 struct Phases {
@@ -71,7 +81,7 @@ pub struct Progress {
     pub route_refused: Mutex<Option<String>>,
     /// Inputs an end-of-data marker ended with lines after it (the reader
     /// says).
-    pub ended_at_marker: Mutex<Vec<crate::report::EndedAtMarker>>,
+    pub ended_at_marker: Mutex<Vec<EndedAtMarker>>,
     /// Of `rows_loaded`, those that replaced a row, or were skipped, for a
     /// key the table held (`--on-conflict`).
     pub rows_updated: AtomicU64,

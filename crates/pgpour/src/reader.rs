@@ -648,7 +648,7 @@ impl Reader<'_> {
         if rest.is_empty() && buf.is_empty() {
             return Ok(());
         }
-        let ended = crate::report::EndedAtMarker {
+        let ended = crate::progress::EndedAtMarker {
             file: input.name(),
             line,
         };

@@ -15,16 +15,6 @@ pub struct PhaseTime {
     pub seconds: f64,
 }
 
-/// An input that an end-of-data marker (`\.`) ended before its last line:
-/// COPY reads nothing of an input after one, and neither does the load, so
-/// the lines after it are neither loaded nor rejected.
-#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
-pub struct EndedAtMarker {
-    pub file: String,
-    /// The marker's line.
-    pub line: u64,
-}
-
 #[derive(Clone, Debug, PartialEq, serde::Serialize)]
 pub struct LoadSummary {
     /// The load's id in the journal: `pgpour resume <id>` continues it.
@@ -59,7 +49,7 @@ pub struct LoadSummary {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub citus_route_refused: Option<String>,
     /// Inputs an end-of-data marker ended with lines still after it.
-    pub ended_at_marker: Vec<EndedAtMarker>,
+    pub ended_at_marker: Vec<crate::progress::EndedAtMarker>,
     /// Rows of the committed chunks: always `rows_loaded + rows_rejected`.
     pub rows_read: u64,
     pub rows_loaded: u64,
