@@ -516,8 +516,8 @@ impl Reader<'_> {
                 // ends the input before its first row.
                 let context = self.marker_context(&framer, true);
                 match end_of_data(self.format.syntax(), &preamble.header, context) {
-                    Some(Marker::End(_)) => {
-                        let after = preamble.header.get(2..).unwrap_or_default();
+                    Some(Marker::End(at)) => {
+                        let after = preamble.header.get(at + 2..).unwrap_or_default();
                         self.note_marker(input, line, after, &mut blocks, &mut buf)?;
                         return Ok(SegmentEnd::EndMarker);
                     }
