@@ -67,6 +67,10 @@ pub struct RejectSink {
     pub(crate) header: OnceLock<Vec<u8>>,
     files: Mutex<Option<(BufWriter<File>, BufWriter<File>)>>,
     written: AtomicU64,
+    /// Whether the last row written lacks its line end (an input's last
+    /// line, read without one): the next row must start a line of its own.
+    /// Changed only under `files`' lock.
+    open_ended: AtomicBool,
     /// Whether files already at the paths may be replaced: this load's own
     /// (rebuilt from the journal), or the user said so. Otherwise the files
     /// must be new.
@@ -83,6 +87,7 @@ impl RejectSink {
             header: OnceLock::new(),
             files: Mutex::new(None),
             written: AtomicU64::new(0),
+            open_ended: AtomicBool::new(false),
             replace: AtomicBool::new(false),
         }
     }
@@ -208,6 +213,7 @@ impl RejectSink {
         }
         let (data, log) = files.as_mut().expect("opened above");
         let before = (self.length(data)?, self.length(log)?);
+        let open_ended = self.open_ended.load(Ordering::SeqCst);
         let written = self.append(data, log, rows);
         let outcome = written.and_then(|()| commit());
         if outcome.is_err() {
@@ -215,6 +221,7 @@ impl RejectSink {
             // still buffered. Best effort: a file that cannot be cut is
             // rewritten from the journal at the end of a journaled load.
             let (data, log) = files.take().expect("opened above");
+            self.open_ended.store(open_ended, Ordering::SeqCst);
             if created_now {
                 // Made for these rows alone: no file is left behind.
                 let _ = std::fs::remove_file(&self.rows_path);
@@ -249,8 +256,18 @@ impl RejectSink {
         rows: &[BadRow],
     ) -> Result<()> {
         for row in rows {
+            // A row read without its line end (an input's last line) was
+            // written as read; another row after it would run on in the same
+            // line and load again as one bad row, so it gets a line end
+            // first: this row's own, else LF.
+            if self.open_ended.load(Ordering::SeqCst) {
+                data.write_all(line_end(&row.bytes).unwrap_or(b"\n"))
+                    .map_err(|e| self.error(&self.rows_path, e))?;
+            }
             data.write_all(&row.bytes)
                 .map_err(|e| self.error(&self.rows_path, e))?;
+            self.open_ended
+                .store(line_end(&row.bytes).is_none(), Ordering::SeqCst);
             serde_json::to_writer(&mut *log, row)
                 .map_err(|e| self.error(&self.log_path, e.into()))?;
             log.write_all(b"\n")
@@ -268,6 +285,7 @@ impl RejectSink {
     /// that is not the load's to replace (that one is unlinked first, which
     /// removes a symlink planted there, not its target).
     fn create(&self) -> Result<(BufWriter<File>, BufWriter<File>)> {
+        self.open_ended.store(false, Ordering::SeqCst);
         let replace = self.replace.load(Ordering::SeqCst);
         let open = |path: &Path| {
             if replace {
@@ -307,6 +325,19 @@ impl RejectSink {
             path: path.to_path_buf(),
             source,
         }
+    }
+}
+
+/// The line end a record's bytes end with (CRLF, LF or CR), if any.
+fn line_end(record: &[u8]) -> Option<&'static [u8]> {
+    if record.ends_with(b"\r\n") {
+        Some(b"\r\n")
+    } else if record.ends_with(b"\n") {
+        Some(b"\n")
+    } else if record.ends_with(b"\r") {
+        Some(b"\r")
+    } else {
+        None
     }
 }
 

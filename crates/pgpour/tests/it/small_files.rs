@@ -102,3 +102,61 @@ fn bad_rows_in_small_files_are_rejected_with_their_own_file_and_line() {
         assert_eq!(ranges, 40, "{run}: one journal row per file");
     }
 }
+
+/// A file's last line may lack its line end; rejected, it must still be a
+/// line of its own in the reject file, not the start of the next reject's.
+#[test]
+fn a_rejected_last_line_without_its_line_end_stays_a_line_of_its_own() {
+    let db = shared_cluster().create_database("rejects_unended_last_line");
+    let mut client = db.client();
+    client
+        .batch_execute("CREATE TABLE t (n int, v text)")
+        .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let files = [
+        ("a.csv", "1,x\r\nbad,y"),
+        ("b.csv", "bad2,z\r\n3,w\r\n"),
+        ("c.csv", "4,v\r\nbad3,u"),
+    ];
+    let inputs: Vec<InputSpec> = files
+        .iter()
+        .map(|(name, body)| {
+            let path = dir.path().join(name);
+            std::fs::write(&path, body).unwrap();
+            InputSpec::File(path)
+        })
+        .collect();
+    for (workers, journal) in [(1, true), (1, false), (2, true)] {
+        let run = format!("workers {workers}, journal {journal}");
+        client.batch_execute("TRUNCATE t").unwrap();
+        let rejects = dir.path().join(format!("rejects-{workers}-{journal}.csv"));
+        let mut options = LoadOptions::new(
+            inputs.clone(),
+            TableName::parse("t").unwrap(),
+            FormatOptions::new(Format::Csv),
+        );
+        options.workers = Some(workers);
+        options.max_errors = None;
+        options.reject_file = Some(rejects.clone());
+        options.journal = journal;
+        let summary = pgpour::load(
+            &connect(&db),
+            &options,
+            &Progress::default(),
+            &AtomicBool::new(false),
+        )
+        .unwrap_or_else(|f| panic!("{run}: {}", f.error));
+        assert_eq!(
+            (summary.rows_loaded, summary.rows_rejected),
+            (3, 3),
+            "{run}"
+        );
+        // The last reject stays as read: the line end added is the next
+        // row's own, only where another row follows.
+        assert_eq!(
+            std::fs::read_to_string(&rejects).unwrap(),
+            "bad,y\r\nbad2,z\r\nbad3,u",
+            "{run}"
+        );
+    }
+}
