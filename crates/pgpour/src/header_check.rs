@@ -39,6 +39,31 @@ impl<'a> HeaderCheck<'a> {
         })
     }
 
+    /// A header name in the input's encoding, as the server converts it
+    /// (ASCII as it is): HEADER MATCH compares the converted names with the
+    /// columns, so "caf\xe9" in LATIN1 names the column café. Called after
+    /// `problem` found the line converts.
+    pub fn name(&self, name: &[u8]) -> Result<String, crate::error::Error> {
+        if name.is_ascii() {
+            return Ok(String::from_utf8_lossy(name).into_owned());
+        }
+        let mut session = self.session.lock().unwrap_or_else(|p| p.into_inner());
+        if session.is_none() {
+            *session = Some(self.connect.connect()?);
+        }
+        let client = session.as_mut().expect("opened above");
+        client
+            .query_one(
+                "SELECT pg_catalog.convert_from($1::pg_catalog.bytea, $2::pg_catalog.name)",
+                &[&name, &self.encoding],
+            )
+            .map(|row| row.get(0))
+            .map_err(|e| crate::error::Error::Db {
+                context: "converting the header line's names".into(),
+                source: e,
+            })
+    }
+
     /// What the server says of converting `header`, `None` when it
     /// converts. ASCII converts to every encoding the server has: no
     /// round trip for it.

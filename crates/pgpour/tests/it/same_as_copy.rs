@@ -362,6 +362,28 @@ fn a_header_line_that_does_not_convert_is_refused() {
         .check("header_win1252");
 }
 
+/// HEADER MATCH compares the names after COPY's conversion: a WIN1252 or
+/// LATIN1 export whose header names a column "café" matches it.
+#[test]
+fn header_match_compares_names_in_the_input_encoding() {
+    for (encoding, input) in [
+        ("WIN1252", &b"caf\xe9,\x93q\x94\r\n1,x\r\n"[..]),
+        ("LATIN1", &b"caf\xe9,\xabq\xbb\n1,x\n"[..]),
+    ] {
+        let quotes = if encoding == "WIN1252" {
+            "“q”"
+        } else {
+            "«q»"
+        };
+        Case::csv(&format!("café int, \"{quotes}\" text"), input)
+            .with(|f| {
+                f.header = Header::Match;
+                f.encoding = Some(encoding.into());
+            })
+            .check(&format!("header_match_{}", encoding.to_lowercase()));
+    }
+}
+
 /// The lines after a marker are neither loaded nor rejected, as COPY
 /// leaves them: the summary names each input a marker ended before its
 /// last line, and no other (a marker last ends nothing early).
