@@ -7,7 +7,8 @@ use std::sync::atomic::AtomicU64;
 
 use crate::error::RowHint;
 use crate::format::{FormatOptions, Header};
-use crate::frame::{trim_terminator, Framer};
+use crate::frame::{trim_terminator, Fields, Framer};
+use crate::header_check::HeaderCheck;
 use crate::input::InputSpec;
 use crate::row_hint::{field_count_hint, names_columns};
 
@@ -42,20 +43,29 @@ pub struct InputLook {
 
 /// Looks at the first lines of the first `PEEKED_INPUTS` inputs, after
 /// the `skip` records each starts with.
+/// `convert` converts header names in another encoding than the
+/// database's, as the load compares them.
 pub(crate) fn look(
     inputs: &[InputSpec],
     columns: &[String],
     format: &FormatOptions,
     skip: u64,
+    convert: Option<&HeaderCheck<'_>>,
 ) -> Vec<InputLook> {
     inputs
         .iter()
         .take(PEEKED_INPUTS)
-        .map(|input| look_at(input, columns, format, skip))
+        .map(|input| look_at(input, columns, format, skip, convert))
         .collect()
 }
 
-fn look_at(input: &InputSpec, columns: &[String], format: &FormatOptions, skip: u64) -> InputLook {
+fn look_at(
+    input: &InputSpec,
+    columns: &[String],
+    format: &FormatOptions,
+    skip: u64,
+    convert: Option<&HeaderCheck<'_>>,
+) -> InputLook {
     let mut look = InputLook {
         name: input.name(),
         size: input.size(),
@@ -82,7 +92,11 @@ fn look_at(input: &InputSpec, columns: &[String], format: &FormatOptions, skip: 
         Header::None => first,
         Header::Skip | Header::Match => records.next(),
     };
-    let names = first.and_then(|first| crate::row_hint::decoded(first, format));
+    let names = first.and_then(|first| match (format.header, convert) {
+        // The names as the load compares them: converted by the server.
+        (Header::Match, Some(convert)) => converted_names(first, format, convert),
+        _ => crate::row_hint::decoded(first, format),
+    });
     match (format.header, names) {
         (Header::None, Some(names)) if names_columns(&names, columns) => {
             look.hints.push(RowHint::Header);
@@ -103,6 +117,23 @@ fn look_at(input: &InputSpec, columns: &[String], format: &FormatOptions, skip: 
         look.hints.extend(field_count_hint(data, columns, format));
     }
     look
+}
+
+/// A header's names converted from the input's encoding by the server;
+/// read as UTF-8 where the server cannot say.
+fn converted_names(
+    record: &[u8],
+    format: &FormatOptions,
+    convert: &HeaderCheck<'_>,
+) -> Option<Vec<Option<String>>> {
+    let mut fields = Fields::default();
+    format.field_decoder().decode(record, &mut fields).ok()?;
+    fields
+        .iter()
+        .map(|f| f.map(|name| convert.name(name)).transpose())
+        .collect::<crate::Result<_>>()
+        .ok()
+        .or_else(|| crate::row_hint::decoded(record, format))
 }
 
 /// The first `n` records of an input (after a byte order mark), as the

@@ -100,6 +100,9 @@ pub fn explain(connect: &ConnectOptions, options: &LoadOptions) -> Result<Explai
             plan.workers
         )
     });
+    // A header in another encoding is compared as the load compares it.
+    let header_check =
+        crate::header_check::HeaderCheck::new(connect, &plan.format, &plan.target.server_encoding);
     Ok(Explain {
         schema: plan.target.schema.clone(),
         table: plan.target.relation.clone(),
@@ -124,6 +127,7 @@ pub fn explain(connect: &ConnectOptions, options: &LoadOptions) -> Result<Explai
             &plan.target.columns,
             &plan.format,
             plan.skip_lines,
+            header_check.as_ref(),
         ),
         workers: plan.workers,
         workers_from: plan.workers_from,

@@ -384,6 +384,33 @@ fn header_match_compares_names_in_the_input_encoding() {
     }
 }
 
+/// `--explain` compares such a header as the load does: it said "--header
+/// match would stop there" of a LATIN1 header the load takes.
+#[test]
+fn explain_compares_a_header_in_the_input_encoding_as_the_load_does() {
+    let db = pgpour_testkit::shared_cluster().create_database("explain_latin1_header");
+    db.client()
+        .batch_execute("CREATE TABLE t (café int, b text)")
+        .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("in.csv");
+    let mut format = FormatOptions::new(Format::Csv);
+    format.header = Header::Match;
+    format.encoding = Some("LATIN1".into());
+    let options = pgpour::LoadOptions::new(
+        vec![pgpour::InputSpec::File(path.clone())],
+        pgpour::TableName::parse("t").unwrap(),
+        format,
+    );
+    let connect = crate::harness::connect(&db);
+    for (header, matches) in [(&b"caf\xe9,b\n"[..], true), (b"cafe,b\n", false)] {
+        std::fs::write(&path, [header, b"1,x\n"].concat()).unwrap();
+        let explained = pgpour::explain(&connect, &options).unwrap();
+        let mismatch = &explained.inputs[0].header_mismatch;
+        assert_eq!(mismatch.is_none(), matches, "{mismatch:?}");
+    }
+}
+
 /// The lines after a marker are neither loaded nor rejected, as COPY
 /// leaves them: the summary names each input a marker ended before its
 /// last line, and no other (a marker last ends nothing early).
