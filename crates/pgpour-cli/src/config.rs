@@ -69,7 +69,12 @@ impl LoadConfig {
             format.encoding = connect.client_encoding_in_options();
         }
         let columns = match args.columns_from_header {
-            true => Some(columns_from_header(&inputs, &mut format, args.skip_lines)?),
+            true => Some(columns_from_header(
+                &inputs,
+                &mut format,
+                args.skip_lines,
+                &connect,
+            )?),
             false => match args.columns.as_deref().map(parse_column_list).transpose()? {
                 Some(given) => Some(given),
                 None => sniffed_columns,
@@ -160,6 +165,7 @@ fn columns_from_header(
     inputs: &[pgpour::InputSpec],
     format: &mut pgpour::FormatOptions,
     skip_lines: u64,
+    connect: &ConnectOptions,
 ) -> Result<Vec<String>> {
     let first = match inputs.first() {
         Some(pgpour::InputSpec::File(_)) => &inputs[0],
@@ -169,7 +175,7 @@ fn columns_from_header(
         ),
     };
     format.header = pgpour::Header::Match;
-    Ok(pgpour::header_names(first, format, skip_lines)?)
+    Ok(pgpour::header_names(first, format, skip_lines, connect)?)
 }
 
 /// The longest load id, in bytes.

@@ -366,6 +366,40 @@ fn columns_from_the_header_leave_the_others_to_their_defaults() {
     );
 }
 
+/// `--columns-from-header` with a header in another encoding: its names
+/// are converted as the load converts them, so a LATIN1 "caf\xe9" names
+/// the column café (read as UTF-8 it named no column and the load stopped).
+#[test]
+fn columns_from_a_latin1_header_name_the_columns() {
+    let db = shared_cluster().create_database("args_columns_from_latin1_header");
+    db.client()
+        .batch_execute("CREATE TABLE s (id serial, café int, b text)")
+        .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("a.csv");
+    std::fs::write(&path, b"b,caf\xe9\nna\xefve,3\n").unwrap();
+    let conninfo = db.conninfo();
+    let args = [
+        "load",
+        path.to_str().unwrap(),
+        "-t",
+        "s",
+        "-d",
+        &conninfo,
+        "--encoding",
+        "LATIN1",
+        "--columns-from-header",
+    ];
+    let out = pgpour(&args, None);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let row: (i32, String) = db
+        .client()
+        .query_one("SELECT café, b FROM s", &[])
+        .map(|r| (r.get(0), r.get(1)))
+        .unwrap();
+    assert_eq!(row, (3, "naïve".to_string()));
+}
+
 /// `--skip-lines N` skips each file's first N lines, before its header:
 /// never loaded, never rejected, and the lines after keep their numbers.
 #[test]

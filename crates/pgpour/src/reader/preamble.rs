@@ -22,8 +22,15 @@ pub(crate) fn header_line(input: &InputSpec, format: &FormatOptions, skip: u64) 
 
 /// The names in an input's header line, decoded as COPY decodes data
 /// (quotes, escapes), for `--columns-from-header`. A NULL name, or a line
-/// that ends inside quotes, is refused.
-pub fn header_names(input: &InputSpec, format: &FormatOptions, skip: u64) -> Result<Vec<String>> {
+/// that ends inside quotes, is refused. Names in an input encoding other
+/// than UTF-8 are converted by the server at `connect`, as the load
+/// compares them (read as UTF-8, "caf\xe9" in LATIN1 named no column).
+pub fn header_names(
+    input: &InputSpec,
+    format: &FormatOptions,
+    skip: u64,
+    connect: &crate::conn::ConnectOptions,
+) -> Result<Vec<String>> {
     let line = header_line(input, format, skip)?;
     let refused = |message: &str| line_error(input, 1, message.to_string());
     if line.is_empty() {
@@ -34,11 +41,29 @@ pub fn header_names(input: &InputSpec, format: &FormatOptions, skip: u64) -> Res
         .field_decoder()
         .decode(trim_terminator(&line), &mut fields)
         .map_err(|UnterminatedQuote| refused("the header line ends inside quotes"))?;
+    let mut session = None;
     fields
         .iter()
         .map(|f| {
-            f.map(|name| String::from_utf8_lossy(name).into_owned())
-                .ok_or_else(|| refused("a name in the header line is NULL"))
+            let name = f.ok_or_else(|| refused("a name in the header line is NULL"))?;
+            if format.input_is_utf8() || name.is_ascii() {
+                return Ok(String::from_utf8_lossy(name).into_owned());
+            }
+            let client: &mut postgres::Client = match &mut session {
+                Some(client) => client,
+                None => session.insert(connect.connect()?),
+            };
+            let encoding = format.encoding.as_deref().unwrap_or("UTF8");
+            client
+                .query_one(
+                    "SELECT pg_catalog.convert_from($1::pg_catalog.bytea, $2::pg_catalog.name)",
+                    &[&name, &encoding],
+                )
+                .map(|row| row.get(0))
+                .map_err(|e| crate::error::Error::Db {
+                    context: "converting the header line's names".into(),
+                    source: e,
+                })
         })
         .collect()
 }
