@@ -147,9 +147,10 @@ impl InputSpec {
             .map_err(|e| self.error(e))?;
         let stream = Cursor::new(magic.clone()).chain(counted);
         Ok(match Compression::detect(&magic) {
-            Compression::Gzip => Box::new(flate2::read::MultiGzDecoder::new(
-                io::BufReader::with_capacity(256 * 1024, stream),
-            )),
+            Compression::Gzip => Box::new(GzMembers::new(io::BufReader::with_capacity(
+                256 * 1024,
+                stream,
+            ))),
             Compression::Zstd => Box::new(zstd::Decoder::new(stream).map_err(|e| self.error(e))?),
             Compression::None => Box::new(stream),
         })
@@ -194,6 +195,60 @@ fn is_skippable_frame(magic: &[u8]) -> bool {
     matches!(magic, [0x50..=0x5f, 0x2a, 0x4d, 0x18, ..])
 }
 
+/// The members of a gzip input one after another, as `gzip -d` reads them:
+/// zero bytes after a member end the data (a file padded to a block size;
+/// flate2's MultiGzDecoder took the zeros for a member and refused the
+/// input as "invalid gzip header"); other bytes after the zeros are
+/// refused.
+struct GzMembers<R: io::BufRead> {
+    member: Option<flate2::bufread::GzDecoder<R>>,
+}
+
+impl<R: io::BufRead> GzMembers<R> {
+    fn new(reader: R) -> Self {
+        GzMembers {
+            member: Some(flate2::bufread::GzDecoder::new(reader)),
+        }
+    }
+}
+
+impl<R: io::BufRead> Read for GzMembers<R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        loop {
+            let Some(member) = &mut self.member else {
+                return Ok(0);
+            };
+            let n = member.read(buf)?;
+            if n > 0 || buf.is_empty() {
+                return Ok(n);
+            }
+            // The member ended, its trailer checked: another one follows,
+            // or the end of the input, maybe after zero padding.
+            let mut reader = self.member.take().expect("read above").into_inner();
+            let mut padded = false;
+            loop {
+                let rest = reader.fill_buf()?;
+                if rest.is_empty() {
+                    return Ok(0);
+                }
+                let zeros = rest.iter().take_while(|&&b| b == 0).count();
+                if zeros == 0 {
+                    break;
+                }
+                reader.consume(zeros);
+                padded = true;
+            }
+            if padded {
+                return Err(io::Error::new(
+                    io::ErrorKind::InvalidData,
+                    "bytes after the zero padding that ends the gzip data",
+                ));
+            }
+            self.member = Some(flate2::bufread::GzDecoder::new(reader));
+        }
+    }
+}
+
 struct CountingReader<'a> {
     inner: Box<dyn Read + Send>,
     count: &'a AtomicU64,
@@ -234,6 +289,36 @@ mod tests {
             .unwrap();
         assert_eq!(out, "a,b\nc,d\n");
         assert_eq!(raw.load(Ordering::Relaxed), bytes.len() as u64);
+    }
+
+    /// Zero bytes after the last gzip member (a file padded to a block, as
+    /// tape and some upload tools leave it) end the data, as `gzip -d` reads
+    /// them; anything else after the padding is still refused.
+    #[test]
+    fn zero_padding_after_the_last_gzip_member_is_not_data() {
+        let dir = tempfile::tempdir().unwrap();
+        let member = |text: &[u8]| {
+            let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+            gz.write_all(text).unwrap();
+            gz.finish().unwrap()
+        };
+        let read = |bytes: &[u8]| {
+            let path = dir.path().join("padded.csv.gz");
+            std::fs::write(&path, bytes).unwrap();
+            let mut out = String::new();
+            InputSpec::File(path)
+                .open(&AtomicU64::new(0))
+                .unwrap()
+                .read_to_string(&mut out)
+                .map(|_| out)
+        };
+        let two = [member(b"a,b\n"), member(b"c,d\n")].concat();
+        for pad in [1, 512, 300_000] {
+            let padded = [&two[..], &vec![0; pad]].concat();
+            assert_eq!(read(&padded).unwrap(), "a,b\nc,d\n", "{pad} zero bytes");
+        }
+        assert!(read(&[&two[..], &[0, 0, 7][..]].concat()).is_err());
+        assert!(read(&[&two[..], &b"junk"[..]].concat()).is_err());
     }
 
     #[test]
