@@ -684,7 +684,9 @@ pub struct FormatArgs {
 
     /// The string that means NULL. Default: empty unquoted string for csv,
     /// \N for text.
-    #[arg(long, value_name = "STRING")]
+    // A number below zero is a common NULL marker (-1, -9999): taken as the
+    // value, as COPY takes NULL '-1', not refused as an unknown flag.
+    #[arg(long, value_name = "STRING", allow_negative_numbers = true)]
     pub null: Option<String>,
 
     /// csv quote character. Default: '"'.

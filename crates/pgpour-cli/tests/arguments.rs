@@ -316,6 +316,39 @@ fn completions_and_manual_pages_come_from_the_same_definitions() {
     assert!(text(&out.stdout).starts_with(".ie") || text(&out.stdout).contains(".TH pgpour"));
 }
 
+/// `--null -1`: a negative number is the NULL marker COPY's NULL '-1'
+/// takes, not an unknown flag (clap refused it, advising `-- -1`, which
+/// would have made it a file name).
+#[test]
+fn a_negative_number_is_a_null_marker() {
+    let db = db_with_t("args_null_negative");
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("in.csv");
+    std::fs::write(&file, "-1,x\n2,-9999.5\n").unwrap();
+    let base = [
+        "load",
+        file.to_str().unwrap(),
+        "-t",
+        "t",
+        "-d",
+        &db.conninfo(),
+    ];
+    for (null, nulls) in [("-1", "a"), ("-9999.5", "b")] {
+        truncate(&db);
+        let out = pgpour(&[&base[..], &["--null", null]].concat(), None);
+        assert!(out.status.success(), "--null {null}: {}", text(&out.stderr));
+        let found: i64 = db
+            .client()
+            .query_one(
+                &format!("SELECT count(*) FROM t WHERE {nulls} IS NULL"),
+                &[],
+            )
+            .unwrap()
+            .get(0);
+        assert_eq!((count(&db, "t"), found), (2, 1), "--null {null}");
+    }
+}
+
 /// `--columns-from-header`: the header's names choose the columns, in any
 /// order, and a serial column is left to its default.
 #[test]
