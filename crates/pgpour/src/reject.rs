@@ -308,6 +308,10 @@ impl RejectSink {
         if let Some(header) = self.header.get() {
             data.write_all(header)
                 .map_err(|e| self.error(&self.rows_path, e))?;
+            // From an input that holds only its header, the line may lack
+            // its line end: the first row must not run on after it.
+            let ended = header.is_empty() || line_end(header).is_some();
+            self.open_ended.store(!ended, Ordering::SeqCst);
         }
         Ok((data, log))
     }

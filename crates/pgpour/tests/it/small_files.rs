@@ -160,3 +160,42 @@ fn a_rejected_last_line_without_its_line_end_stays_a_line_of_its_own() {
         );
     }
 }
+
+/// The first input's header line heads the reject file; from a file that
+/// holds only the header, without its line end, it must still end before
+/// the first rejected row.
+#[test]
+fn a_header_without_its_line_end_stays_a_line_of_its_own() {
+    let db = shared_cluster().create_database("rejects_unended_header");
+    db.client()
+        .batch_execute("CREATE TABLE t (n int, v text)")
+        .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let files = [("a.csv", "n,v"), ("b.csv", "n,v\r\nbad,y\r\n2,x\r\n")];
+    let inputs: Vec<InputSpec> = files
+        .iter()
+        .map(|(name, body)| {
+            let path = dir.path().join(name);
+            std::fs::write(&path, body).unwrap();
+            InputSpec::File(path)
+        })
+        .collect();
+    let rejects = dir.path().join("rejects.csv");
+    let mut format = FormatOptions::new(Format::Csv);
+    format.header = pgpour::Header::Skip;
+    let mut options = LoadOptions::new(inputs, TableName::parse("t").unwrap(), format);
+    options.max_errors = None;
+    options.reject_file = Some(rejects.clone());
+    let summary = pgpour::load(
+        &connect(&db),
+        &options,
+        &Progress::default(),
+        &AtomicBool::new(false),
+    )
+    .unwrap_or_else(|f| panic!("{}", f.error));
+    assert_eq!((summary.rows_loaded, summary.rows_rejected), (1, 1));
+    assert_eq!(
+        std::fs::read_to_string(&rejects).unwrap(),
+        "n,v\r\nbad,y\r\n"
+    );
+}
