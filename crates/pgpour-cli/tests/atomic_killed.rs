@@ -144,3 +144,75 @@ fn resume_of_a_killed_atomic_load_rolls_back_its_leftovers_and_loads_every_row_o
     assert_eq!(count(&db, "SELECT count(*) FROM t"), 600);
     assert_eq!(count(&db, "SELECT count(DISTINCT n) FROM t"), 600);
 }
+
+/// The session that records an `--atomic` load's decision to commit is
+/// terminated (as a server restart or `pg_terminate_backend` would end it)
+/// while the workers' transactions are prepared: the load goes on on a new
+/// session, as chunks do, and commits them all. It must not exit with its
+/// prepared transactions left behind, holding their locks on the table.
+#[test]
+fn a_terminated_commit_of_an_atomic_load_is_tried_again_on_a_new_session() {
+    let db = shared_cluster().create_database("atomic_commit_terminated");
+    slow_table(&db);
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("in.csv");
+    let rows: String = (1..=600).map(|n| format!("{n}\n")).collect();
+    std::fs::write(&path, rows).unwrap();
+    let child = Command::new(env!("CARGO_BIN_EXE_pgpour"))
+        .args([
+            "load",
+            path.to_str().unwrap(),
+            "--table",
+            "t",
+            "--atomic",
+            "--workers",
+            "2",
+            "--chunk-size",
+            "1000",
+            "--load-id",
+            "cut",
+            "--db",
+            &db.conninfo(),
+            "--quiet",
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    wait_for(
+        &db,
+        "SELECT (to_regclass('pgpour.loads') IS NOT NULL)::int::int8",
+        "the journal",
+    );
+    wait_for(
+        &db,
+        "SELECT count(*) FROM pgpour.loads WHERE load_id = 'cut'",
+        "the load's entry",
+    );
+    // The decision to commit waits for this row lock; its session is
+    // terminated meanwhile.
+    let mut holder = db.client();
+    let mut held = holder.transaction().unwrap();
+    held.batch_execute("SELECT 1 FROM pgpour.loads WHERE load_id = 'cut' FOR NO KEY UPDATE")
+        .unwrap();
+    let deciding = "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() \
+                    AND query LIKE 'UPDATE pgpour.loads SET state = ''committing''%' \
+                    AND wait_event_type = 'Lock'";
+    wait_for(&db, deciding, "the decision to commit to wait");
+    assert_eq!(count(&db, PREPARED), 2);
+    let terminated = count(
+        &db,
+        &format!(
+            "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity \
+             WHERE pid IN ({})",
+            deciding.replacen("count(*)", "pid", 1)
+        ),
+    );
+    assert_eq!(terminated, 1);
+    held.rollback().unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(count(&db, PREPARED), 0, "prepared transactions left behind");
+    assert_eq!(count(&db, "SELECT count(*) FROM t"), 600);
+    assert_eq!(count(&db, "SELECT count(DISTINCT n) FROM t"), 600);
+}

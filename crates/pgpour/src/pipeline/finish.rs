@@ -9,7 +9,9 @@ use crate::journal::Totals;
 use crate::reader::ReadEnd;
 use std::sync::atomic::Ordering;
 
-use crate::sessions::{connect_retrying, keep_spare, on_spare, pinned, reuse_or_connect};
+use crate::sessions::{
+    connect_retrying, keep_spare, on_spare, pinned, reuse_or_connect, RETRY_FOR,
+};
 
 /// How a pass that did not fail ended.
 pub(super) enum Finished {
@@ -97,9 +99,28 @@ pub(super) fn finish(
     // before it durable too. Chunks a crash lost are loaded by another pass.
     let expected = done_chunks + committed;
     if plan.atomic == Some(super::decide::AtomicMode::TwoPhase) {
-        // Decided: from here on, resume finishes the commit.
+        // Decided: from here on, resume finishes the commit. A session lost
+        // on the way (a terminated backend, a server restart) is replaced,
+        // as a chunk's would be: failing here instead left the workers'
+        // transactions prepared, holding their locks, until a resume. Safe
+        // to run again: the decision is the same, and only what is still
+        // prepared is committed. Only while this run still holds the load.
         let mut client = reuse_or_connect(spare, connect, cancel)?;
-        crate::journal::two_phase::commit(&mut client, &load_id, &prepared)?;
+        let deadline = std::time::Instant::now() + RETRY_FOR;
+        loop {
+            match crate::journal::two_phase::commit(&mut client, &load_id, &prepared) {
+                Err(e)
+                    if (client.is_closed() || e.is_transient())
+                        && std::time::Instant::now() < deadline =>
+                {
+                    client = connect_retrying(connect, cancel).and_then(pinned)?;
+                    if let Some(run) = run {
+                        run.ensure_held(connect)?;
+                    }
+                }
+                outcome => break outcome?,
+            }
+        }
         keep_spare(spare, client);
     }
     let finish = on_spare(spare, connect, cancel, |client| {
