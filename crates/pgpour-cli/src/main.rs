@@ -205,7 +205,14 @@ fn run_load(mut config: LoadConfig) -> Result<ExitCode> {
                      --if-not-exists, or drop the table first"
                 );
             }
-            printed.map(|()| ExitCode::from(EXIT_ERROR))
+            // An --atomic load stopped by Ctrl-C ends in an error (nothing of
+            // it committed), but it was interrupted, not failed: 130, as for
+            // any interrupted load, not 2.
+            let code = match failure.error {
+                pgpour::Error::AtomicInterrupted { .. } => EXIT_INTERRUPTED,
+                _ => EXIT_ERROR,
+            };
+            printed.map(|()| ExitCode::from(code))
         }
     }
 }

@@ -216,3 +216,58 @@ fn a_terminated_commit_of_an_atomic_load_is_tried_again_on_a_new_session() {
     assert_eq!(count(&db, "SELECT count(*) FROM t"), 600);
     assert_eq!(count(&db, "SELECT count(DISTINCT n) FROM t"), 600);
 }
+
+/// Ctrl-C stops an `--atomic` load with nothing committed: it was
+/// interrupted, and says so with the exit status for that (130), not the
+/// one for an error (2), like any other interrupted load.
+#[test]
+fn an_interrupted_atomic_load_exits_130_with_nothing_committed() {
+    let db = shared_cluster().create_database("atomic_interrupted");
+    slow_table(&db);
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("in.csv");
+    let rows: String = (1..=600).map(|n| format!("{n}\n")).collect();
+    std::fs::write(&path, rows).unwrap();
+    let child = Command::new(env!("CARGO_BIN_EXE_pgpour"))
+        .args([
+            "load",
+            path.to_str().unwrap(),
+            "--table",
+            "t",
+            "--atomic",
+            "--workers",
+            "2",
+            "--chunk-size",
+            "1000",
+            "--load-id",
+            "stopped",
+            "--db",
+            &db.conninfo(),
+            "--quiet",
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    wait_for(
+        &db,
+        "SELECT (to_regclass('pgpour.loads') IS NOT NULL)::int::int8",
+        "the journal",
+    );
+    wait_for(
+        &db,
+        "SELECT count(*) FROM pgpour.loads WHERE load_id = 'stopped'",
+        "the load's entry",
+    );
+    // SAFETY: plain kill(2) on our own child.
+    unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGINT) };
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(130), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("interrupted"),
+        "{}",
+        text(&out.stderr)
+    );
+    assert_eq!(count(&db, PREPARED), 0);
+    assert_eq!(count(&db, "SELECT count(*) FROM t"), 0);
+}
