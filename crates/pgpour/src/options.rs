@@ -87,6 +87,12 @@ pub struct LoadOptions {
     /// only unique key.
     #[serde(default)]
     pub conflict_key: Option<Vec<String>>,
+    /// A resume of a load the journal has: when its run begins, the
+    /// journal must still have it (a `forget` may have dropped it since its
+    /// options were read), else it stops instead of starting it anew, which
+    /// loaded every row again. Not journaled.
+    #[serde(skip)]
+    pub resuming: bool,
 }
 
 fn yes() -> bool {
@@ -176,6 +182,7 @@ impl LoadOptions {
             create_table: None,
             on_conflict: crate::conflict::OnConflict::Error,
             conflict_key: None,
+            resuming: false,
         }
     }
 }

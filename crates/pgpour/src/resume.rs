@@ -68,5 +68,6 @@ pub fn resume(
         }
     };
     changes.apply_to(&mut options);
+    options.resuming = true;
     crate::pipeline::load(connect, &options, progress, cancel)
 }

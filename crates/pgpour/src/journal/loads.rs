@@ -68,7 +68,9 @@ impl OptionsRecord {
 
 /// Registers a new load, or checks a known one against these options and
 /// inputs and says how far it got; either way the run `run_token` becomes
-/// the load's current one. The caller holds the load's run lock.
+/// the load's current one. The caller holds the load's run lock. With
+/// `resuming`, a load the journal does not have (forgotten since the resume
+/// read its options) is [`Error::UnknownLoad`], not registered anew.
 pub(crate) fn begin(
     client: &mut impl GenericClient,
     load_id: &str,
@@ -76,6 +78,7 @@ pub(crate) fn begin(
     options: &OptionsRecord,
     inputs: &[InputSpec],
     run_token: &str,
+    resuming: bool,
 ) -> Result<Previous> {
     super::ensure_schema(client)?;
     let fingerprints = crate::fingerprint::fingerprints(inputs)?;
@@ -92,6 +95,11 @@ pub(crate) fn begin(
         )
         .map_err(Error::db("reading the journal"))?;
     let Some(row) = row else {
+        if resuming {
+            return Err(Error::UnknownLoad {
+                load_id: load_id.to_string(),
+            });
+        }
         client
             .execute_typed(
                 "INSERT INTO pgpour.loads (load_id, target, target_oid, options, inputs, run_token) \

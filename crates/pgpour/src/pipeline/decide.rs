@@ -47,6 +47,8 @@ pub(crate) struct Plan {
     pub journal: bool,
     /// The journal's copy of the options, for registering the load.
     pub options_record: OptionsRecord,
+    /// A resume: the journal must have the load (see `LoadOptions`).
+    pub resuming: bool,
     pub inputs: Vec<InputSpec>,
     pub format: FormatOptions,
     pub target: Target,
@@ -317,6 +319,7 @@ impl Plan {
             load_id: options.load_id.clone().unwrap_or_default(),
             journal: options.journal,
             options_record: OptionsRecord::of(options),
+            resuming: options.resuming,
             inputs: options.inputs.clone(),
             format: options.format.clone(),
             target,

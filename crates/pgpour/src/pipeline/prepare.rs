@@ -44,7 +44,7 @@ pub(super) fn prepare_target(
     // A new load, the usual case, in one round trip (three when it drops
     // indexes); what that cannot do (a load id the journal knows, a refused
     // reject path) goes the steps below.
-    if plan.journal && sink.check_paths(&plan.inputs, false).is_ok() {
+    if plan.journal && !plan.resuming && sink.check_paths(&plan.inputs, false).is_ok() {
         if let Some(prepared) = prepare_new_load(client, plan, run_token, undo_pending)? {
             return Ok(prepared);
         }
@@ -78,6 +78,7 @@ pub(super) fn prepare_target(
         &plan.options_record,
         &plan.inputs,
         run_token,
+        plan.resuming,
     )?;
     // From here the journal has the load, and may hold undo steps for it (a
     // run that crashed before putting the indexes back): the load's end

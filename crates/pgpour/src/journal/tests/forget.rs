@@ -77,3 +77,70 @@ fn bulk_forget_leaves_a_load_that_a_live_run_holds() {
         .unwrap()
         .is_empty());
 }
+
+/// A resume reads the load's options from the journal, then takes the
+/// load's run lock: a `forget` that gets in between drops the entry. The
+/// resume must then stop, not register the load anew and load every row a
+/// second time.
+#[test]
+fn a_resume_whose_load_is_forgotten_meanwhile_does_not_load_it_again() {
+    let db = shared_cluster().create_database("forget_during_resume");
+    let mut client = db.client();
+    client.batch_execute("CREATE TABLE t (n int)").unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("in.csv");
+    let rows: String = (1..=300).map(|n| format!("{n}\n")).collect();
+    std::fs::write(&path, rows).unwrap();
+    let mut options = LoadOptions::new(
+        vec![InputSpec::File(path)],
+        TableName::parse("t").unwrap(),
+        FormatOptions::new(Format::Csv),
+    );
+    options.load_id = Some("raced".into());
+    load(&db, &options).unwrap_or_else(|f| panic!("{}", f.error));
+    let count = |client: &mut postgres::Client, sql: &str| -> i64 {
+        client.query_one(sql, &[]).unwrap().get(0)
+    };
+    assert_eq!(count(&mut client, "SELECT count(*) FROM t"), 300);
+
+    let connect = connect(&db);
+    let (locked, resume_may_start) = std::sync::mpsc::channel();
+    let resumed = std::thread::scope(|s| {
+        // Another session holds the load's run lock, and forgets the load
+        // once the resume (having read its options) asks for the lock.
+        s.spawn(|| {
+            let mut holder = db.client();
+            crate::run_lock::while_locked(&mut holder, "raced", |holder| {
+                locked.send(()).unwrap();
+                let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+                let asking = "SELECT count(*) FROM pg_stat_activity \
+                              WHERE datname = current_database() \
+                                AND application_name LIKE 'pgpour on %'";
+                while count(holder, asking) == 0 {
+                    assert!(std::time::Instant::now() < deadline, "no resume came");
+                    std::thread::sleep(std::time::Duration::from_millis(10));
+                }
+                // The same session takes the lock again: it is its own.
+                crate::journal::forget(holder, &connect, "raced").map(drop)
+            })
+            .unwrap();
+        });
+        resume_may_start.recv().unwrap();
+        crate::resume(
+            &connect,
+            "raced",
+            &crate::ResumeChanges::default(),
+            &crate::progress::Progress::default(),
+            &std::sync::atomic::AtomicBool::new(false),
+        )
+    });
+    assert!(resumed.is_err(), "a forgotten load was loaded again");
+    assert_eq!(count(&mut client, "SELECT count(*) FROM t"), 300);
+    assert_eq!(
+        count(
+            &mut client,
+            "SELECT count(*) FROM pgpour.loads WHERE load_id = 'raced'"
+        ),
+        0
+    );
+}

@@ -351,6 +351,7 @@ fn begin_and_drop_indexes(
         &recorded,
         &options.inputs,
         "test-run",
+        false,
     )
     .unwrap();
     let rules = crate::indexes::DropRules {
