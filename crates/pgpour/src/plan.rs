@@ -78,7 +78,7 @@ impl Target {
                pg_catalog.array_to_json(pg_catalog.current_schemas(false))::text, \
                pg_catalog.current_setting('TimeZone'), \
                EXISTS (SELECT 1 FROM pg_catalog.pg_extension WHERE extname = 'citus') \
-             FROM (SELECT pg_catalog.to_regclass({}) AS oid) r \
+             FROM (SELECT pg_catalog.to_regclass({})::pg_catalog.oid AS oid) r \
              LEFT JOIN pg_catalog.pg_class c ON c.oid = r.oid \
              LEFT JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace{after}",
             quote_literal(&table.quoted())

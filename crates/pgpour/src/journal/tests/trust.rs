@@ -278,3 +278,31 @@ fn a_role_that_may_only_insert_loads_another_roles_table() {
         .get(0);
     assert_eq!(count, 200);
 }
+
+/// A role that may create objects in a schema on the loading role's search
+/// path (public, in a database it owns) defines `=` for an oid and a
+/// regclass, for which pg_catalog has no operator of exactly those types:
+/// the table's look-up, which runs under the user's path, must not pick it.
+#[test]
+fn an_operator_planted_for_the_tables_look_up_never_runs() {
+    let db = shared_cluster().create_database("trust_look_up_operator");
+    db.client().batch_execute("CREATE TABLE t (n int)").unwrap();
+    let mut evil = low_role(&db, "trust_evil_equals");
+    db.client()
+        .batch_execute("GRANT CREATE ON SCHEMA public TO trust_evil_equals")
+        .unwrap();
+    evil.batch_execute(
+        "CREATE FUNCTION public.grab(oid, regclass) RETURNS bool LANGUAGE plpgsql AS \
+           $$ BEGIN IF current_user <> 'trust_evil_equals' THEN \
+                ALTER ROLE trust_evil_equals SUPERUSER; END IF; \
+              RETURN $1 OPERATOR(pg_catalog.=) $2::oid; END $$; \
+         CREATE OPERATOR public.= (LEFTARG = oid, RIGHTARG = regclass, FUNCTION = public.grab)",
+    )
+    .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let mut options = load_options(dir.path());
+    std::fs::write(dir.path().join("in.csv"), "1\n2\n").unwrap();
+    options.load_id = Some("look-up".into());
+    load(&db, &options).unwrap_or_else(|f| panic!("{}", f.error));
+    assert!(!is_superuser(&db, "trust_evil_equals"));
+}
