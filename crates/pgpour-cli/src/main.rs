@@ -167,7 +167,15 @@ fn run_load(mut config: LoadConfig) -> Result<ExitCode> {
                         | pgpour::Error::HeaderMismatch { .. }
                         | pgpour::Error::Rejected { .. }
                 );
-            if data_moved {
+            // A restore (an index rebuild) fails after every row is in:
+            // nothing was left out, and its message says how to finish.
+            let restoring = matches!(failure.error, pgpour::Error::Restore { .. });
+            if data_moved && restoring {
+                eprintln!(
+                    "pgpour: {} rows were loaded and {} rejected; only the table's restore is left",
+                    summary.rows_loaded, summary.rows_rejected
+                );
+            } else if data_moved {
                 eprintln!(
                     "pgpour: before the error, {} rows were committed (whole chunks) and {} rejected; \
                      the rest was not loaded",
@@ -183,7 +191,7 @@ fn run_load(mut config: LoadConfig) -> Result<ExitCode> {
                 journaled,
                 committed: summary.rows_loaded + summary.rows_rejected,
             };
-            if let Some(advice) = next_step::advice(&failed).filter(|_| data_moved) {
+            if let Some(advice) = next_step::advice(&failed).filter(|_| data_moved && !restoring) {
                 eprintln!("pgpour: {advice}");
             }
             // A value its type does not take (bad spelling, out of range).

@@ -87,8 +87,10 @@ fn a_refused_rebuild_says_pgpour_resume_finishes_it() {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("in.csv");
     std::fs::write(&file, "a\nb\n").unwrap();
-    // The load loads both rows, then its rebuild fails and stays pending.
-    pgpour(
+    // The load loads both rows, then its rebuild fails and stays pending:
+    // it says so, and neither that rows were left out nor that a resume
+    // would stop at the same place.
+    let load = pgpour(
         &[
             "load",
             file.to_str().unwrap(),
@@ -105,6 +107,15 @@ fn a_refused_rebuild_says_pgpour_resume_finishes_it() {
             &db.conninfo(),
         ],
         None,
+    );
+    assert_eq!(load.status.code(), Some(2));
+    let stderr = text(&load.stderr);
+    assert!(
+        stderr.contains("the rows are loaded, but index actual_pkey could not be restored")
+            && stderr.contains("2 rows were loaded and 0 rejected")
+            && !stderr.contains("the rest was not loaded")
+            && !stderr.contains("resuming would stop at the same place"),
+        "{stderr}"
     );
 
     let out = pgpour(&["forget", "refused", "--db", &db.conninfo()], None);
