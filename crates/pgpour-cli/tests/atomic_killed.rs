@@ -35,13 +35,14 @@ fn slow_table(db: &TestDb) {
 
 const PREPARED: &str = "SELECT count(*) FROM pg_prepared_xacts WHERE database = current_database()";
 
-/// Starts an --atomic load of 600 rows with two workers and kills it once
-/// both workers have prepared, before it commits them.
-fn kill_between_prepare_and_commit(db: &TestDb, dir: &std::path::Path, load_id: &str) {
+/// Starts an --atomic load of 600 rows into `t` with two workers, and
+/// waits until the journal has its entry: a COPY seen before that may be
+/// the check of the COPY that precedes the load.
+fn start_atomic_load(db: &TestDb, dir: &std::path::Path, load_id: &str) -> std::process::Child {
     let path = dir.join("in.csv");
     let rows: String = (1..=600).map(|n| format!("{n}\n")).collect();
     std::fs::write(&path, rows).unwrap();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_pgpour"))
+    let child = Command::new(env!("CARGO_BIN_EXE_pgpour"))
         .args([
             "load",
             path.to_str().unwrap(),
@@ -59,11 +60,9 @@ fn kill_between_prepare_and_commit(db: &TestDb, dir: &std::path::Path, load_id: 
             "--quiet",
         ])
         .stdout(Stdio::null())
-        .stderr(Stdio::null())
+        .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    // A COPY seen before the journal has the load may be the check of the
-    // COPY that precedes it: wait for the load's entry first.
     wait_for(
         db,
         "SELECT (to_regclass('pgpour.loads') IS NOT NULL)::int::int8",
@@ -74,6 +73,13 @@ fn kill_between_prepare_and_commit(db: &TestDb, dir: &std::path::Path, load_id: 
         &format!("SELECT count(*) FROM pgpour.loads WHERE load_id = '{load_id}'"),
         "the load's entry",
     );
+    child
+}
+
+/// Starts an --atomic load of 600 rows with two workers and kills it once
+/// both workers have prepared, before it commits them.
+fn kill_between_prepare_and_commit(db: &TestDb, dir: &std::path::Path, load_id: &str) {
+    let mut child = start_atomic_load(db, dir, load_id);
     wait_for(
         db,
         "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() \
@@ -155,40 +161,7 @@ fn a_terminated_commit_of_an_atomic_load_is_tried_again_on_a_new_session() {
     let db = shared_cluster().create_database("atomic_commit_terminated");
     slow_table(&db);
     let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("in.csv");
-    let rows: String = (1..=600).map(|n| format!("{n}\n")).collect();
-    std::fs::write(&path, rows).unwrap();
-    let child = Command::new(env!("CARGO_BIN_EXE_pgpour"))
-        .args([
-            "load",
-            path.to_str().unwrap(),
-            "--table",
-            "t",
-            "--atomic",
-            "--workers",
-            "2",
-            "--chunk-size",
-            "1000",
-            "--load-id",
-            "cut",
-            "--db",
-            &db.conninfo(),
-            "--quiet",
-        ])
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    wait_for(
-        &db,
-        "SELECT (to_regclass('pgpour.loads') IS NOT NULL)::int::int8",
-        "the journal",
-    );
-    wait_for(
-        &db,
-        "SELECT count(*) FROM pgpour.loads WHERE load_id = 'cut'",
-        "the load's entry",
-    );
+    let child = start_atomic_load(&db, dir.path(), "cut");
     // The decision to commit waits for this row lock; its session is
     // terminated meanwhile.
     let mut holder = db.client();
@@ -225,40 +198,7 @@ fn an_interrupted_atomic_load_exits_130_with_nothing_committed() {
     let db = shared_cluster().create_database("atomic_interrupted");
     slow_table(&db);
     let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("in.csv");
-    let rows: String = (1..=600).map(|n| format!("{n}\n")).collect();
-    std::fs::write(&path, rows).unwrap();
-    let child = Command::new(env!("CARGO_BIN_EXE_pgpour"))
-        .args([
-            "load",
-            path.to_str().unwrap(),
-            "--table",
-            "t",
-            "--atomic",
-            "--workers",
-            "2",
-            "--chunk-size",
-            "1000",
-            "--load-id",
-            "stopped",
-            "--db",
-            &db.conninfo(),
-            "--quiet",
-        ])
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    wait_for(
-        &db,
-        "SELECT (to_regclass('pgpour.loads') IS NOT NULL)::int::int8",
-        "the journal",
-    );
-    wait_for(
-        &db,
-        "SELECT count(*) FROM pgpour.loads WHERE load_id = 'stopped'",
-        "the load's entry",
-    );
+    let child = start_atomic_load(&db, dir.path(), "stopped");
     // SAFETY: plain kill(2) on our own child.
     unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGINT) };
     let out = child.wait_with_output().unwrap();
