@@ -5,6 +5,7 @@
 //! UTF-8 header for a UTF-8 database itself (`validate::utf8_problem`).
 
 use crate::conn::ConnectOptions;
+use crate::error::Error;
 use crate::format::FormatOptions;
 
 /// Converts header lines from the input's encoding to the database's, on
@@ -39,52 +40,78 @@ impl<'a> HeaderCheck<'a> {
         })
     }
 
-    /// A header name in the input's encoding, as the server converts it
-    /// (ASCII as it is): HEADER MATCH compares the converted names with the
-    /// columns, so "caf\xe9" in LATIN1 names the column café. Called after
-    /// `problem` found the line converts.
-    pub fn name(&self, name: &[u8]) -> Result<String, crate::error::Error> {
-        if name.is_ascii() {
-            return Ok(String::from_utf8_lossy(name).into_owned());
+    /// A header's names in the input's encoding, as the server converts
+    /// them (ASCII as it is), in one round trip for all that are not ASCII:
+    /// HEADER MATCH compares the converted names with the columns, so
+    /// "caf\xe9" in LATIN1 names the column café. NULL names stay NULL.
+    pub fn names(&self, names: &[Option<&[u8]>]) -> Result<Vec<Option<String>>, Error> {
+        let lossy = |name: &[u8]| String::from_utf8_lossy(name).into_owned();
+        let others: Vec<&[u8]> = names
+            .iter()
+            .flatten()
+            .filter(|n| !n.is_ascii())
+            .copied()
+            .collect();
+        if others.is_empty() {
+            return Ok(names.iter().map(|n| n.map(lossy)).collect());
         }
-        let mut session = self.session.lock().unwrap_or_else(|p| p.into_inner());
-        if session.is_none() {
-            *session = Some(self.connect.connect()?);
-        }
-        let client = session.as_mut().expect("opened above");
-        client
-            .query_one(
-                "SELECT pg_catalog.convert_from($1::pg_catalog.bytea, $2::pg_catalog.name)",
-                &[&name, &self.encoding],
+        let converted = self.on_session(|client| {
+            client.query(
+                "SELECT pg_catalog.convert_from(n, $2::pg_catalog.name) \
+                 FROM pg_catalog.unnest($1::pg_catalog.bytea[]) WITH ORDINALITY AS u(n, i) \
+                 ORDER BY i",
+                &[&others, &self.encoding],
             )
-            .map(|row| row.get(0))
-            .map_err(|e| crate::error::Error::Db {
+        })?;
+        let mut converted = converted
+            .map_err(|e| Error::Db {
                 context: "converting the header line's names".into(),
                 source: e,
+            })?
+            .into_iter()
+            .map(|row| -> String { row.get(0) });
+        Ok(names
+            .iter()
+            .map(|n| {
+                n.map(|name| match name.is_ascii() {
+                    true => lossy(name),
+                    false => converted.next().unwrap_or_else(|| lossy(name)),
+                })
             })
+            .collect())
+    }
+
+    /// Runs `query` on the session, opened the first time one is needed.
+    fn on_session<T>(
+        &self,
+        query: impl FnOnce(&mut postgres::Client) -> Result<T, postgres::Error>,
+    ) -> Result<Result<T, postgres::Error>, Error> {
+        let mut session = self.session.lock().unwrap_or_else(|p| p.into_inner());
+        let client = match &mut *session {
+            Some(client) => client,
+            None => session.insert(self.connect.connect()?),
+        };
+        Ok(query(client))
     }
 
     /// What the server says of converting `header`, `None` when it
     /// converts. ASCII converts to every encoding the server has: no
     /// round trip for it.
-    pub fn problem(&self, header: &[u8]) -> Result<Option<String>, crate::error::Error> {
+    pub fn problem(&self, header: &[u8]) -> Result<Option<String>, Error> {
         if header.is_ascii() && !header.contains(&0) {
             return Ok(None);
         }
-        let mut session = self.session.lock().unwrap_or_else(|p| p.into_inner());
-        if session.is_none() {
-            *session = Some(self.connect.connect()?);
-        }
-        let client = session.as_mut().expect("opened above");
-        let converted = client.query_one(
-            "SELECT pg_catalog.length(pg_catalog.convert_from($1::pg_catalog.bytea, $2::pg_catalog.name))",
-            &[&header, &self.encoding],
-        );
+        let converted = self.on_session(|client| {
+            client.query_one(
+                "SELECT pg_catalog.length(pg_catalog.convert_from($1::pg_catalog.bytea, $2::pg_catalog.name))",
+                &[&header, &self.encoding],
+            )
+        })?;
         match converted {
             Ok(_) => Ok(None),
             Err(e) => match e.as_db_error() {
                 Some(db) => Ok(Some(db.message().to_string())),
-                None => Err(crate::error::Error::Db {
+                None => Err(Error::Db {
                     context: "checking the header line's encoding".into(),
                     source: e,
                 }),

@@ -128,10 +128,8 @@ fn converted_names(
 ) -> Option<Vec<Option<String>>> {
     let mut fields = Fields::default();
     format.field_decoder().decode(record, &mut fields).ok()?;
-    fields
-        .iter()
-        .map(|f| f.map(|name| convert.name(name)).transpose())
-        .collect::<crate::Result<_>>()
+    convert
+        .names(&fields.iter().collect::<Vec<_>>())
         .ok()
         .or_else(|| crate::row_hint::decoded(record, format))
 }

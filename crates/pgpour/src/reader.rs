@@ -574,13 +574,13 @@ impl Reader<'_> {
         // Names in another encoding than the database's are compared as the
         // server converts them, as COPY does; read as UTF-8 they never
         // matched a column with a letter outside ASCII.
-        let names: Vec<Option<String>> = fields
-            .iter()
-            .map(|f| match (f, self.header_check) {
-                (Some(name), Some(check)) => check.name(name).map(Some),
-                (f, _) => Ok(f.map(|name| String::from_utf8_lossy(name).into_owned())),
-            })
-            .collect::<Result<_>>()?;
+        let names: Vec<Option<String>> = match self.header_check {
+            Some(check) => check.names(&fields.iter().collect::<Vec<_>>())?,
+            None => fields
+                .iter()
+                .map(|f| f.map(|name| String::from_utf8_lossy(name).into_owned()))
+                .collect(),
+        };
         let matches = decoded.is_ok()
             && names.len() == self.expected_header.len()
             && names

@@ -41,31 +41,20 @@ pub fn header_names(
         .field_decoder()
         .decode(trim_terminator(&line), &mut fields)
         .map_err(|UnterminatedQuote| refused("the header line ends inside quotes"))?;
-    let mut session = None;
-    fields
-        .iter()
-        .map(|f| {
-            let name = f.ok_or_else(|| refused("a name in the header line is NULL"))?;
-            if format.input_is_utf8() || name.is_ascii() {
-                return Ok(String::from_utf8_lossy(name).into_owned());
-            }
-            let client: &mut postgres::Client = match &mut session {
-                Some(client) => client,
-                None => session.insert(connect.connect()?),
-            };
-            let encoding = format.encoding.as_deref().unwrap_or("UTF8");
-            client
-                .query_one(
-                    "SELECT pg_catalog.convert_from($1::pg_catalog.bytea, $2::pg_catalog.name)",
-                    &[&name, &encoding],
-                )
-                .map(|row| row.get(0))
-                .map_err(|e| crate::error::Error::Db {
-                    context: "converting the header line's names".into(),
-                    source: e,
-                })
-        })
-        .collect()
+    let names: Vec<Option<&[u8]>> = fields.iter().collect();
+    if names.contains(&None) {
+        return Err(refused("a name in the header line is NULL"));
+    }
+    // The database's encoding is not known here: names are converted to it
+    // unless the input is UTF-8 already.
+    let names = match crate::header_check::HeaderCheck::new(connect, format, "UTF8") {
+        Some(check) => check.names(&names)?,
+        None => names
+            .iter()
+            .map(|n| n.map(|name| String::from_utf8_lossy(name).into_owned()))
+            .collect(),
+    };
+    Ok(names.into_iter().flatten().collect())
 }
 
 /// What comes before an input's first record of data.
