@@ -770,7 +770,7 @@ fn a_killed_create_load_is_finished_by_resume() {
         .spawn()
         .unwrap();
     let mut client = db.client();
-    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    let deadline = std::time::Instant::now() + Duration::from_secs(120);
     loop {
         let rows = client
             .query_one(
