@@ -1,7 +1,7 @@
 #!/bin/bash
 # What the server saves per value when COPY reads binary instead of text,
 # type by type: the measurements the planner's choice of binary rests on
-# (`crates/pgpour/src/binary/choice.rs`). For each type, a one-column table
+# (`crates/pgpour/src/encode/choice.rs`). For each type, a one-column table
 # of ROWS values is written to a server-side file in both formats, then
 # loaded from each, alternating, REPEAT times; the medians and the
 # difference per value are printed as a markdown table.

@@ -4,10 +4,10 @@
 
 use postgres::types::Type;
 
-use super::status::{picked, still_picked, LoadFilter};
-use super::undo::Refused;
-use crate::conn::ConnectOptions;
 use crate::error::{Error, Result};
+use crate::journal::status::{picked, still_picked, LoadFilter};
+use crate::journal::undo::Refused;
+use crate::server::conn::ConnectOptions;
 
 /// What forgetting one of the loads a filter picked came to.
 #[derive(Debug)]
@@ -29,10 +29,10 @@ pub fn forget(
     load_id: &str,
 ) -> Result<Option<Vec<String>>> {
     crate::sql::with_pinned_search_path(client, |client| {
-        if !super::exists(client)? {
+        if !crate::journal::exists(client)? {
             return Ok(None);
         }
-        super::ensure_schema(client)?;
+        crate::journal::ensure_schema(client)?;
         forget_locked(client, connect, load_id, None)
     })
 }
@@ -47,10 +47,10 @@ pub fn forget_matching(
     filter: &LoadFilter,
 ) -> Result<Vec<Forgetting>> {
     crate::sql::with_pinned_search_path(client, |client| {
-        if !super::exists(client)? {
+        if !crate::journal::exists(client)? {
             return Ok(Vec::new());
         }
-        super::ensure_schema(client)?;
+        crate::journal::ensure_schema(client)?;
         let mut done = Vec::new();
         for load_id in picked(client, filter)? {
             let outcome = forget_locked(client, connect, &load_id, Some(filter));
@@ -71,7 +71,7 @@ fn forget_locked(
     load_id: &str,
     filter: Option<&LoadFilter>,
 ) -> Result<Option<Vec<String>>> {
-    crate::run_lock::while_locked(client, load_id, |client| {
+    crate::server::run_lock::while_locked(client, load_id, |client| {
         if let Some(filter) = filter {
             if !still_picked(client, load_id, filter)? {
                 return Ok(None);
@@ -87,17 +87,17 @@ fn forget_locked(
             .map_err(Error::db("reading the journal"))?
             .and_then(|r| r.get(0));
         match decided {
-            Some(gids) => super::two_phase::finish_decided(client, load_id, &gids)?,
+            Some(gids) => crate::journal::two_phase::finish_decided(client, load_id, &gids)?,
             None => {
-                let leftovers = super::two_phase::leftovers(client, load_id)?;
-                super::two_phase::rollback(client, &leftovers);
+                let leftovers = crate::journal::two_phase::leftovers(client, load_id)?;
+                crate::journal::two_phase::rollback(client, &leftovers);
             }
         }
         // Rows sent straight to Citus' shards wait on the nodes in prepared
         // transactions that the journal decides: settled before it goes.
         crate::citus::leftovers::settle(client, connect, load_id, None)?;
         let mut restored = Vec::new();
-        super::undo::run_pending(
+        crate::journal::undo::run_pending(
             client,
             load_id,
             Refused::Skip,

@@ -24,81 +24,55 @@
 //! [`forget_matching`], with the types they take and give. `frame` is
 //! public too: the record framer, a pure push parser, usable on its own.
 
-mod binary;
-mod chunk;
-mod chunk_range;
 mod citus;
-mod commit_mode;
-mod conflict;
-mod conn;
-mod copy;
-mod copy_context;
-mod copy_stream;
-mod dedupe;
+mod encode;
 mod error;
-mod fingerprint;
-mod format;
-pub mod frame;
-mod gate;
+mod forget;
 mod hash;
-mod header_check;
-mod indexes;
-mod input;
 mod journal;
-mod left_alone;
 mod options;
-mod peek;
 mod pipeline;
-mod plan;
 mod progress;
 mod quote;
-mod reader;
 mod reject;
-mod report;
 mod resume;
-mod row_hint;
-mod run_lock;
-mod sequences;
-mod sessions;
+mod server;
 mod sniff;
+mod source;
 mod sql;
-mod sqlstate;
-mod table_facts;
-mod table_names;
-mod validate;
-mod warm;
-mod wire;
-mod workers_from;
+mod table;
 
-pub use binary::{EncoderBench, WireFormat};
 pub use citus::{CitusRoute, CitusTable};
-pub use conflict::OnConflict;
-pub use conn::ConnectOptions;
+pub use encode::{EncoderBench, WireFormat};
 pub use error::{
     delimiter_name, BadRow, ConnectionProblem, Error, FormatProblem, InputChange, Mismatch,
     OptionsProblem, Position, Result, RowHint, ServerError,
 };
-pub use format::{Format, FormatOptions, Header};
-pub use frame::MAX_RECORD_BYTES;
-pub use indexes::{IndexPlan, Kept, Rebuild};
-pub use input::{without_compression_suffix, InputSpec, COMPRESSION_SUFFIXES};
-pub use journal::{Forgetting, LoadFilter, LoadState, LoadStatus};
-pub use left_alone::LeftAlone;
+pub use forget::Forgetting;
+pub use journal::{LoadFilter, LoadState, LoadStatus};
 pub use options::{default_workers, LoadOptions, DEFAULT_CHUNK_SIZE};
-pub use peek::{InputLook, PEEKED_INPUTS};
+pub use pipeline::report::{LoadSummary, PhaseTime};
+pub use pipeline::workers_from::WorkersFrom;
 pub use pipeline::{explain, load, CommitMode, Explain, LoadFailure};
 pub use progress::{EndedAtMarker, Phase, Progress};
-pub use reader::header_names;
 pub use reject::RejectSink;
-pub use report::{LoadSummary, PhaseTime};
 pub use resume::{resume, resume_options, ResumeChanges};
-pub use sequences::SequencePlan;
+pub use server::conn::ConnectOptions;
 pub use sniff::{
     given_type as sniff_given_type, sniff, sql_name, Dialect, Hints, Sniffed, SniffedColumn,
     SniffedType,
 };
+pub use source::csv::frame;
+pub use source::csv::frame::MAX_RECORD_BYTES;
+pub use source::csv::reader::header_names;
+pub use source::format::{Format, FormatOptions, Header};
+pub use source::input::{without_compression_suffix, InputSpec, COMPRESSION_SUFFIXES};
+pub use source::peek::{InputLook, PEEKED_INPUTS};
 pub use sql::{parse_column_list, quote_ident, TableName};
-pub use workers_from::WorkersFrom;
+pub use table::conflict::OnConflict;
+pub use table::indexes::{IndexPlan, Kept, Rebuild};
+pub use table::left_alone::LeftAlone;
+pub use table::sequences::SequencePlan;
 
 /// The loads `filter` picks (every one by default) in the journal of the
 /// database `connect` reaches, newest first; none when the database has
@@ -111,14 +85,14 @@ pub fn status(connect: &ConnectOptions, filter: &LoadFilter) -> Result<Vec<LoadS
 /// in its table (indexes it dropped...), which it returns; `None` when the
 /// journal has no such load. The load's rows stay in the table.
 pub fn forget(connect: &ConnectOptions, load_id: &str) -> Result<Option<Vec<String>>> {
-    journal::forget(&mut connect.connect()?, connect, load_id)
+    forget::forget(&mut connect.connect()?, connect, load_id)
 }
 
 /// Forgets, as [`forget`] does, every load `filter` picks but those a run
 /// holds (a live run: its session holds the load's run lock), and says
 /// how each went.
 pub fn forget_matching(connect: &ConnectOptions, filter: &LoadFilter) -> Result<Vec<Forgetting>> {
-    journal::forget_matching(&mut connect.connect()?, connect, filter)
+    forget::forget_matching(&mut connect.connect()?, connect, filter)
 }
 
 /// Whether the database has a pgpour journal.

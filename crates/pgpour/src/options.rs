@@ -5,9 +5,9 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use crate::error::{Error, OptionsProblem, Result};
-use crate::format::FormatOptions;
-use crate::input::InputSpec;
 use crate::reject::RejectSink;
+use crate::source::format::FormatOptions;
+use crate::source::input::InputSpec;
 use crate::sql::TableName;
 
 /// What to load where, validated: the engine's whole input. Made by
@@ -71,7 +71,7 @@ pub struct LoadOptions {
     pub keep_sequences: bool,
     /// How chunks go to the server: as read, or in binary (see `binary`).
     #[serde(default)]
-    pub wire_format: crate::binary::WireFormat,
+    pub wire_format: WireFormat,
     /// Create the table first (`--create`): its `CREATE TABLE`, without and
     /// with `IF NOT EXISTS` (a later pass of the same load, after a server
     /// restart, finds it made). Not journaled: a resume finds the table.
@@ -79,10 +79,10 @@ pub struct LoadOptions {
     pub create_table: Option<(String, String)>,
     /// Where rows for a hash-distributed Citus table go.
     #[serde(default)]
-    pub citus_route: crate::citus::CitusRoute,
+    pub citus_route: CitusRoute,
     /// What a row whose key the table already holds does (see `conflict`).
     #[serde(default)]
-    pub on_conflict: crate::conflict::OnConflict,
+    pub on_conflict: OnConflict,
     /// The key that decides a conflict; `None` for the primary key, or the
     /// only unique key.
     #[serde(default)]
@@ -100,7 +100,7 @@ fn yes() -> bool {
 }
 
 fn most_postgres_takes() -> usize {
-    crate::frame::MAX_RECORD_BYTES
+    crate::source::csv::frame::MAX_RECORD_BYTES
 }
 
 impl LoadOptions {
@@ -121,7 +121,7 @@ impl LoadOptions {
         if self.chunk_size == 0 {
             return Err(Error::InvalidOptions(OptionsProblem::ChunkSizeZero));
         }
-        let merging = self.on_conflict != crate::conflict::OnConflict::Error;
+        let merging = self.on_conflict != OnConflict::Error;
         if merging && self.atomic {
             return Err(Error::InvalidOptions(OptionsProblem::OnConflictAtomic));
         }
@@ -168,7 +168,7 @@ impl LoadOptions {
             max_errors: Some(0),
             reject_file: None,
             replace_rejects: false,
-            max_record_size: crate::frame::MAX_RECORD_BYTES,
+            max_record_size: crate::source::csv::frame::MAX_RECORD_BYTES,
             skip_lines: 0,
             where_clause: None,
             limit: None,
@@ -177,10 +177,10 @@ impl LoadOptions {
             journal: true,
             keep_indexes: false,
             keep_sequences: false,
-            wire_format: crate::binary::WireFormat::Auto,
-            citus_route: crate::citus::CitusRoute::Auto,
+            wire_format: WireFormat::Auto,
+            citus_route: CitusRoute::Auto,
             create_table: None,
-            on_conflict: crate::conflict::OnConflict::Error,
+            on_conflict: OnConflict::Error,
             conflict_key: None,
             resuming: false,
         }
@@ -269,6 +269,46 @@ pub(crate) fn min_split_chunk(round_trip: Duration) -> usize {
 pub(crate) fn chunks_ahead(chunk_size: usize, round_trip: Duration) -> usize {
     let chunk_seconds = chunk_size.max(1) as f64 / SESSION_BYTES_PER_SECOND;
     ((round_trip.as_secs_f64() / chunk_seconds).ceil() as usize).clamp(1, 4)
+}
+
+/// How chunks go to the server: COPY's FORMAT on the wire.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum WireFormat {
+    /// Binary where the table's types make it pay, else as read.
+    #[default]
+    Auto,
+    /// As read: csv or text, parsed by the server.
+    Text,
+    /// Binary whenever the table's types allow it.
+    Binary,
+}
+
+/// Where a load into a hash-distributed Citus table sends its rows.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum CitusRoute {
+    /// Straight to the shards where the client can route every row
+    /// exactly, else through the coordinator.
+    #[default]
+    Auto,
+    /// Through the coordinator, which routes each row.
+    Coordinator,
+    /// Straight to the shards, or the load stops before it starts.
+    Shards,
+}
+
+/// What happens to a row whose key the table already holds.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum OnConflict {
+    /// A bad row, as COPY has it.
+    #[default]
+    Error,
+    /// The row already there stays; the file's row is skipped.
+    Skip,
+    /// The file's row replaces the one there (its loaded columns).
+    Update,
 }
 
 #[cfg(test)]

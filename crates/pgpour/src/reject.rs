@@ -18,8 +18,8 @@ use std::sync::{Mutex, OnceLock};
 // error.rs needs nothing of this module; it is still known by this path.
 pub use crate::error::BadRow;
 use crate::error::{Error, Result};
-use crate::format::Format;
-use crate::input::{without_compression_suffix, InputSpec};
+use crate::source::format::Format;
+use crate::source::input::{without_compression_suffix, InputSpec};
 
 /// How many rejected rows a load tolerates before it stops.
 #[derive(Debug)]

@@ -4,12 +4,12 @@
 use std::sync::atomic::AtomicBool;
 use std::time::Instant;
 
-use crate::conn::ConnectOptions;
 use crate::error::{Error, Result};
 use crate::options::LoadOptions;
+use crate::pipeline::report::LoadSummary;
 use crate::pipeline::LoadFailure;
 use crate::progress::Progress;
-use crate::report::LoadSummary;
+use crate::server::conn::ConnectOptions;
 
 /// What a resumed load may do otherwise than it started. Everything else
 /// (inputs, table, format...) is as the journal recorded it: a load that

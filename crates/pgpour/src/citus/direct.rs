@@ -27,19 +27,19 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use crate::chunk::{Batch, Chunk};
-use crate::conn::ConnectOptions;
-use crate::copy_stream::journal_rows_sql;
 use crate::error::{Error, Result};
-use crate::format::FormatOptions;
-use crate::plan::Target;
+use crate::journal::journal_rows_sql;
 use crate::quote::quote_literal;
-use crate::wire::Wire;
+use crate::server::conn::ConnectOptions;
+use crate::server::wire::Wire;
+use crate::source::chunk::{Batch, Chunk};
+use crate::source::format::FormatOptions;
+use crate::table::plan::Target;
 
 use super::guard::Guard;
 use super::leftovers::gid_and_token;
 use super::route::Routing;
-use crate::binary::rows::{Step, Values};
+use crate::encode::rows::{Step, Values};
 
 /// What a direct routing worker needs to know.
 pub(crate) struct DirectSetup<'a> {
@@ -216,9 +216,9 @@ impl<'a> DirectStream<'a> {
         let mut counts = Vec::with_capacity(batch.len());
         for chunk in batch {
             let eol: &[u8] = match chunk.eol? {
-                crate::frame::Eol::Lf => b"\n",
-                crate::frame::Eol::CrLf => b"\r\n",
-                crate::frame::Eol::Cr => return None,
+                crate::source::csv::frame::Eol::Lf => b"\n",
+                crate::source::csv::frame::Eol::CrLf => b"\r\n",
+                crate::source::csv::frame::Eol::Cr => return None,
             };
             let scratch = std::mem::take(&mut self.scratch);
             let mut values = Values::new(
@@ -334,7 +334,7 @@ impl<'a> DirectStream<'a> {
     fn node_session(&mut self, node: usize) -> Option<&mut Wire> {
         if self.nodes[node].is_none() {
             let n = &self.setup.routing.nodes[node];
-            let settings = crate::warm::loading_settings(self.setup.load_id);
+            let settings = crate::server::warm::loading_settings(self.setup.load_id);
             let wire = self
                 .setup
                 .connect
@@ -434,7 +434,7 @@ impl<'a> DirectStream<'a> {
         );
         let sql = format!("SET LOCAL synchronous_commit = on; {guarded}; {rows}");
         if self.journal.is_none() {
-            let settings = crate::warm::loading_settings(setup.load_id);
+            let settings = crate::server::warm::loading_settings(setup.load_id);
             match setup.connect.open_wire(&settings) {
                 Ok(wire) => self.journal = Some(wire),
                 // Nothing was asked: nothing committed.
@@ -480,7 +480,7 @@ impl<'a> DirectStream<'a> {
                 source,
             })
         };
-        let settings = crate::warm::loading_settings(setup.load_id);
+        let settings = crate::server::warm::loading_settings(setup.load_id);
         let mut wire = match setup.connect.open_wire(&settings) {
             Ok(wire) => wire,
             Err(e) => return Decided::Unknown(e),

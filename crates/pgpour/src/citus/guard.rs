@@ -20,8 +20,8 @@ use std::sync::{Mutex, OnceLock};
 use postgres::Client;
 
 use super::route::Routing;
-use crate::conn::ConnectOptions;
-use crate::plan::Target;
+use crate::server::conn::ConnectOptions;
+use crate::table::plan::Target;
 
 /// The lock held for a load's workers, taken by the first that needs it.
 #[derive(Default)]

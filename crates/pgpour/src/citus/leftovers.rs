@@ -18,11 +18,11 @@ use std::time::{Duration, Instant};
 use postgres::types::Type;
 use postgres::Client;
 
-use crate::conn::ConnectOptions;
 use crate::error::{Error, Result};
 use crate::quote::quote_literal;
-use crate::sessions::RETRY_FOR;
-use crate::wire::Wire;
+use crate::server::conn::ConnectOptions;
+use crate::server::sessions::RETRY_FOR;
+use crate::server::wire::Wire;
 
 /// A prepared transaction of direct routing, read from its gid
 /// `pgpour:<token>:d:<input>:<byte>:<group>:<attempt>`.

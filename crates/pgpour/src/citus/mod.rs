@@ -25,23 +25,10 @@ pub(crate) mod route;
 
 use postgres::types::Type;
 
-/// Where a load into a hash-distributed Citus table sends its rows.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum CitusRoute {
-    /// Straight to the shards where the client can route every row
-    /// exactly, else through the coordinator.
-    #[default]
-    Auto,
-    /// Through the coordinator, which routes each row.
-    Coordinator,
-    /// Straight to the shards, or the load stops before it starts.
-    Shards,
-}
-
 use postgres::Client;
 
 use crate::error::{Error, Result};
+pub use crate::options::CitusRoute;
 
 /// The load's table as Citus knows it.
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]

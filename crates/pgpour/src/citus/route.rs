@@ -20,7 +20,7 @@ use postgres::types::Type;
 use postgres::Client;
 
 use super::hash::{hash_int4, hash_int8, hash_text};
-use crate::binary::{exact_integer, exact_uuid};
+use crate::encode::{exact_integer, exact_uuid};
 use crate::error::{Error, Result};
 
 /// The distribution column's type, read from its text as the server would.
@@ -173,7 +173,7 @@ pub(crate) fn describe(route: &Route) -> String {
 
 /// What a load does that routing must respect.
 pub(crate) struct Asked<'a> {
-    pub target: &'a crate::plan::Target,
+    pub target: &'a crate::table::plan::Target,
     pub column: &'a str,
     /// A reason found in the load's options not to route (`--atomic`,
     /// `--where`...), already known.
@@ -267,7 +267,7 @@ impl Routing {
     /// active primary and the ranges cover every hash once.
     fn shards(
         client: &mut Client,
-        target: &crate::plan::Target,
+        target: &crate::table::plan::Target,
         field: usize,
         key: KeyType,
     ) -> Result<Route> {
@@ -345,7 +345,7 @@ impl Routing {
     /// The shards as they are now, for the same column as `routing`.
     pub(super) fn read_shards(
         client: &mut Client,
-        target: &crate::plan::Target,
+        target: &crate::table::plan::Target,
         routing: &Routing,
     ) -> Result<Route> {
         Self::shards(client, target, routing.field, routing.key)

@@ -5,21 +5,9 @@
 use super::worth::Worth;
 use super::RowEncoder;
 use crate::error::{Error, Result};
-use crate::format::FormatOptions;
-use crate::plan::Target;
-
-/// How chunks go to the server: COPY's FORMAT on the wire.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum WireFormat {
-    /// Binary where the table's types make it pay, else as read.
-    #[default]
-    Auto,
-    /// As read: csv or text, parsed by the server.
-    Text,
-    /// Binary whenever the table's types allow it.
-    Binary,
-}
+pub use crate::options::WireFormat;
+use crate::source::format::FormatOptions;
+use crate::table::plan::Target;
 
 /// A column's type, as far as the encoder is concerned.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

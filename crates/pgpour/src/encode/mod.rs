@@ -25,8 +25,8 @@ mod worth;
 pub use choice::WireFormat;
 pub(crate) use choice::{choose, ColumnType, WireChoice};
 
-use crate::chunk::Chunk;
-use crate::frame::Syntax;
+use crate::source::chunk::Chunk;
+use crate::source::csv::frame::Syntax;
 use rows::Values;
 
 /// `[+-]?[0-9]+` as an integer within `min..=max`: the spellings every
@@ -135,7 +135,7 @@ impl RowEncoder {
             };
             debug_assert_eq!(
                 records,
-                crate::frame::count_records(self.syntax, chunk.eol, &chunk.data),
+                crate::source::csv::frame::count_records(self.syntax, chunk.eol, &chunk.data),
                 "the encoder's records are the framer's"
             );
             into.records.push(records);
@@ -267,7 +267,7 @@ impl EncoderBench {
     /// `None` for a type name the encoder does not know.
     pub fn new(
         type_names: &[&str],
-        format: &crate::format::FormatOptions,
+        format: &crate::source::format::FormatOptions,
         data: &[u8],
     ) -> Option<Self> {
         let columns = type_names
@@ -287,7 +287,7 @@ impl EncoderBench {
             input: 0,
             offset: 0,
             first_line: 1,
-            eol: Some(crate::frame::Eol::Lf),
+            eol: Some(crate::source::csv::frame::Eol::Lf),
             lines: 0,
             data: data.to_vec(),
         };
@@ -310,7 +310,7 @@ impl EncoderBench {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::frame::Eol;
+    use crate::source::csv::frame::Eol;
 
     fn chunk(data: &[u8]) -> Chunk {
         Chunk {

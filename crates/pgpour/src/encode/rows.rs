@@ -11,7 +11,7 @@
 use memchr::{memchr, memchr2};
 
 use super::{put_null, put_value, swar};
-use crate::frame::{letter_escape, Eol, Syntax};
+use crate::source::csv::frame::{letter_escape, Eol, Syntax};
 
 /// What the next step of a record gave.
 pub(crate) enum Step<'s> {

@@ -1,5 +1,5 @@
 //! The type of what a refused row says about the load's options; which
-//! row says what is found in `crate::row_hint`.
+//! row says what is found in `crate::source::csv::row_hint`.
 
 use std::fmt;
 

@@ -7,11 +7,12 @@
 use std::fmt;
 use std::path::PathBuf;
 
+use crate::error::sqlstate::{blame_error, Blame};
 use crate::quote::quote_ident;
-use crate::sqlstate::{blame_error, Blame};
 
 mod hint;
 mod problems;
+pub(crate) mod sqlstate;
 #[cfg(test)]
 mod tests;
 

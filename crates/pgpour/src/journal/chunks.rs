@@ -5,10 +5,10 @@
 use postgres::types::Type;
 use postgres::GenericClient;
 
-use crate::chunk_range::{ChunkRange, CommittedChunk};
-use crate::conflict::Merged;
 use crate::error::{Error, Result};
+use crate::quote::quote_literal;
 use crate::reject::BadRow;
+use crate::source::chunk_range::{ChunkRange, CommittedChunk};
 
 /// What the journal holds of a load: rows and bytes of its committed chunks.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -162,4 +162,64 @@ pub(crate) fn committed_chunk(
         skipped: row.get::<_, i64>(2) as u64,
     };
     Ok(Some((row.get::<_, i64>(0) as u64, merged, rejected)))
+}
+
+/// What one merge did.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Merged {
+    pub updated: u64,
+    pub skipped: u64,
+}
+
+/// One statement that writes a journal row per chunk of `batch`, saying
+/// `journaled` rows each, only while the load `(load_id, run_token)` is
+/// this run's. The owner check locks the load's row against a takeover
+/// until the commit; without an owner the rows' `load_id` is NULL, which
+/// the table refuses (SQLSTATE 23502), so a lost load fails the batch
+/// without a round trip to ask. Rows not all written for another reason (a
+/// rule or trigger someone added after the trust check) divide by zero, so
+/// that the data never commits without its journal rows. `direct`: the
+/// run token of prepared transactions on Citus' nodes that hold the rows
+/// (then the chunk's rows have no transaction id here).
+pub(crate) fn journal_rows_sql(
+    (load_id, run_token): (&str, &str),
+    batch: &[crate::source::chunk::Chunk],
+    journaled: &[u64],
+    direct: Option<&str>,
+) -> String {
+    let values: Vec<String> = batch
+        .iter()
+        .zip(journaled)
+        .map(|(chunk, rows)| {
+            let range = chunk.range();
+            format!(
+                "({}, {}::pg_catalog.int8, {}::pg_catalog.int8, {}::pg_catalog.int8, \
+                 {}::pg_catalog.int8, {rows}::pg_catalog.int8)",
+                range.input, range.byte_start, range.byte_end, range.first_line, range.lines
+            )
+        })
+        .collect();
+    let (xid, direct_token) = match direct {
+        Some(token) => ("NULL".to_string(), quote_literal(token)),
+        None => (
+            "pg_catalog.pg_current_xact_id()::text::pg_catalog.int8".to_string(),
+            "NULL".to_string(),
+        ),
+    };
+    format!(
+        "WITH owner AS (SELECT load_id FROM pgpour.loads \
+         WHERE load_id OPERATOR(pg_catalog.=) {load_id} \
+         AND run_token OPERATOR(pg_catalog.=) {token} FOR KEY SHARE), \
+         written AS (INSERT INTO pgpour.chunks (load_id, input, byte_start, byte_end, first_line, lines, \
+         rows_loaded, rows_rejected, xid, direct_token) \
+         SELECT owner.load_id, c.input, c.byte_start, c.byte_end, c.first_line, c.lines, c.rows, 0, \
+         {xid}, {direct_token} \
+         FROM (VALUES {values}) AS c(input, byte_start, byte_end, first_line, lines, rows) \
+         LEFT JOIN owner ON true RETURNING 1) \
+         SELECT 1 OPERATOR(pg_catalog./) (SELECT (pg_catalog.count(*) OPERATOR(pg_catalog.=) {n})::pg_catalog.int4 FROM written)",
+        load_id = quote_literal(load_id),
+        token = quote_literal(run_token),
+        values = values.join(", "),
+        n = batch.len(),
+    )
 }

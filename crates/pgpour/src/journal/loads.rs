@@ -7,11 +7,11 @@ use postgres::types::Type;
 use postgres::GenericClient;
 
 use super::chunks::Totals;
-use crate::chunk_range::CommittedChunk;
 use crate::error::{Error, Mismatch, OptionsProblem, Result};
-use crate::input::InputSpec;
 use crate::options::LoadOptions;
 use crate::quote::quote_literal;
+use crate::source::chunk_range::CommittedChunk;
+use crate::source::input::InputSpec;
 
 /// What the journal knew of a load id when a run started.
 #[derive(Debug)]
@@ -81,7 +81,7 @@ pub(crate) fn begin(
     resuming: bool,
 ) -> Result<Previous> {
     super::ensure_schema(client)?;
-    let fingerprints = crate::fingerprint::fingerprints(inputs)?;
+    let fingerprints = crate::source::fingerprint::fingerprints(inputs)?;
     let stored = options.0.as_ref().map_err(|reason| {
         Error::InvalidOptions(OptionsProblem::Unrecordable {
             reason: reason.clone(),
@@ -127,7 +127,7 @@ pub(crate) fn begin(
     }
     let known_inputs = parse(known_inputs);
     if known_inputs != fingerprints
-        && known_inputs != crate::fingerprint::legacy_fingerprints(inputs)?
+        && known_inputs != crate::source::fingerprint::legacy_fingerprints(inputs)?
     {
         return Err(Error::LoadMismatch {
             load_id: load_id.to_string(),
@@ -195,7 +195,7 @@ pub(crate) fn register_sql(
     inputs: &[InputSpec],
     run_token: &str,
 ) -> Result<String> {
-    let fingerprints = crate::fingerprint::fingerprints(inputs)?;
+    let fingerprints = crate::source::fingerprint::fingerprints(inputs)?;
     let stored = options.0.as_ref().map_err(|reason| {
         Error::InvalidOptions(OptionsProblem::Unrecordable {
             reason: reason.clone(),

@@ -23,19 +23,19 @@
 
 mod chunks;
 pub(crate) mod duplicates;
-mod forget;
 pub(crate) mod index_builds;
 mod loads;
 mod rejects;
 mod schema;
-mod status;
+pub(crate) mod status;
 mod trust;
 pub(crate) mod two_phase;
 pub(crate) mod undo;
 
 pub use chunks::Totals;
-pub(crate) use chunks::{committed_chunk, correct_rows, record_chunk, Written};
-pub use forget::{forget, forget_matching, Forgetting};
+pub(crate) use chunks::{
+    committed_chunk, correct_rows, journal_rows_sql, record_chunk, Merged, Written,
+};
 pub(crate) use loads::{begin, register_sql, reject_path_of, state_of, OptionsRecord};
 pub use loads::{finish_if_complete, options_of, set_state, Previous};
 pub use rejects::rejected_rows;

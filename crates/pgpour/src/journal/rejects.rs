@@ -4,9 +4,9 @@
 use postgres::types::Type;
 use postgres::GenericClient;
 
-use crate::chunk_range::ChunkRange;
 use crate::error::{Error, Result};
 use crate::reject::BadRow;
+use crate::source::chunk_range::ChunkRange;
 
 /// The rejected rows of a load's committed chunks, in input order.
 pub fn rejected_rows(client: &mut impl GenericClient, load_id: &str) -> Result<Vec<BadRow>> {

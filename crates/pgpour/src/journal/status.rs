@@ -8,7 +8,7 @@ use postgres::GenericClient;
 
 use crate::error::{Error, Result};
 use crate::options::LoadOptions;
-use crate::run_lock::HeldRunLocks;
+use crate::server::run_lock::HeldRunLocks;
 use crate::sql::TableName;
 
 /// Where a load stands, as its journal entry says.

@@ -8,25 +8,25 @@ use std::time::{Duration, Instant};
 
 use postgres::Client;
 
-use crate::binary::WireChoice;
 use crate::citus::route::{Asked, Route, Routing};
 use crate::citus::{CitusRoute, CitusTable};
-use crate::commit_mode::CommitMode;
-use crate::conflict::{Merge, OnConflict};
-use crate::conn::ConnectOptions;
+use crate::encode::WireChoice;
 use crate::error::{Error, Result};
-use crate::format::FormatOptions;
-use crate::indexes::{DropRules, IndexPlan};
-use crate::input::InputSpec;
 use crate::journal::OptionsRecord;
-use crate::left_alone::LeftAlone;
 use crate::options::{chunk_size_for, chunks_ahead, default_workers, LoadOptions};
-use crate::plan::{copy_sql_as_given, try_copy_on, Target};
+use crate::pipeline::commit_mode::CommitMode;
+use crate::pipeline::workers_from::WorkersFrom;
 use crate::progress::Progress;
-use crate::sequences::SequencePlan;
-use crate::table_facts::TableFacts;
-use crate::warm::WarmSessions;
-use crate::workers_from::WorkersFrom;
+use crate::server::conn::ConnectOptions;
+use crate::server::warm::WarmSessions;
+use crate::source::format::FormatOptions;
+use crate::source::input::InputSpec;
+use crate::table::conflict::{Merge, OnConflict};
+use crate::table::facts::TableFacts;
+use crate::table::indexes::{DropRules, IndexPlan};
+use crate::table::left_alone::LeftAlone;
+use crate::table::plan::{copy_sql_as_given, try_copy_on, Target};
+use crate::table::sequences::SequencePlan;
 
 /// How an `--atomic` load makes all its rows visible at once.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -176,9 +176,9 @@ pub(super) fn decide(
         Some(condition) => {
             let staged = match options.on_conflict {
                 OnConflict::Error => None,
-                _ => Some((columns, crate::conflict::STAGE_NAME)),
+                _ => Some((columns, crate::table::conflict::STAGE_NAME)),
             };
-            crate::plan::check_where(&mut client, table, condition, staged)?;
+            crate::table::plan::check_where(&mut client, table, condition, staged)?;
             None
         }
         None => warm,
@@ -208,7 +208,7 @@ pub(super) fn decide(
         (resolved.map(|target| (target, round_trip)), tried)
     });
     let (mut target, round_trip) = resolved?;
-    target.copy_sql = crate::plan::with_where(&target.copy_sql, condition);
+    target.copy_sql = crate::table::plan::with_where(&target.copy_sql, condition);
     let refused =
         |server| Error::Target(format!("{} refuses the load: {server}", target.qualified));
     // The trial counts only if it was about the table resolved here (the
@@ -240,9 +240,9 @@ pub(super) fn decide(
         options.on_conflict,
         options.conflict_key.as_deref(),
     )?;
-    let mut wire = crate::binary::choose(options.wire_format, &target, &options.format)?;
+    let mut wire = crate::encode::choose(options.wire_format, &target, &options.format)?;
     if let Some(encoder) = wire.encoder.as_mut() {
-        encoder.copy_sql = crate::plan::with_where(&encoder.copy_sql, condition);
+        encoder.copy_sql = crate::table::plan::with_where(&encoder.copy_sql, condition);
         if merge.is_some() {
             // Into the staging table, whose columns have the table's types.
             encoder.copy_sql = Merge::staged_copy(&encoder.copy_sql, &target);
@@ -353,13 +353,13 @@ impl Plan {
     /// What the load does with the target's indexes and sequences, given
     /// what `facts` say of it.
     pub(super) fn changes(&self, facts: &TableFacts) -> (IndexPlan, SequencePlan) {
-        let indexes = crate::indexes::plan_from(
+        let indexes = crate::table::indexes::plan_from(
             facts,
             &self.target,
             self.indexes_left_alone.as_ref(),
             self.drop_rules(),
         );
-        let sequences = crate::sequences::plan_from(
+        let sequences = crate::table::sequences::plan_from(
             &facts.sequences,
             self.sequences_left_alone.as_ref(),
             self.workers,
@@ -451,7 +451,7 @@ fn small_input(options: &LoadOptions, total: Option<u64>, then: &str) -> Option<
         LeftAlone::Because(format!(
             "the input ({:.1} MiB) is under two chunks of {}: {then}",
             total as f64 / (1 << 20) as f64,
-            crate::reader::size_name(options.chunk_size)
+            crate::source::csv::reader::size_name(options.chunk_size)
         ))
     })
 }

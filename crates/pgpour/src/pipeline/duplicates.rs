@@ -5,15 +5,15 @@
 use postgres::{Client, Transaction};
 
 use super::decide::Plan;
-use crate::dedupe::Dedupe;
 use crate::error::Result;
-use crate::format::{FormatOptions, Header};
-use crate::input::InputSpec;
 use crate::journal::duplicates::build_file_keys;
 use crate::journal::undo::{FileKey, Pending};
-use crate::plan::Target;
+use crate::pipeline::dedupe::Dedupe;
+use crate::pipeline::report::LoadSummary;
 use crate::reject::RejectSink;
-use crate::report::LoadSummary;
+use crate::source::format::{FormatOptions, Header};
+use crate::source::input::InputSpec;
+use crate::table::plan::Target;
 
 /// What the load's end needs of its plan.
 pub(super) struct Ending {
@@ -74,8 +74,11 @@ impl Ending {
         }
         let sink = RejectSink::new(reject_path).replacing(true);
         if self.format.header != Header::None {
-            let header =
-                crate::reader::header_line(&self.inputs[0], &self.format, self.skip_lines)?;
+            let header = crate::source::csv::reader::header_line(
+                &self.inputs[0],
+                &self.format,
+                self.skip_lines,
+            )?;
             let _ = sink.header.set(header);
         }
         sink.rewrite(&rows)?;

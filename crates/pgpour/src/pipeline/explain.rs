@@ -2,12 +2,12 @@
 //! with nothing changed.
 
 use super::decide::decide;
-use crate::commit_mode::CommitMode;
-use crate::conn::ConnectOptions;
 use crate::error::Result;
 use crate::options::LoadOptions;
+use crate::pipeline::commit_mode::CommitMode;
+use crate::pipeline::workers_from::WorkersFrom;
 use crate::progress::Progress;
-use crate::workers_from::WorkersFrom;
+use crate::server::conn::ConnectOptions;
 
 /// What a load would do, for `--explain`. Nothing is changed.
 #[derive(Debug, serde::Serialize)]
@@ -23,7 +23,7 @@ pub struct Explain {
     /// Why.
     pub wire_format_why: String,
     /// The inputs' format as the load reads them.
-    pub format: crate::format::Format,
+    pub format: crate::source::format::Format,
     /// `none`, `skip` or `match`.
     pub header: &'static str,
     pub delimiter: String,
@@ -32,7 +32,7 @@ pub struct Explain {
     pub input_count: usize,
     /// The table's columns the fields fill, in file order.
     pub columns: Vec<String>,
-    pub inputs: Vec<crate::peek::InputLook>,
+    pub inputs: Vec<crate::source::peek::InputLook>,
     pub workers: usize,
     /// Why that many.
     pub workers_from: WorkersFrom,
@@ -48,8 +48,8 @@ pub struct Explain {
     pub chunks_ahead: Option<usize>,
     /// The smallest chunk a small input is cut into, at that round trip.
     pub min_split_chunk: usize,
-    pub indexes: crate::indexes::IndexPlan,
-    pub sequences: crate::sequences::SequencePlan,
+    pub indexes: crate::table::indexes::IndexPlan,
+    pub sequences: crate::table::sequences::SequencePlan,
     /// With `--on-conflict skip|update`: the key, and how rows merge.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub on_conflict: Option<String>,
@@ -73,10 +73,10 @@ pub fn explain(connect: &ConnectOptions, options: &LoadOptions) -> Result<Explai
     let total = options.check()?;
     let (mut client, plan) = decide(connect, (options, total), &Progress::default(), None, None)?;
     // The catalog first; the table itself only if it may lose indexes.
-    let facts = crate::table_facts::read(&mut client, &plan.target, false)?;
+    let facts = crate::table::facts::read(&mut client, &plan.target, false)?;
     let (mut indexes, mut sequences) = plan.changes(&facts);
-    if crate::indexes::needs_emptiness(&indexes, &facts, plan.truncate) {
-        let facts = crate::table_facts::read(&mut client, &plan.target, true)?;
+    if crate::table::indexes::needs_emptiness(&indexes, &facts, plan.truncate) {
+        let facts = crate::table::facts::read(&mut client, &plan.target, true)?;
         (indexes, sequences) = plan.changes(&facts);
     }
     // Unique keys on the file's values that check each row as it loads.
@@ -101,8 +101,11 @@ pub fn explain(connect: &ConnectOptions, options: &LoadOptions) -> Result<Explai
         )
     });
     // A header in another encoding is compared as the load compares it.
-    let header_check =
-        crate::header_check::HeaderCheck::new(connect, &plan.format, &plan.target.server_encoding);
+    let header_check = crate::source::csv::header_check::HeaderCheck::new(
+        connect,
+        &plan.format,
+        &plan.target.server_encoding,
+    );
     Ok(Explain {
         schema: plan.target.schema.clone(),
         table: plan.target.relation.clone(),
@@ -115,14 +118,14 @@ pub fn explain(connect: &ConnectOptions, options: &LoadOptions) -> Result<Explai
         wire_format_why: plan.wire.why.clone(),
         format: plan.format.format,
         header: match plan.format.header {
-            crate::format::Header::None => "none",
-            crate::format::Header::Skip => "skip",
-            crate::format::Header::Match => "match",
+            crate::source::format::Header::None => "none",
+            crate::source::format::Header::Skip => "skip",
+            crate::source::format::Header::Match => "match",
         },
         delimiter: (plan.format.delimiter() as char).to_string(),
         input_count: plan.inputs.len(),
         columns: plan.target.columns.clone(),
-        inputs: crate::peek::look(
+        inputs: crate::source::peek::look(
             &plan.inputs,
             &plan.target.columns,
             &plan.format,
@@ -139,7 +142,10 @@ pub fn explain(connect: &ConnectOptions, options: &LoadOptions) -> Result<Explai
         min_split_chunk: crate::options::min_split_chunk(plan.round_trip),
         indexes,
         sequences,
-        on_conflict: plan.merge.as_ref().map(crate::conflict::Merge::describe),
+        on_conflict: plan
+            .merge
+            .as_ref()
+            .map(crate::table::conflict::Merge::describe),
         citus: plan.citus.clone(),
         citus_route: plan.route.as_ref().map(crate::citus::route::describe),
         file_order,

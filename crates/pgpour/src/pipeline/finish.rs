@@ -4,12 +4,12 @@
 
 use super::workers::{Ran, Setup};
 use crate::error::{Error, Result};
-use crate::input::{InputSpec, InputsSeen};
 use crate::journal::Totals;
-use crate::reader::ReadEnd;
+use crate::source::csv::reader::ReadEnd;
+use crate::source::input::{InputSpec, InputsSeen};
 use std::sync::atomic::Ordering;
 
-use crate::sessions::{
+use crate::server::sessions::{
     connect_retrying, keep_spare, on_spare, pinned, reuse_or_connect, RETRY_FOR,
 };
 

@@ -9,31 +9,36 @@
 //! The options stop here: the phases take the plan `decide` makes. After
 //! the last pass the load's undo steps run, however it ended.
 
+pub(crate) mod commit_mode;
+pub(crate) mod copy;
 mod decide;
+pub(crate) mod dedupe;
 mod duplicates;
 mod explain;
 mod finish;
 mod prepare;
+pub(crate) mod report;
 mod workers;
+pub(crate) mod workers_from;
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
-pub use crate::commit_mode::CommitMode;
-use crate::conn::ConnectOptions;
 use crate::error::{Error, Result};
 use crate::journal::index_builds::rebuild_indexes_at_once;
 use crate::journal::undo::run_pending;
 use crate::journal::undo::{Hooks, Refused};
 use crate::journal::Totals;
 use crate::options::{default_workers, LoadOptions};
+pub use crate::pipeline::commit_mode::CommitMode;
+use crate::pipeline::report::{LoadSummary, PhaseTime};
 use crate::progress::{Phase, Progress};
 use crate::reject::RejectSink;
-use crate::report::{LoadSummary, PhaseTime};
-use crate::run_lock::RunLock;
-use crate::sessions::{connect_retrying, pinned, take_spare, Spare, RETRY_FOR};
-use crate::warm::WarmSessions;
+use crate::server::conn::ConnectOptions;
+use crate::server::run_lock::RunLock;
+use crate::server::sessions::{connect_retrying, pinned, take_spare, Spare, RETRY_FOR};
+use crate::server::warm::WarmSessions;
 use duplicates::Ending;
 pub use explain::{explain, Explain};
 use finish::Finished;
@@ -468,8 +473,12 @@ fn load_pass(context: &Passes, options: &LoadOptions) -> Result<Pass, Box<LoadFa
         s
     };
     let fail = |error| {
-        let error =
-            crate::row_hint::with_hint(error, &plan.target.columns, &plan.format, plan.skip_lines);
+        let error = crate::source::csv::row_hint::with_hint(
+            error,
+            &plan.target.columns,
+            &plan.format,
+            plan.skip_lines,
+        );
         let mut summary = summary(false);
         if plan.atomic.is_some() {
             // Nothing of an atomic load that failed is visible.
@@ -507,11 +516,12 @@ fn load_pass(context: &Passes, options: &LoadOptions) -> Result<Pass, Box<LoadFa
     let before = Totals::of(&done_chunks);
     // A --limit counts the records of what committed: read again, framed.
     let count_committed = plan.limit.is_some();
-    let segments = crate::reader::segments(plan.inputs.len(), &done_chunks, count_committed);
+    let segments =
+        crate::source::csv::reader::segments(plan.inputs.len(), &done_chunks, count_committed);
     // A resumed run reads only what is left: the progress's whole is that.
     let skipped = match count_committed {
         true => 0,
-        false => crate::reader::bytes_not_read(&plan.inputs, &done_chunks),
+        false => crate::source::csv::reader::bytes_not_read(&plan.inputs, &done_chunks),
     };
     let _ =
         progress
@@ -521,7 +531,7 @@ fn load_pass(context: &Passes, options: &LoadOptions) -> Result<Pass, Box<LoadFa
             });
     // TRUNCATE belongs to the first chunk of the load, not of a resumed run.
     let truncate = plan.truncate && done_chunks.is_empty();
-    let inputs_seen = crate::input::InputsSeen::now(&plan.inputs);
+    let inputs_seen = crate::source::input::InputsSeen::now(&plan.inputs);
     let setup = Setup {
         warm,
         undo_pending,

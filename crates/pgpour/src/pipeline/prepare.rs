@@ -7,11 +7,11 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use postgres::Client;
 
 use super::decide::Plan;
-use crate::chunk_range::CommittedChunk;
 use crate::error::Result;
-use crate::indexes::IndexPlan;
 use crate::journal::Previous;
 use crate::reject::RejectSink;
+use crate::source::chunk_range::CommittedChunk;
+use crate::table::indexes::IndexPlan;
 
 /// What the load has left to do once the target is prepared.
 pub(super) enum Prepared {
@@ -99,9 +99,12 @@ pub(super) fn prepare_target(
         // exactly the rejected rows of the committed chunks (rows synced for
         // a chunk whose commit was then lost go).
         let rows = crate::journal::rejected_rows(client, load_id)?;
-        if plan.format.header != crate::format::Header::None {
-            let header =
-                crate::reader::header_line(&plan.inputs[0], &plan.format, plan.skip_lines)?;
+        if plan.format.header != crate::source::format::Header::None {
+            let header = crate::source::csv::reader::header_line(
+                &plan.inputs[0],
+                &plan.format,
+                plan.skip_lines,
+            )?;
             let _ = sink.header.set(header);
         }
         sink.rewrite(&rows)?;
@@ -137,7 +140,7 @@ fn prepare_new_load(
         &plan.inputs,
         run_token,
     )?;
-    let facts_sql = crate::table_facts::facts_sql(target, false);
+    let facts_sql = crate::table::facts::facts_sql(target, false);
     let sql = format!("{register}; {facts_sql};");
     let results = crate::journal::checked(client, &sql, "recording the load in the journal")?;
     let created = results
@@ -148,7 +151,7 @@ fn prepare_new_load(
         return Ok(None);
     }
     undo_pending.store(true, Ordering::SeqCst);
-    let facts = crate::table_facts::parse(results.last().map_or(&[], Vec::as_slice))?;
+    let facts = crate::table::facts::parse(results.last().map_or(&[], Vec::as_slice))?;
     let (mut indexes, mut sequences) = plan.changes(&facts);
     let mut locked = false;
     if !indexes.rebuild.is_empty() {
@@ -156,13 +159,13 @@ fn prepare_new_load(
         // nobody writes to it until the drops commit.
         let sql = format!(
             "BEGIN; {}{};",
-            crate::indexes::lock_sql(target),
-            crate::table_facts::facts_sql(target, !plan.truncate)
+            crate::table::indexes::lock_sql(target),
+            crate::table::facts::facts_sql(target, !plan.truncate)
         );
         match crate::sql::simple_statements(client, &sql) {
             Ok(results) => {
                 locked = true;
-                let facts = crate::table_facts::parse(results.last().map_or(&[], Vec::as_slice));
+                let facts = crate::table::facts::parse(results.last().map_or(&[], Vec::as_slice));
                 match facts {
                     Ok(facts) => (indexes, sequences) = plan.changes(&facts),
                     Err(e) => {
@@ -198,7 +201,7 @@ fn prepare_new_load(
                 .batch_execute(begin)
                 .and_then(|()| {
                     let statements = indexes.drop_statements(target, load_id);
-                    crate::indexes::run_alone(client, &statements)
+                    crate::table::indexes::run_alone(client, &statements)
                 })
                 .and_then(|()| client.batch_execute(&sequences.raise_sql(load_id)))
                 .and_then(|()| client.batch_execute("COMMIT"))
@@ -227,7 +230,7 @@ fn prepare_new_load(
 /// Drops the indexes the plan lets go, one step at a time (see `indexes`).
 fn drop_indexes(client: &mut Client, plan: &Plan) -> Result<()> {
     let left_alone = plan.indexes_left_alone.as_ref();
-    crate::indexes::drop_for_load(
+    crate::table::indexes::drop_for_load(
         client,
         &plan.target,
         left_alone,
@@ -241,7 +244,7 @@ fn drop_indexes(client: &mut Client, plan: &Plan) -> Result<()> {
 /// (see `sequences`).
 fn raise_caches(client: &mut Client, plan: &Plan) -> Result<()> {
     let left_alone = plan.sequences_left_alone.as_ref();
-    crate::sequences::raise_for_load(
+    crate::table::sequences::raise_for_load(
         client,
         &plan.target,
         left_alone,

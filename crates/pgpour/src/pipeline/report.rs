@@ -2,11 +2,11 @@
 
 use std::time::Duration;
 
-use crate::commit_mode::CommitMode;
-use crate::format::Format;
 use crate::options::LoadOptions;
+use crate::pipeline::commit_mode::CommitMode;
 use crate::progress::Progress;
 use crate::reject::RejectSink;
+use crate::source::format::Format;
 
 /// The time a load spent in one phase.
 #[derive(Clone, Debug, PartialEq, serde::Serialize)]
@@ -76,12 +76,12 @@ pub struct LoadSummary {
     /// Where the number of workers came from (`None` before the load
     /// was planned).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub workers_from: Option<crate::workers_from::WorkersFrom>,
+    pub workers_from: Option<crate::pipeline::workers_from::WorkersFrom>,
     /// Seconds spent in each phase (start, load, final commit, restore),
     /// in order.
     pub phases: Vec<PhaseTime>,
     /// How an `--atomic` load committed, when it was one.
-    #[serde(serialize_with = "crate::commit_mode::serialize_atomic_note")]
+    #[serde(serialize_with = "crate::pipeline::commit_mode::serialize_atomic_note")]
     pub atomic: Option<CommitMode>,
     /// What was restored after the load (`index votes_pkey`: indexes
     /// dropped for speed), and the seconds that took (part of `seconds`).

@@ -11,10 +11,10 @@ use std::sync::Mutex;
 
 use postgres::Client;
 
-use crate::conn::ConnectOptions;
 use crate::error::{Error, Result};
+use crate::server::conn::ConnectOptions;
+use crate::server::wire::Wire;
 use crate::sql::{simple_rows, TextRow};
-use crate::wire::Wire;
 
 /// The lock of one run on its load id; released when dropped.
 pub(crate) struct RunLock {

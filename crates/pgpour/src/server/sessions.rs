@@ -6,8 +6,8 @@ use std::time::{Duration, Instant};
 
 use postgres::Client;
 
-use crate::conn::ConnectOptions;
 use crate::error::{Error, Result};
+use crate::server::conn::ConnectOptions;
 
 /// How long a chunk, or a connection, is retried after transient failures.
 pub(crate) const RETRY_FOR: Duration = Duration::from_secs(60);

@@ -7,9 +7,9 @@
 use std::sync::Mutex;
 use std::thread::JoinHandle;
 
-use crate::conn::ConnectOptions;
 use crate::error::Result;
-use crate::wire::Wire;
+use crate::server::conn::ConnectOptions;
+use crate::server::wire::Wire;
 
 /// What a journaled load's loading sessions are set to from their start
 /// (no round trip spent on it). The journal shares the chunks' fate and the

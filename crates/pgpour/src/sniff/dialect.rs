@@ -4,7 +4,7 @@
 
 use serde::Serialize;
 
-use crate::format::Format;
+use crate::source::format::Format;
 
 /// What separates and encloses the values.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]

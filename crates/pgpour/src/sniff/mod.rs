@@ -22,8 +22,8 @@ pub use names::sql_name;
 pub use types::SniffedType;
 
 use crate::error::{Error, Result};
-use crate::format::Format;
-use crate::input::InputSpec;
+use crate::source::format::Format;
+use crate::source::input::InputSpec;
 use dialect::{Field, Record};
 use types::Narrowing;
 
@@ -119,7 +119,7 @@ pub fn sniff(input: &InputSpec, hints: &Hints) -> Result<Sniffed> {
         let start = if byte_order_mark { 3 } else { 0 };
         let mut end = start;
         for _ in 0..hints.skip_lines {
-            match crate::frame::plain_line_end(&first[end..], 0, true) {
+            match crate::source::csv::frame::plain_line_end(&first[end..], 0, true) {
                 Some(n) => end += n,
                 None => end = first.len(),
             }
@@ -321,7 +321,7 @@ fn widened(kind: SniffedType, whole: bool) -> SniffedType {
 /// window is the whole input.
 fn sample(input: &InputSpec) -> Result<(Vec<Vec<u8>>, bool)> {
     let counted = AtomicU64::new(0);
-    let plain = input.compression()? == crate::input::Compression::None;
+    let plain = input.compression()? == crate::source::input::Compression::None;
     let size = input.size().filter(|_| plain);
     let read = |offset: u64, len: u64| -> Result<Vec<u8>> {
         let mut out = Vec::new();

@@ -162,7 +162,7 @@ pub(crate) fn reads_as(kind: SniffedType, value: &str) -> bool {
         SniffedType::Timestamp => timestamp(value.as_bytes()) == Some(false),
         SniffedType::Timestamptz => timestamp(value.as_bytes()) == Some(true),
         SniffedType::Time => time(value.as_bytes()).is_some_and(|rest| rest.is_empty()),
-        SniffedType::Uuid => crate::binary::exact_uuid(value.as_bytes()).is_some(),
+        SniffedType::Uuid => crate::encode::exact_uuid(value.as_bytes()).is_some(),
         // json reads more than jsonb; the narrower test serves both.
         SniffedType::Json | SniffedType::Jsonb => jsonb(value),
         SniffedType::Text => true,
@@ -176,7 +176,7 @@ fn integer(value: &str) -> Option<i64> {
     if digits.len() > 1 && digits.starts_with('0') {
         return None;
     }
-    crate::binary::exact_integer(value.as_bytes(), i64::MIN, i64::MAX)
+    crate::encode::exact_integer(value.as_bytes(), i64::MIN, i64::MAX)
 }
 
 /// `[+-]?digits[.digits][e[+-]digits]`, leading zeros refused as for

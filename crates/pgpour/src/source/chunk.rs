@@ -7,8 +7,8 @@
 //! journal records each input's range, and a batch the server refuses can
 //! be split back into chunks that are loaded as they would be alone.
 
-use crate::chunk_range::ChunkRange;
-use crate::frame::{ends_terminated, first_terminator, Eol, Syntax};
+use crate::source::chunk_range::ChunkRange;
+use crate::source::csv::frame::{ends_terminated, first_terminator, Eol, Syntax};
 
 /// A run of whole records from one input.
 #[derive(Debug)]

@@ -5,7 +5,7 @@ use std::io::Read;
 use std::path::Path;
 
 use crate::error::{Error, Result};
-use crate::input::InputSpec;
+use crate::source::input::InputSpec;
 
 /// What identifies each input's content well enough to refuse a changed
 /// file: size, modification time, and a hash of its first and last 64 KiB.

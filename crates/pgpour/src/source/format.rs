@@ -5,7 +5,7 @@
 //! bytes that decide where a record ends, and the delimiter for headers.
 
 use crate::error::{Error, FormatProblem, Result};
-use crate::frame::{FieldDecoder, Syntax};
+use crate::source::csv::frame::{FieldDecoder, Syntax};
 use crate::sql::{quote_ident, quote_literal};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]

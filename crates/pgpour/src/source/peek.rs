@@ -6,11 +6,11 @@ use std::io::Read;
 use std::sync::atomic::AtomicU64;
 
 use crate::error::RowHint;
-use crate::format::{FormatOptions, Header};
-use crate::frame::{trim_terminator, Fields, Framer};
-use crate::header_check::HeaderCheck;
-use crate::input::InputSpec;
-use crate::row_hint::{field_count_hint, names_columns};
+use crate::source::csv::frame::{trim_terminator, Fields, Framer};
+use crate::source::csv::header_check::HeaderCheck;
+use crate::source::csv::row_hint::{field_count_hint, names_columns};
+use crate::source::format::{FormatOptions, Header};
+use crate::source::input::InputSpec;
 
 /// Inputs whose first lines `--explain` reads; the rest are only listed.
 pub const PEEKED_INPUTS: usize = 100;
@@ -95,7 +95,7 @@ fn look_at(
     let names = first.and_then(|first| match (format.header, convert) {
         // The names as the load compares them: converted by the server.
         (Header::Match, Some(convert)) => converted_names(first, format, convert),
-        _ => crate::row_hint::decoded(first, format),
+        _ => crate::source::csv::row_hint::decoded(first, format),
     });
     match (format.header, names) {
         (Header::None, Some(names)) if names_columns(&names, columns) => {
@@ -113,7 +113,7 @@ fn look_at(
         _ => {}
     }
     if let Some(data) = data.filter(|_| look.hints.is_empty()) {
-        look.fields = crate::row_hint::decoded(data, format).map(|f| f.len());
+        look.fields = crate::source::csv::row_hint::decoded(data, format).map(|f| f.len());
         look.hints.extend(field_count_hint(data, columns, format));
     }
     look
@@ -131,7 +131,7 @@ fn converted_names(
     convert
         .names(&fields.iter().collect::<Vec<_>>())
         .ok()
-        .or_else(|| crate::row_hint::decoded(record, format))
+        .or_else(|| crate::source::csv::row_hint::decoded(record, format))
 }
 
 /// The first `n` records of an input (after a byte order mark), as the

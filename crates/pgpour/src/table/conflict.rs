@@ -23,21 +23,10 @@ use std::time::Duration;
 use postgres::Client;
 
 use crate::error::{Error, Result};
-use crate::plan::Target;
+pub(crate) use crate::journal::Merged;
+pub use crate::options::OnConflict;
 use crate::sql::quote_ident;
-
-/// What happens to a row whose key the table already holds.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum OnConflict {
-    /// A bad row, as COPY has it.
-    #[default]
-    Error,
-    /// The row already there stays; the file's row is skipped.
-    Skip,
-    /// The file's row replaces the one there (its loaded columns).
-    Update,
-}
+use crate::table::plan::Target;
 
 /// The staging table's name in each session's temporary schema.
 const STAGE: &str = "pg_temp.pgpour_stage";
@@ -62,13 +51,6 @@ pub(crate) struct Merge {
     /// The same keeping only the last row of each key (`update`), for when
     /// `merge_sql` met a key twice.
     pub deduped_sql: Option<String>,
-}
-
-/// What one merge did.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub(crate) struct Merged {
-    pub updated: u64,
-    pub skipped: u64,
 }
 
 impl Merge {

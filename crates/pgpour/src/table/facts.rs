@@ -15,8 +15,8 @@ use postgres::GenericClient;
 use serde::Deserialize;
 
 use crate::error::{Error, Result};
-use crate::plan::Target;
 use crate::sql::{quote_literal, TextRow};
+use crate::table::plan::Target;
 
 /// The target as the plans see it.
 #[derive(Debug, Deserialize)]

@@ -22,10 +22,10 @@ use postgres::Client;
 
 use crate::error::Result;
 use crate::journal::undo::{FileKey, UndoStep, GUARD_TRIGGER};
-use crate::left_alone::LeftAlone;
-use crate::plan::Target;
 use crate::sql::quote_literal;
-use crate::table_facts::TableFacts;
+use crate::table::facts::TableFacts;
+use crate::table::left_alone::LeftAlone;
+use crate::table::plan::Target;
 
 /// What the load does with the target's indexes.
 #[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize)]
@@ -221,7 +221,7 @@ fn keep_file_keys_beside_kept_keys(plan: &mut IndexPlan, facts: &TableFacts) {
 /// whose triggers cannot change a row on its way in.
 fn file_key_kept(
     facts: &TableFacts,
-    index: &crate::table_facts::IndexFacts,
+    index: &crate::table::facts::IndexFacts,
     target: &Target,
     file_keys_kept: Option<&str>,
 ) -> Option<String> {
@@ -271,10 +271,10 @@ pub fn drop_for_load(
         return Ok(IndexPlan::not_locked(&e));
     }
     // The catalog first; the table itself only if it may lose indexes.
-    let facts = crate::table_facts::read(client, target, false).and_then(|facts| {
+    let facts = crate::table::facts::read(client, target, false).and_then(|facts| {
         let plan = plan_from(&facts, target, None, rules);
         match needs_emptiness(&plan, &facts, truncate) {
-            true => crate::table_facts::read(client, target, true),
+            true => crate::table::facts::read(client, target, true),
             false => Ok(facts),
         }
     });

@@ -4,10 +4,10 @@
 use postgres::Client;
 
 use crate::error::{Error, Result};
-use crate::format::FormatOptions;
+use crate::server::wire::Wire;
+use crate::source::csv::validate::{ColumnCheck, Validator};
+use crate::source::format::FormatOptions;
 use crate::sql::{quote_ident, quote_literal, TableName};
-use crate::validate::{ColumnCheck, Validator};
-use crate::wire::Wire;
 
 /// A table resolved in the catalog and the file-to-column mapping.
 #[derive(Clone, Debug)]
@@ -98,8 +98,8 @@ impl Target {
                 .unwrap_or_default();
             return Err(Error::NoSuchTable {
                 table: table.to_string(),
-                similar: crate::table_names::differing_in_case(client, table),
-                close: crate::table_names::closest(client, table, &searched),
+                similar: crate::table::names::differing_in_case(client, table),
+                close: crate::table::names::closest(client, table, &searched),
             });
         };
         let text = |i: usize| row.get(i).cloned().flatten().unwrap_or_default();

@@ -15,9 +15,9 @@ use postgres::{Client, GenericClient};
 
 use crate::error::Result;
 use crate::journal::undo::UndoStep;
-use crate::left_alone::LeftAlone;
-use crate::plan::Target;
-use crate::table_facts::SequenceColumn;
+use crate::table::facts::SequenceColumn;
+use crate::table::left_alone::LeftAlone;
+use crate::table::plan::Target;
 
 /// The CACHE a sequence gets during a parallel load.
 pub const LOAD_CACHE: i64 = 100;
@@ -44,7 +44,7 @@ pub fn plan(
     left_alone: Option<&LeftAlone>,
     workers: usize,
 ) -> Result<SequencePlan> {
-    let facts = crate::table_facts::read(client, target, false)?;
+    let facts = crate::table::facts::read(client, target, false)?;
     Ok(plan_from(&facts.sequences, left_alone, workers))
 }
 

@@ -5,11 +5,12 @@ use pgpour_testkit::shared_cluster;
 
 use super::{connect, load};
 use crate::error::Error;
-use crate::format::{Format, FormatOptions};
-use crate::input::InputSpec;
-use crate::journal::{forget_matching, status, LoadFilter, LoadState};
+use crate::forget::forget_matching;
+use crate::journal::{status, LoadFilter, LoadState};
 use crate::options::LoadOptions;
-use crate::run_lock::RunLock;
+use crate::server::run_lock::RunLock;
+use crate::source::format::{Format, FormatOptions};
+use crate::source::input::InputSpec;
 use crate::sql::TableName;
 
 /// A load of `t` that fails on its second row, under `load_id`.
@@ -110,7 +111,7 @@ fn a_resume_whose_load_is_forgotten_meanwhile_does_not_load_it_again() {
         // once the resume (having read its options) asks for the lock.
         s.spawn(|| {
             let mut holder = db.client();
-            crate::run_lock::while_locked(&mut holder, "raced", |holder| {
+            crate::server::run_lock::while_locked(&mut holder, "raced", |holder| {
                 locked.send(()).unwrap();
                 let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
                 let asking = "SELECT count(*) FROM pg_stat_activity \
@@ -121,7 +122,7 @@ fn a_resume_whose_load_is_forgotten_meanwhile_does_not_load_it_again() {
                     std::thread::sleep(std::time::Duration::from_millis(10));
                 }
                 // The same session takes the lock again: it is its own.
-                crate::journal::forget(holder, &connect, "raced").map(drop)
+                crate::forget::forget(holder, &connect, "raced").map(drop)
             })
             .unwrap();
         });

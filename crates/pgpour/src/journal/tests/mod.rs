@@ -13,10 +13,10 @@ use std::sync::atomic::AtomicBool;
 
 use pgpour_testkit::TestDb;
 
-use crate::conn::ConnectOptions;
 use crate::options::LoadOptions;
+use crate::pipeline::report::LoadSummary;
 use crate::progress::Progress;
-use crate::report::LoadSummary;
+use crate::server::conn::ConnectOptions;
 use crate::LoadFailure;
 
 fn connect(db: &TestDb) -> ConnectOptions {

@@ -5,10 +5,10 @@ use std::path::PathBuf;
 use pgpour_testkit::shared_cluster;
 
 use super::load;
-use crate::format::{Format, FormatOptions};
-use crate::input::InputSpec;
 use crate::journal::rejected_rows;
 use crate::options::LoadOptions;
+use crate::source::format::{Format, FormatOptions};
+use crate::source::input::InputSpec;
 use crate::sql::TableName;
 
 /// csv into table `t`, rejected rows kept (no limit), one worker.

@@ -7,15 +7,15 @@ use pgpour_testkit::{assert_same_rows, shared_cluster, TestDb};
 
 use super::{connect, restore_pending};
 use crate::error::Error;
-use crate::format::{Format, FormatOptions};
-use crate::input::InputSpec;
 use crate::journal::undo::pending;
 use crate::journal::OptionsRecord;
-use crate::left_alone::LeftAlone;
 use crate::options::LoadOptions;
-use crate::plan::Target;
-use crate::report::LoadSummary;
+use crate::pipeline::report::LoadSummary;
+use crate::source::format::{Format, FormatOptions};
+use crate::source::input::InputSpec;
 use crate::sql::TableName;
+use crate::table::left_alone::LeftAlone;
+use crate::table::plan::Target;
 use crate::LoadFailure;
 
 const TABLE: &str = "
@@ -305,7 +305,7 @@ fn a_crashed_load_is_put_back_by_resume_or_forget() {
         // What a load does before its first chunk, then nothing: as if
         // killed there.
         let target = begin_and_drop_indexes(&mut client, &options, &load_id);
-        crate::sequences::raise_for_load(&mut client, &target, None, 2, &load_id).unwrap();
+        crate::table::sequences::raise_for_load(&mut client, &target, None, 2, &load_id).unwrap();
         assert_ne!(
             schema_of(&mut client),
             before,
@@ -354,12 +354,12 @@ fn begin_and_drop_indexes(
         false,
     )
     .unwrap();
-    let rules = crate::indexes::DropRules {
+    let rules = crate::table::indexes::DropRules {
         truncate: options.truncate,
         file_keys_kept: Some("this test keeps them"),
         ..Default::default()
     };
-    crate::indexes::drop_for_load(client, &target, None, rules, load_id).unwrap();
+    crate::table::indexes::drop_for_load(client, &target, None, rules, load_id).unwrap();
     target
 }
 

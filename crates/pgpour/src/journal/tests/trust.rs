@@ -7,13 +7,13 @@ use std::sync::atomic::AtomicBool;
 use pgpour_testkit::{shared_cluster, TestDb};
 
 use super::{connect, load};
-use crate::conn::ConnectOptions;
 use crate::error::Error;
-use crate::format::{Format, FormatOptions};
-use crate::input::InputSpec;
 use crate::journal::ensure_schema;
 use crate::options::LoadOptions;
 use crate::progress::Progress;
+use crate::server::conn::ConnectOptions;
+use crate::source::format::{Format, FormatOptions};
+use crate::source::input::InputSpec;
 use crate::sql::TableName;
 
 /// A login role with CREATE on the test's database, and a client as it.

@@ -16,17 +16,17 @@ use std::ops::Range;
 
 use postgres::{GenericClient, Transaction};
 
-use crate::binary::{Encoded, RowEncoder};
-use crate::chunk::Chunk;
-use crate::conflict::{Merge, MergeOrder, Merged};
-use crate::copy_context::CopyContext;
+use crate::encode::{Encoded, RowEncoder};
+use crate::error::sqlstate::{blame, Blame};
 use crate::error::{BadRow, Error, ServerError};
-use crate::frame::{copy_lines, count_byte, stray_line_break, Eol, Framer, Syntax};
 use crate::journal::Written;
+use crate::pipeline::copy::context::CopyContext;
 use crate::reject::{RejectBudget, RejectSink};
-use crate::sqlstate::{blame, Blame};
-use crate::validate::{Problem, Validator};
-use crate::wire::COPY_MESSAGE_BYTES;
+use crate::server::wire::COPY_MESSAGE_BYTES;
+use crate::source::chunk::Chunk;
+use crate::source::csv::frame::{copy_lines, count_byte, stray_line_break, Eol, Framer, Syntax};
+use crate::source::csv::validate::{Problem, Validator};
+use crate::table::conflict::{Merge, MergeOrder, Merged};
 
 /// What loading a chunk did.
 #[derive(Debug, Default)]

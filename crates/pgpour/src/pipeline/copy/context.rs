@@ -7,7 +7,7 @@
 //! but knowing the exact table and column names the server prints: a table
 //! named `sales, line 1` or a value holding `, line 9` cannot mislead it.
 
-use crate::validate::preview;
+use crate::source::csv::validate::preview;
 
 /// A COPY error context, parsed.
 #[derive(Clone, Debug, PartialEq, Eq)]

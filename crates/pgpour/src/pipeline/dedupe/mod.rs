@@ -20,12 +20,12 @@ use postgres::types::Type;
 use postgres::Transaction;
 
 use crate::error::{BadRow, Error, Result};
-use crate::frame::Syntax;
-use crate::input::InputSpec;
 use crate::journal::duplicates::{chunk_rows, record_rejected, rejected_count, ChunkRows};
 use crate::journal::undo::FileKey;
-use crate::plan::Target;
+use crate::source::csv::frame::Syntax;
+use crate::source::input::InputSpec;
 use crate::sql::quote_ident;
+use crate::table::plan::Target;
 use order::Occurrence;
 use stage::{StagedRow, POSITION, STAGE};
 

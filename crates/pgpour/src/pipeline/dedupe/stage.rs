@@ -8,12 +8,12 @@ use std::sync::atomic::AtomicU64;
 
 use postgres::Transaction;
 
-use crate::copy::Records;
 use crate::error::{Error, Result};
-use crate::frame::{first_terminator, Eol, Syntax, MAX_RECORD_BYTES};
-use crate::input::InputSpec;
 use crate::journal::duplicates::ChunkRows;
-use crate::plan::Target;
+use crate::pipeline::copy::careful::Records;
+use crate::source::csv::frame::{first_terminator, Eol, Syntax, MAX_RECORD_BYTES};
+use crate::source::input::InputSpec;
+use crate::table::plan::Target;
 
 /// The staging table, in the session's temporary schema, dropped at commit.
 pub(super) const STAGE: &str = "pg_temp.pgpour_duplicates";

@@ -4,7 +4,7 @@
 //! and so does the report: the error earliest in the inputs wins.
 
 use crate::error::{Error, Position};
-use crate::input::InputSpec;
+use crate::source::input::InputSpec;
 
 /// The error to report: the one already kept, unless `new` lies earlier
 /// in the inputs. Errors that name no line (a lost connection...) keep

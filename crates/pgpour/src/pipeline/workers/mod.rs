@@ -7,6 +7,7 @@
 //! each worker holds one, and the reader builds one.
 
 mod first_error;
+pub(crate) mod gate;
 mod split;
 mod streaming;
 
@@ -17,26 +18,26 @@ use std::time::{Duration, Instant};
 use postgres::Client;
 
 use super::decide::{AtomicMode, Plan};
-use crate::chunk::{Batch, Chunk};
 use crate::citus::guard::Guard;
 use crate::citus::route::Routing;
-use crate::conflict::MergeOrder;
-use crate::conn::ConnectOptions;
-use crate::copy::{ChunkLoader, Loaded};
 use crate::error::{Error, Result};
-use crate::gate::{Gate, OpenOnDrop};
-use crate::plan::Target;
+use crate::pipeline::copy::careful::{ChunkLoader, Loaded};
+use crate::pipeline::workers::gate::{Gate, OpenOnDrop};
 use crate::progress::Progress;
-use crate::reader::{ReadEnd, Reader, Segment};
 use crate::reject::{RejectBudget, RejectSink};
-use crate::run_lock::RunLock;
-use crate::sessions::{connect_retrying, journaled_session, RETRY_FOR};
-use crate::warm::WarmSessions;
+use crate::server::conn::ConnectOptions;
+use crate::server::run_lock::RunLock;
+use crate::server::sessions::{connect_retrying, journaled_session, RETRY_FOR};
+use crate::server::warm::WarmSessions;
+use crate::source::chunk::{Batch, Chunk};
+use crate::source::csv::reader::{ReadEnd, Reader, Segment};
+use crate::table::conflict::MergeOrder;
+use crate::table::plan::Target;
 
 /// What the load runs on, set up by the phases before.
 pub(super) struct Setup<'a> {
     /// The load's first session, when a streaming worker did not need it.
-    pub spare: &'a crate::sessions::Spare,
+    pub spare: &'a crate::server::sessions::Spare,
     pub connect: &'a ConnectOptions,
     pub plan: &'a Plan,
     pub sink: &'a RejectSink,
@@ -87,15 +88,18 @@ pub(super) fn run(
     };
     let gate = Gate::new(!truncate);
     let validator = target.validator(&plan.format);
-    let header_check =
-        crate::header_check::HeaderCheck::new(setup.connect, &plan.format, &target.server_encoding);
+    let header_check = crate::source::csv::header_check::HeaderCheck::new(
+        setup.connect,
+        &plan.format,
+        &target.server_encoding,
+    );
     let budget = RejectBudget::new(plan.max_errors, rejects_before);
     let merge_order = MergeOrder::default();
     let merge = plan.merge.as_ref().map(|m| (m, &merge_order));
     let loader = ChunkLoader {
         copy_sql: merge.map_or(&target.copy_sql, |(m, _)| &m.copy_sql),
         // The server names the table of a refused row in its context.
-        relation: merge.map_or(&target.relation, |_| crate::conflict::STAGE_NAME),
+        relation: merge.map_or(&target.relation, |_| crate::table::conflict::STAGE_NAME),
         columns: &target.columns,
         syntax: plan.format.syntax(),
         validator: &validator,
@@ -194,7 +198,9 @@ pub(super) fn run(
             skip_lines: plan.skip_lines,
             join_small_inputs: !plan.filtering,
             limit: plan.limit,
-            end_markers: crate::frame::EndMarkers::of_server(target.server_version_num),
+            end_markers: crate::source::csv::frame::EndMarkers::of_server(
+                target.server_version_num,
+            ),
             header_utf8: validator.utf8,
             header_check: header_check.as_ref(),
             header_out: &setup.sink.header,
@@ -268,7 +274,7 @@ enum FirstTry {
 struct Worker<'a> {
     connect: &'a ConnectOptions,
     warm: &'a WarmSessions,
-    spare: &'a crate::sessions::Spare,
+    spare: &'a crate::server::sessions::Spare,
     plan: &'a Plan,
     index: usize,
     atomic: Option<AtomicMode>,
@@ -396,8 +402,11 @@ impl Worker<'_> {
     /// `--where`, the records neither loaded nor rejected were left out.
     fn count(&self, chunk: &Chunk, loaded: &Loaded) {
         if self.plan.filtering {
-            let records =
-                crate::frame::count_records(self.plan.format.syntax(), chunk.eol, &chunk.data);
+            let records = crate::source::csv::frame::count_records(
+                self.plan.format.syntax(),
+                chunk.eol,
+                &chunk.data,
+            );
             let kept = loaded.rows + loaded.rejected.len() as u64;
             self.progress
                 .rows_filtered

@@ -6,9 +6,9 @@ use std::sync::atomic::Ordering;
 
 use super::streaming::{Again, CarefulSession};
 use super::{FirstTry, Worker};
-use crate::chunk::Batch;
 use crate::error::{Result, ServerError};
-use crate::frame::count_records;
+use crate::source::chunk::Batch;
+use crate::source::csv::frame::count_records;
 
 impl Worker<'_> {
     /// A batch the server refused a row of. A lone chunk goes to the

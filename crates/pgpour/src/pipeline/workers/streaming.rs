@@ -1,5 +1,5 @@
 //! A journaled worker's loop: batches stream on the fast path
-//! (`crate::copy_stream`), at most one round trip each, the next ones
+//! (`crate::pipeline::copy::streamed`), at most one round trip each, the next ones
 //! (`Plan::chunks_ahead`, more the farther the server) sent before the
 //! last is answered. What the fast path hands back (a refused
 //! row, a transient failure, a lost session) goes to the careful path on
@@ -13,12 +13,12 @@ use std::time::{Duration, Instant};
 use postgres::Client;
 
 use super::{FirstTry, Worker};
-use crate::chunk::{Batch, Chunk};
 use crate::citus::direct::{Direct, DirectSetup, DirectStream};
-use crate::copy::Loaded;
-use crate::copy_stream::{ChunkStream, Settled, StreamSetup};
 use crate::error::{Error, Result};
-use crate::sessions::RETRY_FOR;
+use crate::pipeline::copy::careful::Loaded;
+use crate::pipeline::copy::streamed::{ChunkStream, Settled, StreamSetup};
+use crate::server::sessions::RETRY_FOR;
+use crate::source::chunk::{Batch, Chunk};
 
 /// The driver's session, set up the first time the careful path needs it.
 #[derive(Default)]
@@ -41,7 +41,7 @@ impl Worker<'_> {
         // end (which checks that it still answers); the careful path opens
         // its own if ever needed.
         if let Some(client) = given {
-            crate::sessions::keep_spare(self.spare, client);
+            crate::server::sessions::keep_spare(self.spare, client);
         }
         let mut careful = CarefulSession::default();
         let mut stream = Some(ChunkStream::new(StreamSetup {

@@ -1,11 +1,11 @@
-//! Loading sessions on the protocol's message level (`crate::wire`), opened
+//! Loading sessions on the protocol's message level (`crate::server::wire`), opened
 //! with the same options, hosts and TLS rules as the driver's sessions.
 
 use postgres::config::{ChannelBinding, Host, TargetSessionAttrs};
 
 use super::{ConnectOptions, SslMode};
 use crate::error::{ConnectionProblem, Error, Result};
-use crate::wire::{self, ChannelBindingUse, Endpoint, OpenError, Startup, TlsUse, Wire};
+use crate::server::wire::{self, ChannelBindingUse, Endpoint, OpenError, Startup, TlsUse, Wire};
 
 impl ConnectOptions {
     /// Opens a loading session with `settings` set from its start (no

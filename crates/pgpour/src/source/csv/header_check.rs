@@ -4,9 +4,9 @@
 //! so it asks the server to convert it as COPY would. The reader checks a
 //! UTF-8 header for a UTF-8 database itself (`validate::utf8_problem`).
 
-use crate::conn::ConnectOptions;
 use crate::error::Error;
-use crate::format::FormatOptions;
+use crate::server::conn::ConnectOptions;
+use crate::source::format::FormatOptions;
 
 /// Converts header lines from the input's encoding to the database's, on
 /// a session opened the first time a header needs it.
@@ -27,8 +27,8 @@ impl<'a> HeaderCheck<'a> {
         server_encoding: &str,
     ) -> Option<Self> {
         let encoding = format.encoding.clone().unwrap_or_else(|| "UTF8".into());
-        let same =
-            crate::format::encoding_key(&encoding) == crate::format::encoding_key(server_encoding);
+        let same = crate::source::format::encoding_key(&encoding)
+            == crate::source::format::encoding_key(server_encoding);
         let utf8_both = format.input_is_utf8() && server_encoding == "UTF8";
         if same || utf8_both || server_encoding == "SQL_ASCII" {
             return None;

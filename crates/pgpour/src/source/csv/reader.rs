@@ -6,17 +6,17 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use crossbeam_channel::Sender;
 
-use crate::chunk::{Batch, Chunk, Joiner};
 use crate::error::{Error, Position, Result};
-use crate::format::{FormatOptions, Header};
-use crate::frame::{
+use crate::progress::Progress;
+use crate::source::chunk::{Batch, Chunk, Joiner};
+use crate::source::csv::frame::{
     count_byte, count_records, end_of_data, records_prefix, trim_terminator, EndMarkers, Eol,
     Fields, Framer, Marker, MarkerContext, MarkerFault, RecordTooLong, UnterminatedQuote,
 };
-use crate::header_check::HeaderCheck;
-use crate::input::InputSpec;
-use crate::progress::Progress;
-use crate::validate::utf8_problem;
+use crate::source::csv::header_check::HeaderCheck;
+use crate::source::csv::validate::utf8_problem;
+use crate::source::format::{FormatOptions, Header};
+use crate::source::input::InputSpec;
 
 mod preamble;
 
@@ -43,7 +43,7 @@ pub(crate) struct Segment {
 /// with `count_committed`, the committed chunks too, to be counted.
 pub(crate) fn segments(
     inputs: usize,
-    committed: &[crate::chunk_range::CommittedChunk],
+    committed: &[crate::source::chunk_range::CommittedChunk],
     count_committed: bool,
 ) -> Vec<Vec<Segment>> {
     (0..inputs)
@@ -87,7 +87,7 @@ pub(crate) fn segments(
 /// all of it is read.)
 pub(crate) fn bytes_not_read(
     inputs: &[InputSpec],
-    committed: &[crate::chunk_range::CommittedChunk],
+    committed: &[crate::source::chunk_range::CommittedChunk],
 ) -> u64 {
     let mut plain: Vec<Option<bool>> = vec![None; inputs.len()];
     committed
@@ -96,7 +96,7 @@ pub(crate) fn bytes_not_read(
             *plain[c.input].get_or_insert_with(|| {
                 matches!(
                     inputs[c.input].compression(),
-                    Ok(crate::input::Compression::None)
+                    Ok(crate::source::input::Compression::None)
                 )
             })
         })
@@ -616,7 +616,7 @@ mod tests {
     use std::sync::OnceLock;
 
     use super::*;
-    use crate::format::Format;
+    use crate::source::format::Format;
 
     const LIMIT: usize = 1 << 20;
 

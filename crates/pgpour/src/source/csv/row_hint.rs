@@ -5,8 +5,8 @@
 //! changes the option instead of rejecting every row.
 
 use crate::error::{BadRow, Error, RowHint};
-use crate::format::{FormatOptions, Header};
-use crate::frame::{trim_terminator, Fields};
+use crate::source::csv::frame::{trim_terminator, Fields};
+use crate::source::format::{FormatOptions, Header};
 
 /// The delimiters other files are commonly split at, tried in turn.
 const COMMON_DELIMITERS: &[u8] = b",\t;|:";
@@ -124,7 +124,7 @@ pub(crate) fn names_columns(fields: &[Option<String>], columns: &[String]) -> bo
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::format::Format;
+    use crate::source::format::Format;
 
     fn row(line: u64, bytes: &[u8]) -> BadRow {
         BadRow {

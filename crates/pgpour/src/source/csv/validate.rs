@@ -7,7 +7,7 @@
 //! that cannot be an integer in any PostgreSQL version). Anything doubtful is
 //! left to the server, whose verdict is final.
 
-use crate::frame::{trim_terminator, FieldDecoder, Fields};
+use crate::source::csv::frame::{trim_terminator, FieldDecoder, Fields};
 
 /// Why a record is certainly bad, with PostgreSQL's SQLSTATE for it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -265,7 +265,7 @@ fn integer_problem(value: &[u8], min: i64, max: i64) -> Option<IntegerProblem> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::frame::Syntax;
+    use crate::source::csv::frame::Syntax;
 
     fn text_decoder() -> FieldDecoder {
         FieldDecoder {

@@ -150,11 +150,11 @@ mod tests {
 
     /// The records the framer finds, walking them one by one.
     fn walked(data: &[u8], quote: u8, eol: Eol) -> u64 {
-        let syntax = crate::frame::Syntax::Csv {
+        let syntax = crate::source::csv::frame::Syntax::Csv {
             quote,
             escape: quote,
         };
-        let mut framer = crate::frame::Framer::with_eol(syntax, Some(eol));
+        let mut framer = crate::source::csv::frame::Framer::with_eol(syntax, Some(eol));
         let (mut records, mut at) = (0, 0);
         while let Some(n) = framer.find_cut(&data[at..], 1, true) {
             records += 1;

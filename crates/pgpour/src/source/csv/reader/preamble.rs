@@ -3,9 +3,11 @@
 
 use super::{line_error, record_too_long, size_name, Blocks, UTF8_BOM};
 use crate::error::Result;
-use crate::format::FormatOptions;
-use crate::frame::{plain_line_end, trim_terminator, Fields, Framer, UnterminatedQuote};
-use crate::input::InputSpec;
+use crate::source::csv::frame::{
+    plain_line_end, trim_terminator, Fields, Framer, UnterminatedQuote,
+};
+use crate::source::format::FormatOptions;
+use crate::source::input::InputSpec;
 
 /// The header line of an input (after a byte order mark and `skip`
 /// lines), for the reject file of a resumed load and
@@ -29,7 +31,7 @@ pub fn header_names(
     input: &InputSpec,
     format: &FormatOptions,
     skip: u64,
-    connect: &crate::conn::ConnectOptions,
+    connect: &crate::server::conn::ConnectOptions,
 ) -> Result<Vec<String>> {
     let line = header_line(input, format, skip)?;
     let refused = |message: &str| line_error(input, 1, message.to_string());
@@ -47,7 +49,7 @@ pub fn header_names(
     }
     // The database's encoding is not known here: names are converted to it
     // unless the input is UTF-8 already.
-    let names = match crate::header_check::HeaderCheck::new(connect, format, "UTF8") {
+    let names = match crate::source::csv::header_check::HeaderCheck::new(connect, format, "UTF8") {
         Some(check) => check.names(&names)?,
         None => names
             .iter()
