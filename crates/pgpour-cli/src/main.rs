@@ -3,6 +3,7 @@
 
 mod args;
 mod bench;
+mod check_args;
 mod config;
 mod demo;
 mod display;
@@ -12,6 +13,7 @@ mod messages;
 mod next_step;
 mod password_prompt;
 mod progress_bar;
+mod reference;
 mod sniff;
 mod stdout;
 
@@ -48,6 +50,8 @@ fn main() -> ExitCode {
         Command::Bench(args) => bench::run(*args),
         Command::Completions(args) => install::completions(args).map(|()| ExitCode::SUCCESS),
         Command::Man(args) => install::man(args).map(|()| ExitCode::SUCCESS),
+        Command::Reference(args) => reference::run(args).map(|()| ExitCode::SUCCESS),
+        Command::CheckArgs => check_args::run().map(|()| ExitCode::SUCCESS),
     };
     result.unwrap_or_else(|e| {
         if stdout::is_reader_gone(&e) {
