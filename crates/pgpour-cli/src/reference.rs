@@ -241,27 +241,31 @@ fn option_form(arg: &Arg) -> String {
 }
 
 /// Help text as Markdown: paragraphs stay paragraphs; lines indented by
-/// two spaces (examples, lists of values) become a code block, `sh` when
-/// they are commands, so that the test of the docs parses them too.
+/// two spaces (examples, lists of values) become a code block, `sh` after
+/// "Examples:", so that the test of the docs parses them too.
 fn long_text(text: &str) -> String {
     let mut out = String::new();
     for paragraph in text.split("\n\n") {
-        let mut prose_lines = Vec::new();
+        let mut prose_lines: Vec<&str> = Vec::new();
         let mut block: Vec<&str> = Vec::new();
+        let mut examples = false;
         for line in paragraph.lines() {
             match line.strip_prefix("  ") {
                 Some(indented) => {
+                    if let Some(last) = prose_lines.last() {
+                        examples = last.trim_end().ends_with("Examples:");
+                    }
                     flush_prose(&mut out, &mut prose_lines);
                     block.push(indented.trim_end());
                 }
                 None => {
-                    flush_block(&mut out, &mut block);
+                    flush_block(&mut out, &mut block, examples);
                     prose_lines.push(line);
                 }
             }
         }
         flush_prose(&mut out, &mut prose_lines);
-        flush_block(&mut out, &mut block);
+        flush_block(&mut out, &mut block, examples);
     }
     out
 }
@@ -273,13 +277,10 @@ fn flush_prose(out: &mut String, lines: &mut Vec<&str>) {
     }
 }
 
-fn flush_block(out: &mut String, lines: &mut Vec<&str>) {
+fn flush_block(out: &mut String, lines: &mut Vec<&str>, commands: bool) {
     if lines.is_empty() {
         return;
     }
-    let commands = lines
-        .iter()
-        .any(|l| l.starts_with("pgpour ") || l.contains("| pgpour "));
     let lang = if commands { "sh" } else { "text" };
     let _ = writeln!(out, "```{lang}\n{}\n```\n", lines.join("\n"));
     lines.clear();
