@@ -39,7 +39,8 @@ fn pages() -> Vec<(PathBuf, String)> {
     paths
         .into_iter()
         .map(|p| {
-            let text = std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
+            let text =
+                std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
             (p, text)
         })
         .collect()
@@ -63,7 +64,10 @@ fn collect_markdown(dir: &Path, out: &mut Vec<PathBuf>) {
 fn shown(path: &Path) -> String {
     let root = repo().canonicalize().unwrap();
     let path = path.canonicalize().unwrap_or_else(|_| path.to_path_buf());
-    path.strip_prefix(&root).unwrap_or(&path).display().to_string()
+    path.strip_prefix(&root)
+        .unwrap_or(&path)
+        .display()
+        .to_string()
 }
 
 /// A `pgpour` command a page shows: where, its words, and whether it is a
@@ -78,7 +82,10 @@ struct Shown {
 fn commands_of(path: &Path, page: &Page) -> Vec<Shown> {
     let mut out = Vec::new();
     for block in &page.blocks {
-        if !matches!(block.lang.as_str(), "" | "sh" | "bash" | "shell" | "console") {
+        if !matches!(
+            block.lang.as_str(),
+            "" | "sh" | "bash" | "shell" | "console"
+        ) {
             continue;
         }
         let mut logical = String::new();
@@ -204,7 +211,9 @@ fn every_relative_link_and_anchor_resolves() {
                         markdown::anchors(&markdown::parse(&t))
                     }
                     _ => {
-                        failures.push(format!("{place}: an anchor into a page that is not Markdown"));
+                        failures.push(format!(
+                            "{place}: an anchor into a page that is not Markdown"
+                        ));
                         continue;
                     }
                 },
@@ -215,7 +224,11 @@ fn every_relative_link_and_anchor_resolves() {
         }
     }
     assert!(checked > 50, "only {checked} relative links found");
-    assert!(failures.is_empty(), "broken links:\n{}", failures.join("\n"));
+    assert!(
+        failures.is_empty(),
+        "broken links:\n{}",
+        failures.join("\n")
+    );
 }
 
 #[test]
@@ -225,12 +238,19 @@ fn every_page_of_the_guide_is_in_its_index() {
     let mut pages = Vec::new();
     collect_markdown(&root.join("docs"), &mut pages);
     for page in pages {
-        let relative = page.strip_prefix(root.join("docs")).unwrap().display().to_string();
+        let relative = page
+            .strip_prefix(root.join("docs"))
+            .unwrap()
+            .display()
+            .to_string();
         if relative == "README.md" || relative.starts_with("reference/") {
             continue;
         }
         assert!(
-            index.links.iter().any(|(_, t)| t.split('#').next() == Some(relative.as_str())),
+            index
+                .links
+                .iter()
+                .any(|(_, t)| t.split('#').next() == Some(relative.as_str())),
             "docs/README.md does not link to docs/{relative}"
         );
     }
@@ -241,9 +261,15 @@ fn the_readme_stays_short_and_ci_runs_its_two_commands() {
     let root = repo();
     let readme = std::fs::read_to_string(root.join("README.md")).unwrap();
     let lines = readme.lines().count();
-    assert!(lines <= 200, "README.md has {lines} lines: the guide in docs/ takes the depth");
+    assert!(
+        lines <= 200,
+        "README.md has {lines} lines: the guide in docs/ takes the depth"
+    );
     let ci = std::fs::read_to_string(root.join(".ci/run")).unwrap();
-    for command in ["cargo run --release --bin pgpour -- demo", "cargo test --workspace"] {
+    for command in [
+        "cargo run --release --bin pgpour -- demo",
+        "cargo test --workspace",
+    ] {
         assert!(readme.contains(command), "README.md lost `{command}`");
         assert!(ci.contains(command), ".ci/run no longer runs `{command}`");
     }
@@ -274,7 +300,7 @@ fn the_cli_reference_is_what_the_flags_say() {
     let fresh = read(dir.path());
     let checked_in = read(&repo().join("docs/reference"));
     assert!(fresh.len() > 5, "{fresh:?}");
-    let stale: Vec<&String> = fresh
+    let stale: std::collections::BTreeSet<&String> = fresh
         .keys()
         .chain(checked_in.keys())
         .filter(|name| fresh.get(*name) != checked_in.get(*name))
@@ -318,7 +344,11 @@ fn the_readme_quick_start_runs_end_to_end() {
     let mut rejected = 0;
     for load in &loads {
         assert_eq!(load["state"], "done", "{load}");
-        let table = format!("{}.{}", load["schema"].as_str().unwrap(), load["table"].as_str().unwrap());
+        let table = format!(
+            "{}.{}",
+            load["schema"].as_str().unwrap(),
+            load["table"].as_str().unwrap()
+        );
         *rows_by_table.entry(table).or_default() += load["rows_loaded"].as_i64().unwrap();
         rejected += load["rows_rejected"].as_i64().unwrap();
     }
@@ -333,7 +363,10 @@ fn the_readme_quick_start_runs_end_to_end() {
         let count: i64 = client.query_one(&sql, &[]).unwrap().get(0);
         assert_eq!(count, *rows, "rows in {table}");
     }
-    assert!(rejected > 0, "the quick start shows a load with rejected rows");
+    assert!(
+        rejected > 0,
+        "the quick start shows a load with rejected rows"
+    );
     let mut logged = 0;
     for entry in std::fs::read_dir(dir.path()).unwrap() {
         let path = entry.unwrap().path();
@@ -341,5 +374,8 @@ fn the_readme_quick_start_runs_end_to_end() {
             logged += std::fs::read_to_string(&path).unwrap().lines().count() as i64;
         }
     }
-    assert_eq!(logged, rejected, "each rejected row is in a reject log, with its reason");
+    assert_eq!(
+        logged, rejected,
+        "each rejected row is in a reject log, with its reason"
+    );
 }

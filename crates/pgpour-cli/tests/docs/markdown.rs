@@ -132,7 +132,8 @@ fn inline(page: &mut Page, lines: &[(usize, &str)]) {
         for (k, _) in outside.match_indices(&format!("<a {attr}")) {
             let start = k + 3 + attr.len();
             if let Some(end) = outside[start..].find('"') {
-                page.html_anchors.push(outside[start..start + end].to_string());
+                page.html_anchors
+                    .push(outside[start..start + end].to_string());
             }
         }
     }
@@ -263,7 +264,10 @@ mod tests {
             ]
         );
         assert_eq!(page.blocks.len(), 1);
-        assert_eq!((page.blocks[0].line, page.blocks[0].lang.as_str()), (4, "sh"));
+        assert_eq!(
+            (page.blocks[0].line, page.blocks[0].lang.as_str()),
+            (4, "sh")
+        );
         assert_eq!(page.blocks[0].body, vec!["pgpour status".to_string()]);
         assert_eq!(
             page.links,

@@ -13,7 +13,11 @@ use super::markdown::Page;
 pub fn lines(readme: &str, page: &Page) -> Vec<String> {
     let heading = readme
         .lines()
-        .position(|l| l.trim_start_matches('#').trim().eq_ignore_ascii_case("quick start"))
+        .position(|l| {
+            l.trim_start_matches('#')
+                .trim()
+                .eq_ignore_ascii_case("quick start")
+        })
         .expect("README.md has a Quick start heading")
         + 1;
     let block = page
@@ -96,7 +100,11 @@ pub fn run(line: &str, dir: &Path, env: &[(String, String)]) -> Output {
         std::env::var("PATH").unwrap_or_default()
     );
     let mut command = Command::new("sh");
-    command.arg("-c").arg(line).current_dir(dir).env("PATH", path);
+    command
+        .arg("-c")
+        .arg(line)
+        .current_dir(dir)
+        .env("PATH", path);
     for var in [
         "PGHOST",
         "PGPORT",

@@ -186,8 +186,13 @@ mod tests {
             vec![words(&["load", "-", "--table", "t", "--header"])]
         );
         assert_eq!(
-            pgpour_commands("pgpour load 'parts/*.csv' -t \"my t\" > out.json 2>&1 && pgpour status"),
-            vec![words(&["load", "parts/*.csv", "-t", "my t"]), words(&["status"])]
+            pgpour_commands(
+                "pgpour load 'parts/*.csv' -t \"my t\" > out.json 2>&1 && pgpour status"
+            ),
+            vec![
+                words(&["load", "parts/*.csv", "-t", "my t"]),
+                words(&["status"])
+            ]
         );
         assert_eq!(
             pgpour_commands("(echo a,b; PGTZ=UTC pgpour gen kv) > kv.csv"),
@@ -195,9 +200,19 @@ mod tests {
         );
         assert_eq!(
             pgpour_commands("pgpour resume <load-id> --older-than DURATION -t LATIN1x"),
-            vec![words(&["resume", "sample", "--older-than", "7d", "-t", "LATIN1x"])]
+            vec![words(&[
+                "resume",
+                "sample",
+                "--older-than",
+                "7d",
+                "-t",
+                "LATIN1x"
+            ])]
         );
-        assert_eq!(pgpour_commands("cargo test --workspace"), Vec::<Vec<String>>::new());
+        assert_eq!(
+            pgpour_commands("cargo test --workspace"),
+            Vec::<Vec<String>>::new()
+        );
         assert_eq!(
             pgpour_commands("pgpour load - -t t < data.csv"),
             vec![words(&["load", "-", "-t", "t"])]
