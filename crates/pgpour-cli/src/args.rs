@@ -88,12 +88,6 @@ and one page per command (pgpour-load.1, ...) into a directory, or pgpour.1 alon
 Examples:\n  pgpour man --dir ~/.local/share/man/man1\n  pgpour man | man -l -"
     )]
     Man(ManArgs),
-    /// Write the Markdown command-line reference (docs/reference/).
-    #[command(hide = true)]
-    Reference(ReferenceArgs),
-    /// Say whether command lines (JSON on stdin) parse, for the docs' test.
-    #[command(hide = true)]
-    CheckArgs,
 }
 
 #[derive(Debug, Args)]
@@ -101,13 +95,6 @@ pub struct CompletionsArgs {
     /// The shell to complete for.
     #[arg(value_enum)]
     pub shell: clap_complete::Shell,
-}
-
-#[derive(Debug, Args)]
-pub struct ReferenceArgs {
-    /// The directory of the pages (created if missing).
-    #[arg(long, value_name = "DIR")]
-    pub dir: std::path::PathBuf,
 }
 
 #[derive(Debug, Args)]

@@ -1,4 +1,4 @@
-//! `pgpour check-args` (hidden): whether command lines parse as `pgpour`
+//! `pgpour check-args` (a development command): whether command lines parse as `pgpour`
 //! reads its own, for the test that keeps the docs' examples true. Reads
 //! a JSON array of command lines (each an array of words, without the
 //! leading `pgpour`) on stdin and prints, for each, `null` when it parses,

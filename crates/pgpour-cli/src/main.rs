@@ -6,6 +6,7 @@ mod bench;
 mod check_args;
 mod config;
 mod demo;
+mod dev_commands;
 mod display;
 mod install;
 mod journal;
@@ -36,7 +37,11 @@ pub(crate) const EXIT_ERROR: u8 = 2;
 pub(crate) const EXIT_INTERRUPTED: u8 = 130;
 
 fn main() -> ExitCode {
-    let cli = Cli::parse_from(args::normalized(std::env::args_os()));
+    let args = args::normalized(std::env::args_os());
+    if let Some(code) = dev_commands::run(&args) {
+        return code;
+    }
+    let cli = Cli::parse_from(args);
     let result = match cli.command {
         Command::Load(args) => LoadConfig::from_args(*args).and_then(run_load),
         Command::Gen(args) => run_gen(args).map(|()| ExitCode::SUCCESS),
@@ -50,8 +55,6 @@ fn main() -> ExitCode {
         Command::Bench(args) => bench::run(*args),
         Command::Completions(args) => install::completions(args).map(|()| ExitCode::SUCCESS),
         Command::Man(args) => install::man(args).map(|()| ExitCode::SUCCESS),
-        Command::Reference(args) => reference::run(args).map(|()| ExitCode::SUCCESS),
-        Command::CheckArgs => check_args::run().map(|()| ExitCode::SUCCESS),
     };
     result.unwrap_or_else(|e| {
         if stdout::is_reader_gone(&e) {

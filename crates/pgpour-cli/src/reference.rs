@@ -9,7 +9,8 @@ use std::path::Path;
 use anyhow::{Context, Result};
 use clap::{Arg, ArgAction, Command, CommandFactory};
 
-use crate::args::{Cli, ReferenceArgs};
+use crate::args::Cli;
+use crate::dev_commands::ReferenceArgs;
 
 /// The command that writes the pages again, named on every page and by
 /// the test that finds them out of date.
