@@ -3,8 +3,10 @@
 
 mod args;
 mod bench;
+mod check_args;
 mod config;
 mod demo;
+mod dev_commands;
 mod display;
 mod install;
 mod journal;
@@ -12,6 +14,7 @@ mod messages;
 mod next_step;
 mod password_prompt;
 mod progress_bar;
+mod reference;
 mod sniff;
 mod stdout;
 
@@ -34,7 +37,11 @@ pub(crate) const EXIT_ERROR: u8 = 2;
 pub(crate) const EXIT_INTERRUPTED: u8 = 130;
 
 fn main() -> ExitCode {
-    let cli = Cli::parse_from(args::normalized(std::env::args_os()));
+    let args = args::normalized(std::env::args_os());
+    if let Some(code) = dev_commands::run(&args) {
+        return code;
+    }
+    let cli = Cli::parse_from(args);
     let result = match cli.command {
         Command::Load(args) => LoadConfig::from_args(*args).and_then(run_load),
         Command::Gen(args) => run_gen(args).map(|()| ExitCode::SUCCESS),

@@ -105,3 +105,9 @@ pub fn journal_exists(connect: &ConnectOptions) -> Result<bool> {
 pub fn drop_journal_if_empty(connect: &ConnectOptions) -> Result<()> {
     journal::drop_if_empty(&mut connect.connect()?)
 }
+
+/// The user guide's page on this library (docs/library.md): its examples
+/// are compiled with the crate's doctests, so that they stay true.
+#[cfg(doctest)]
+#[doc = include_str!("../../../docs/library.md")]
+pub struct LibraryGuide;
