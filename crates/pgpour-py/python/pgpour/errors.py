@@ -11,10 +11,26 @@ committed before the error (a :class:`pgpour.LoadResult`), when a load ran.
 from __future__ import annotations
 
 import builtins
-from typing import Any, Optional
+from typing import Any, Dict, Optional
 
 
-class Error(Exception):
+class _Told:
+    """What pgpour's exceptions share: the message, and data as attributes."""
+
+    message: str
+
+    def _tell(self, message: str, details: Dict[str, Any]) -> None:
+        self.message = message
+        self.load_id = None
+        self.result = None
+        for name, value in details.items():
+            setattr(self, name, value)
+
+    def __str__(self) -> str:
+        return self.message
+
+
+class Error(_Told, Exception):
     """Base class of pgpour's errors."""
 
     message: str
@@ -28,15 +44,8 @@ class Error(Exception):
 
     def __init__(self, message: str, **details: Any) -> None:
         super().__init__(message)
-        self.message = message
         self.sqlstate = None
-        self.load_id = None
-        self.result = None
-        for name, value in details.items():
-            setattr(self, name, value)
-
-    def __str__(self) -> str:
-        return self.message
+        self._tell(message, details)
 
 
 class OptionsError(Error, ValueError):
@@ -83,7 +92,7 @@ class JournalError(Error):
     elsewhere, a journal that cannot be trusted."""
 
 
-class Interrupted(KeyboardInterrupt):
+class Interrupted(_Told, KeyboardInterrupt):
     """Ctrl-C (or another exception from a signal handler) stopped a call.
 
     A load stops at a chunk boundary: what committed is recorded, and
@@ -100,11 +109,4 @@ class Interrupted(KeyboardInterrupt):
 
     def __init__(self, message: str, **details: Any) -> None:
         super().__init__(message)
-        self.message = message
-        self.load_id = None
-        self.result = None
-        for name, value in details.items():
-            setattr(self, name, value)
-
-    def __str__(self) -> str:
-        return self.message
+        self._tell(message, details)

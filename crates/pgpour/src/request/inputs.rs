@@ -138,7 +138,7 @@ mod tests {
         assert_eq!(notices, [Notice::RejectFilesLeftOut { pattern, files: 1 }]);
         let none = format!("{}/*.tsv", dir.path().display());
         assert!(matches!(
-            expand_inputs(&[none.clone()], &mut Vec::new()),
+            expand_inputs(std::slice::from_ref(&none), &mut Vec::new()),
             Err(Error::InvalidRequest(RequestProblem::NoMatch { pattern })) if pattern == none
         ));
         assert!(matches!(
