@@ -4,7 +4,9 @@
 //! there. Everything the CLI prints for an engine error, on stderr or in
 //! `--json`'s `error`, comes from here.
 
-use pgpour::{ConnectionProblem, Error, FormatProblem, Mismatch, OptionsProblem, RowHint};
+use pgpour::{
+    ConnectionProblem, Error, FormatProblem, Mismatch, OptionsProblem, RequestProblem, RowHint,
+};
 
 /// What `pgpour` says for an engine error.
 pub fn engine_error(error: &Error) -> String {
@@ -12,6 +14,7 @@ pub fn engine_error(error: &Error) -> String {
         Error::InvalidOptions(problem) => options_problem(problem, error),
         Error::InvalidFormat(problem) => format_problem(problem, error),
         Error::InvalidConnection(problem) => connection_problem(problem, error),
+        Error::InvalidRequest(problem) => request_problem(problem, error),
         Error::NoSuchTable {
             table,
             similar: Some(similar),
@@ -160,9 +163,34 @@ fn options_problem(problem: &OptionsProblem, error: &Error) -> String {
             makes a stopped load resumable)"
                 .to_string()
         }
+        OptionsProblem::WorkersZero => "--workers must be at least 1".to_string(),
         OptionsProblem::TableName { text } => format!(
             "--table {text:?}: expected table or schema.table (quote names that contain dots)"
         ),
+        _ => error.to_string(),
+    }
+}
+
+fn request_problem(problem: &RequestProblem, error: &Error) -> String {
+    match problem {
+        RequestProblem::FormatsDiffer { .. } => format!("{error}; say which with --format"),
+        RequestProblem::CreateFromStdin => {
+            "--create sniffs the first input, which must be a file (not stdin)".to_string()
+        }
+        RequestProblem::HeaderColumnsFromStdin => "--columns-from-header reads the first \
+            file's header before loading, and stdin cannot be read twice: give --columns instead"
+            .to_string(),
+        RequestProblem::ColumnsTwice => {
+            "--columns and --columns-from-header cannot go together".to_string()
+        }
+        RequestProblem::CreateWithHeaderColumns => {
+            "--create and --columns-from-header cannot go together".to_string()
+        }
+        RequestProblem::TypeName { column: None, .. } => format!("--create-types: {error}"),
+        RequestProblem::TypePair { .. }
+        | RequestProblem::TypeName { .. }
+        | RequestProblem::TypeTwice { .. }
+        | RequestProblem::TypeColumnUnknown { .. } => format!("--types: {error}"),
         _ => error.to_string(),
     }
 }

@@ -6,6 +6,7 @@ use std::str::FromStr;
 
 use pgpour::{
     BadRow, ConnectionProblem, Error, FormatProblem, InputChange, Mismatch, OptionsProblem,
+    RequestProblem,
 };
 
 use super::{any_error, engine_error};
@@ -103,6 +104,70 @@ fn option_and_connection_problems_name_the_flags() {
             value: "sometimes".into(),
         }),
         "invalid sslmode \"sometimes\"",
+    );
+}
+
+/// The words `pgpour` printed when config.rs and sniff.rs checked these
+/// themselves, before the rules moved to the engine's `LoadRequest`.
+#[test]
+fn request_problems_say_what_they_said_before_the_move() {
+    let request = |p| Error::InvalidRequest(p);
+    says(
+        Error::InvalidOptions(OptionsProblem::WorkersZero),
+        "--workers must be at least 1",
+    );
+    says(
+        request(RequestProblem::NoMatch {
+            pattern: "data/*.csv".into(),
+        }),
+        "no file matches \"data/*.csv\"",
+    );
+    says(
+        request(RequestProblem::FormatsDiffer {
+            input: "b.tsv".into(),
+            other: "a.csv".into(),
+        }),
+        "b.tsv and a.csv imply different formats; say which with --format",
+    );
+    says(
+        request(RequestProblem::CreateFromStdin),
+        "--create sniffs the first input, which must be a file (not stdin)",
+    );
+    says(
+        request(RequestProblem::HeaderColumnsFromStdin),
+        "--columns-from-header reads the first file's header before loading, and stdin cannot \
+         be read twice: give --columns instead",
+    );
+    says(
+        request(RequestProblem::TypePair { pair: "zip".into() }),
+        "--types: \"zip\" is not column=type",
+    );
+    says(
+        request(RequestProblem::TypeName {
+            column: Some("zip".into()),
+            text: "1x".into(),
+        }),
+        "--types: \"1x\" for zip is not a type name",
+    );
+    says(
+        request(RequestProblem::TypeName {
+            column: None,
+            text: "1x".into(),
+        }),
+        "--create-types: \"1x\" is not a type name",
+    );
+    says(
+        request(RequestProblem::TypeTwice {
+            column: "zip".into(),
+        }),
+        "--types: column zip is given twice",
+    );
+    says(
+        request(RequestProblem::TypeColumnUnknown {
+            column: "zap".into(),
+            columns: vec!["zip".into(), "city".into()],
+        }),
+        "--types: the file has no column zap (its columns: zip, city)",
     );
 }
 

@@ -1,20 +1,23 @@
-//! `pgpour sniff`, and what `pgpour load --create` takes from it.
+//! `pgpour sniff`: what a file is, and the commands that would load it.
+//! (What `pgpour load --create` takes from a sniff is the engine's
+//! `LoadRequest`.)
 
-use anyhow::{bail, Context, Result};
-use pgpour::{Format, FormatOptions, Header, Hints, InputSpec, Sniffed};
+use anyhow::Result;
+use pgpour::{Format, InputSpec, Sniffed};
 
-use crate::args::{FormatArg, FormatArgs, HeaderArg, SniffArgs, TypeArgs};
+use crate::args::SniffArgs;
+use crate::config::{format_request, type_request};
 
 /// `pgpour sniff` of `inputs` (the arguments' files, globs expanded).
 pub fn run(args: SniffArgs, inputs: &[InputSpec]) -> Result<()> {
-    let hints = hints(&args.format, &args.types, args.skip_lines)?;
+    let format = format_request(&args.format)?;
+    let types = type_request(&args.types)?;
     let mut out = Vec::new();
     for input in inputs {
-        let sniffed = pgpour::sniff(input, &hints)?;
-        check_given(&hints, &sniffed)?;
+        let sniffed = format.sniff(input, &types, args.skip_lines)?;
         let table = match &args.table {
-            Some(table) => sql_table(table)?,
-            None => table_from_file(input),
+            Some(table) => pgpour::sniffed_table_sql(&pgpour::TableName::parse(table)?),
+            None => pgpour::sniffed_table_name(input),
         };
         match args.json {
             true => out.push(serde_json::json!({
@@ -29,167 +32,6 @@ pub fn run(args: SniffArgs, inputs: &[InputSpec]) -> Result<()> {
         crate::stdout::line(json)?;
     }
     Ok(())
-}
-
-/// What the user said of the file, for the sniff.
-pub fn hints(format: &FormatArgs, types: &TypeArgs, skip_lines: u64) -> Result<Hints> {
-    let mut hints = Hints {
-        format: format.format.map(|f| match f {
-            FormatArg::Csv => Format::Csv,
-            FormatArg::Text => Format::Text,
-        }),
-        delimiter: format.delimiter,
-        quote: format.quote,
-        escape: format.escape,
-        null: format.null.clone(),
-        header: format.header.map(|h| h != HeaderArg::None),
-        skip_lines,
-        ..Hints::default()
-    };
-    if let Some(all) = &types.create_types {
-        let kind = pgpour::sniff_given_type(all)
-            .with_context(|| format!("--create-types: {all:?} is not a type name"))?;
-        hints.all_types = Some(kind);
-    }
-    for pair in split_outside_parentheses(types.types.as_deref().unwrap_or_default()) {
-        let Some((column, kind)) = pair.split_once('=') else {
-            bail!("--types: {pair:?} is not column=type");
-        };
-        let kind = pgpour::sniff_given_type(kind)
-            .with_context(|| format!("--types: {kind:?} for {column} is not a type name"))?;
-        let column = column.trim().to_string();
-        if hints.types.iter().any(|(c, _)| *c == column) {
-            bail!("--types: column {column} is given twice");
-        }
-        hints.types.push((column, kind));
-    }
-    Ok(hints)
-}
-
-/// `a=numeric(10,2),b=text` split at the commas between pairs.
-fn split_outside_parentheses(text: &str) -> Vec<&str> {
-    let (mut parts, mut depth, mut start) = (Vec::new(), 0i32, 0);
-    for (at, c) in text.char_indices() {
-        match c {
-            '(' => depth += 1,
-            ')' => depth -= 1,
-            ',' if depth == 0 => {
-                parts.push(&text[start..at]);
-                start = at + 1;
-            }
-            _ => {}
-        }
-    }
-    parts.push(&text[start..]);
-    parts.into_iter().filter(|p| !p.trim().is_empty()).collect()
-}
-
-/// Fails when a `--types` column is none of the file's.
-fn check_given(hints: &Hints, sniffed: &Sniffed) -> Result<()> {
-    for (column, _) in &hints.types {
-        let known = sniffed
-            .columns
-            .iter()
-            .any(|c| c.name == *column || c.header.as_deref() == Some(column.as_str()));
-        if !known {
-            let names: Vec<&str> = sniffed.columns.iter().map(|c| c.name.as_str()).collect();
-            bail!(
-                "--types: the file has no column {column} (its columns: {})",
-                names.join(", ")
-            );
-        }
-    }
-    Ok(())
-}
-
-/// `--create`: the format options with what the user left out taken from
-/// the sniff of the first input, and the `CREATE TABLE` (plain, and with
-/// IF NOT EXISTS).
-pub fn for_create(
-    given: &FormatArgs,
-    types: &TypeArgs,
-    inputs: &[InputSpec],
-    table: &str,
-    skip_lines: u64,
-) -> Result<(FormatOptions, (String, String), Sniffed)> {
-    let Some(first) = inputs.first().filter(|i| matches!(i, InputSpec::File(_))) else {
-        bail!("--create sniffs the first input, which must be a file (not stdin)");
-    };
-    let hints = hints(given, types, skip_lines)?;
-    let sniffed = pgpour::sniff(first, &hints)?;
-    check_given(&hints, &sniffed)?;
-    let d = &sniffed.dialect;
-    let mut format = FormatOptions::new(match given.format {
-        Some(FormatArg::Csv) => Format::Csv,
-        Some(FormatArg::Text) => Format::Text,
-        None => d.format,
-    });
-    format.delimiter = given.delimiter.or(Some(d.delimiter));
-    if format.format == Format::Csv {
-        format.quote = given.quote.or(Some(d.quote));
-        format.escape = given.escape.or(Some(d.escape));
-    }
-    format.null = Some(given.null.clone().unwrap_or_else(|| sniffed.null.clone()));
-    format.encoding = given
-        .encoding
-        .clone()
-        .or_else(|| (sniffed.encoding != "UTF8").then(|| sniffed.encoding.clone()));
-    // The columns are named from this very header (made identifiers):
-    // `--header match` would compare it with itself, less its spelling.
-    format.header = match given.header {
-        Some(HeaderArg::Match | HeaderArg::Skip) => Header::Skip,
-        _ if sniffed.header => Header::Skip,
-        _ => Header::None,
-    };
-    let cols = |v: &Option<String>| v.as_deref().map(pgpour::parse_column_list).transpose();
-    format.force_null = cols(&given.force_null)?.unwrap_or_default();
-    format.force_not_null = match cols(&given.force_not_null)? {
-        Some(given) => given,
-        None if given.null.is_none() => sniffed.marker_is_text_in.clone(),
-        None => Vec::new(),
-    };
-    format.validate()?;
-    let create = (
-        sniffed.create_table_sql(table, false),
-        sniffed.create_table_sql(table, true),
-    );
-    Ok((format, create, sniffed))
-}
-
-/// `--table` as SQL writes it: each part bare where it can be.
-fn sql_table(text: &str) -> Result<String> {
-    let table = pgpour::TableName::parse(text)?;
-    let name = pgpour::sql_name(&table.name);
-    Ok(match &table.schema {
-        Some(schema) => format!("{}.{name}", pgpour::sql_name(schema)),
-        None => name,
-    })
-}
-
-/// A table name from the file's: its stem, made an identifier.
-fn table_from_file(input: &InputSpec) -> String {
-    let name = match input {
-        InputSpec::File(path) => path.file_name().map(|n| n.to_string_lossy().into_owned()),
-        InputSpec::Stdin => None,
-    };
-    let name = name.unwrap_or_else(|| "stdin".into());
-    let stem = pgpour::without_compression_suffix(&name);
-    let stem = stem.rsplit_once('.').map_or(stem, |(s, _)| s);
-    let simple: String = stem
-        .chars()
-        .map(|c| match c.is_alphanumeric() {
-            true => c.to_ascii_lowercase(),
-            false => '_',
-        })
-        .collect();
-    let mut simple = simple.trim_matches('_').to_string();
-    while simple.len() > 63 {
-        simple.pop();
-    }
-    match simple.is_empty() {
-        true => "sniffed".into(),
-        false => pgpour::sql_name(&simple),
-    }
 }
 
 /// The command that loads the file as sniffed.

@@ -35,6 +35,7 @@ mod pipeline;
 mod progress;
 mod quote;
 mod reject;
+mod request;
 mod resume;
 mod server;
 mod sniff;
@@ -46,7 +47,7 @@ pub use citus::{CitusRoute, CitusTable};
 pub use encode::{EncoderBench, WireFormat};
 pub use error::{
     delimiter_name, BadRow, ConnectionProblem, Error, FormatProblem, InputChange, Mismatch,
-    OptionsProblem, Position, Result, RowHint, ServerError,
+    OptionsProblem, Position, RequestProblem, Result, RowHint, ServerError,
 };
 pub use forget::Forgetting;
 pub use journal::{LoadFilter, LoadState, LoadStatus};
@@ -56,17 +57,21 @@ pub use pipeline::workers_from::WorkersFrom;
 pub use pipeline::{explain, load, CommitMode, Explain, LoadFailure};
 pub use progress::{EndedAtMarker, Phase, Progress};
 pub use reject::RejectSink;
+pub use request::values;
+pub use request::{
+    expand_inputs, CreateRequest, FormatRequest, LoadRequest, Notice, Resolved, TypeRequest,
+};
 pub use resume::{resume, resume_options, ResumeChanges};
 pub use server::conn::ConnectOptions;
 pub use sniff::{
-    given_type as sniff_given_type, sniff, sql_name, Dialect, Hints, Sniffed, SniffedColumn,
-    SniffedType,
+    given_type as sniff_given_type, sniff, sql_name, table_from_file as sniffed_table_name,
+    table_sql as sniffed_table_sql, Dialect, Hints, Sniffed, SniffedColumn, SniffedType,
 };
 pub use source::csv::frame;
 pub use source::csv::frame::MAX_RECORD_BYTES;
 pub use source::csv::reader::header_names;
 pub use source::format::{Format, FormatOptions, Header};
-pub use source::input::{without_compression_suffix, InputSpec, COMPRESSION_SUFFIXES};
+pub use source::input::{without_compression_suffix, InputSpec, StdinStream, COMPRESSION_SUFFIXES};
 pub use source::peek::{InputLook, PEEKED_INPUTS};
 pub use sql::{parse_column_list, quote_ident, TableName};
 pub use table::conflict::OnConflict;

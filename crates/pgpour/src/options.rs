@@ -7,7 +7,7 @@ use std::time::Duration;
 use crate::error::{Error, OptionsProblem, Result};
 use crate::reject::RejectSink;
 use crate::source::format::FormatOptions;
-use crate::source::input::InputSpec;
+use crate::source::input::{InputSpec, StdinStream};
 use crate::sql::TableName;
 
 /// What to load where, validated: the engine's whole input. Made by
@@ -93,6 +93,10 @@ pub struct LoadOptions {
     /// loaded every row again. Not journaled.
     #[serde(skip)]
     pub resuming: bool,
+    /// What stdin (`-`) reads: the process's, or a stream given. Not
+    /// journaled: a resume cannot read it again.
+    #[serde(skip)]
+    pub stdin: StdinStream,
 }
 
 fn yes() -> bool {
@@ -114,7 +118,23 @@ impl LoadOptions {
     /// Checks what can be checked without the server; the inputs' total
     /// size, when every one has a size (stdin has none).
     pub(crate) fn check(&self) -> Result<Option<u64>> {
+        self.validate()?;
+        let mut total = Some(0);
+        for input in &self.inputs {
+            let size = input.check()?;
+            total = total.zip(size).map(|(total, size)| total + size);
+        }
+        Ok(total)
+    }
+
+    /// Checks how the options go together, without reading an input or
+    /// reaching the server: for front ends to refuse options before they
+    /// start anything (a load checks them again).
+    pub fn validate(&self) -> Result<()> {
         self.format.validate()?;
+        if self.workers == Some(0) {
+            return Err(Error::InvalidOptions(OptionsProblem::WorkersZero));
+        }
         if self.atomic && !self.journal {
             return Err(Error::InvalidOptions(OptionsProblem::AtomicWithoutJournal));
         }
@@ -137,12 +157,7 @@ impl LoadOptions {
         {
             return Err(Error::InvalidOptions(OptionsProblem::StdinTwice));
         }
-        let mut total = Some(0);
-        for input in &self.inputs {
-            let size = input.check()?;
-            total = total.zip(size).map(|(total, size)| total + size);
-        }
-        Ok(total)
+        Ok(())
     }
 
     /// Where the load's rejected rows go: the reject file, or beside the
@@ -183,6 +198,7 @@ impl LoadOptions {
             on_conflict: OnConflict::Error,
             conflict_key: None,
             resuming: false,
+            stdin: StdinStream::default(),
         }
     }
 }

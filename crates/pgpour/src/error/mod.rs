@@ -12,12 +12,14 @@ use crate::quote::quote_ident;
 
 mod hint;
 mod problems;
+mod request;
 pub(crate) mod sqlstate;
 #[cfg(test)]
 mod tests;
 
 pub use hint::{delimiter_name, RowHint};
 pub use problems::{ConnectionProblem, FormatProblem, InputChange, Mismatch, OptionsProblem};
+pub use request::RequestProblem;
 
 /// A place in the input: file, 1-based physical line, optional column name.
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
@@ -130,6 +132,11 @@ pub enum Error {
     /// Connection options that cannot be used.
     #[error("{0}")]
     InvalidConnection(ConnectionProblem),
+
+    /// A load as asked for (inputs, globs, columns, types) that cannot
+    /// become options.
+    #[error("{0}")]
+    InvalidRequest(RequestProblem),
 
     /// No server answered where the options point: a unix socket that is
     /// not there, a TCP connection refused or timed out. `endpoint` says

@@ -14,6 +14,8 @@ pub enum OptionsProblem {
     AtomicWithoutJournal,
     #[error("the chunk size must be positive")]
     ChunkSizeZero,
+    #[error("a load needs at least one connection")]
+    WorkersZero,
     #[error("stdin (-) can be read only once")]
     StdinTwice,
     /// A table name with more than two dotted parts.

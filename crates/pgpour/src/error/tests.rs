@@ -198,6 +198,7 @@ fn every_error() -> Vec<Error> {
         [
             OptionsProblem::AtomicWithoutJournal,
             OptionsProblem::ChunkSizeZero,
+            OptionsProblem::WorkersZero,
             OptionsProblem::StdinTwice,
             OptionsProblem::TableName {
                 text: "a.b.c".into(),
@@ -286,6 +287,43 @@ fn every_error() -> Vec<Error> {
         ]
         .map(Error::InvalidConnection),
     );
+    errors.extend(
+        [
+            RequestProblem::NoInputs,
+            RequestProblem::Pattern {
+                pattern: "data/[*.csv".into(),
+                reason: "invalid range pattern".into(),
+            },
+            RequestProblem::NoMatch {
+                pattern: "data/*.csv".into(),
+            },
+            RequestProblem::FormatsDiffer {
+                input: "b.tsv".into(),
+                other: "a.csv".into(),
+            },
+            RequestProblem::CreateFromStdin,
+            RequestProblem::HeaderColumnsFromStdin,
+            RequestProblem::ColumnsTwice,
+            RequestProblem::CreateWithHeaderColumns,
+            RequestProblem::TypePair { pair: "zip".into() },
+            RequestProblem::TypeName {
+                column: Some("zip".into()),
+                text: "int;drop".into(),
+            },
+            RequestProblem::TypeName {
+                column: None,
+                text: "1x".into(),
+            },
+            RequestProblem::TypeTwice {
+                column: "zip".into(),
+            },
+            RequestProblem::TypeColumnUnknown {
+                column: "zap".into(),
+                columns: vec!["zip".into(), "city".into()],
+            },
+        ]
+        .map(Error::InvalidRequest),
+    );
     errors.iter().for_each(covers);
     errors
 }
@@ -297,6 +335,7 @@ fn covers(error: &Error) {
         Error::InvalidOptions(p) => match p {
             OptionsProblem::AtomicWithoutJournal
             | OptionsProblem::ChunkSizeZero
+            | OptionsProblem::WorkersZero
             | OptionsProblem::StdinTwice
             | OptionsProblem::TableName { .. }
             | OptionsProblem::NameList { .. }
@@ -332,6 +371,20 @@ fn covers(error: &Error) {
             | ConnectionProblem::NoRootCert { .. }
             | ConnectionProblem::SystemRootsNeedVerifyFull { .. }
             | ConnectionProblem::ClientCertificate { .. } => {}
+        },
+        Error::InvalidRequest(p) => match p {
+            RequestProblem::NoInputs
+            | RequestProblem::Pattern { .. }
+            | RequestProblem::NoMatch { .. }
+            | RequestProblem::FormatsDiffer { .. }
+            | RequestProblem::CreateFromStdin
+            | RequestProblem::HeaderColumnsFromStdin
+            | RequestProblem::ColumnsTwice
+            | RequestProblem::CreateWithHeaderColumns
+            | RequestProblem::TypePair { .. }
+            | RequestProblem::TypeName { .. }
+            | RequestProblem::TypeTwice { .. }
+            | RequestProblem::TypeColumnUnknown { .. } => {}
         },
         Error::Connect { .. }
         | Error::Unreachable { .. }

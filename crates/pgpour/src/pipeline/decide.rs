@@ -50,6 +50,8 @@ pub(crate) struct Plan {
     /// A resume: the journal must have the load (see `LoadOptions`).
     pub resuming: bool,
     pub inputs: Vec<InputSpec>,
+    /// What stdin reads.
+    pub stdin: crate::source::input::StdinStream,
     pub format: FormatOptions,
     pub target: Target,
     pub workers: usize,
@@ -321,6 +323,7 @@ impl Plan {
             options_record: OptionsRecord::of(options),
             resuming: options.resuming,
             inputs: options.inputs.clone(),
+            stdin: options.stdin.clone(),
             format: options.format.clone(),
             target,
             workers,

@@ -18,7 +18,7 @@ use std::sync::atomic::AtomicU64;
 use serde::Serialize;
 
 pub use dialect::Dialect;
-pub use names::sql_name;
+pub use names::{sql_name, table_from_file, table_sql};
 pub use types::SniffedType;
 
 use crate::error::{Error, Result};
@@ -584,49 +584,73 @@ impl Sniffed {
         )
     }
 
-    /// The `pgpour load` options that say what was sniffed.
-    pub fn load_options(&self) -> Vec<String> {
+    /// The load options that say what was sniffed, by their names in
+    /// snake case (`force_not_null`), each with its value as text (`true`
+    /// for a header): the one list the CLI's flags and the Python
+    /// package's keywords are made from.
+    pub fn load_choices(&self) -> Vec<(&'static str, String)> {
         let d = &self.dialect;
-        let mut options = Vec::new();
+        let mut choices = Vec::new();
         // The format always: a file name may imply another (.txt, .tsv).
-        options.push(match d.format {
-            Format::Csv => "--format csv".to_string(),
-            Format::Text => "--format text".to_string(),
-        });
+        choices.push((
+            "format",
+            match d.format {
+                Format::Csv => "csv",
+                Format::Text => "text",
+            }
+            .to_string(),
+        ));
         let default_delimiter = match d.format {
             Format::Csv => b',',
             Format::Text => b'\t',
         };
         if d.delimiter != default_delimiter {
-            options.push(format!("--delimiter {}", shell_char(d.delimiter)));
+            choices.push(("delimiter", char::from(d.delimiter).to_string()));
         }
         if d.format == Format::Csv && d.quote != b'"' {
-            options.push(format!("--quote {}", shell_char(d.quote)));
+            choices.push(("quote", char::from(d.quote).to_string()));
         }
         if d.format == Format::Csv && d.escape != d.quote {
-            options.push(format!("--escape {}", shell_char(d.escape)));
+            choices.push(("escape", char::from(d.escape).to_string()));
         }
         let default_null = match d.format {
             Format::Csv => "",
             Format::Text => "\\N",
         };
         if self.null != default_null {
-            options.push(format!("--null {}", shell_word(&self.null)));
+            choices.push(("null", self.null.clone()));
         }
         if !self.marker_is_text_in.is_empty() {
-            let columns = self.marker_is_text_in.join(",");
-            options.push(format!("--force-not-null {}", shell_word(&columns)));
+            choices.push(("force_not_null", self.marker_is_text_in.join(",")));
         }
         if self.skip_lines > 0 {
-            options.push(format!("--skip-lines {}", self.skip_lines));
+            choices.push(("skip_lines", self.skip_lines.to_string()));
         }
         if self.header {
-            options.push("--header".into());
+            choices.push(("header", "true".to_string()));
         }
         if self.encoding != "UTF8" {
-            options.push(format!("--encoding {}", self.encoding));
+            choices.push(("encoding", self.encoding.clone()));
         }
-        options
+        choices
+    }
+
+    /// The `pgpour load` options that say what was sniffed.
+    pub fn load_options(&self) -> Vec<String> {
+        self.load_choices()
+            .into_iter()
+            .map(|(name, value)| {
+                let flag = format!("--{}", name.replace('_', "-"));
+                match name {
+                    "header" => flag,
+                    "format" | "skip_lines" | "encoding" => format!("{flag} {value}"),
+                    "delimiter" | "quote" | "escape" => {
+                        format!("{flag} {}", shell_char(value.as_bytes()[0]))
+                    }
+                    _ => format!("{flag} {}", shell_word(&value)),
+                }
+            })
+            .collect()
     }
 }
 

@@ -160,6 +160,44 @@ fn simplified(word: &str) -> String {
     out
 }
 
+/// A table as SQL writes it in the `CREATE TABLE` a sniff prints: each
+/// part bare where it can be.
+pub fn table_sql(table: &crate::sql::TableName) -> String {
+    let name = sql_name(&table.name);
+    match &table.schema {
+        Some(schema) => format!("{}.{name}", sql_name(schema)),
+        None => name,
+    }
+}
+
+/// A table name from an input's file name: its stem, made an identifier
+/// (`Sales 2024.csv.gz` gives `sales_2024`); `stdin` for stdin.
+pub fn table_from_file(input: &crate::source::input::InputSpec) -> String {
+    use crate::source::input::InputSpec;
+    let name = match input {
+        InputSpec::File(path) => path.file_name().map(|n| n.to_string_lossy().into_owned()),
+        InputSpec::Stdin => None,
+    };
+    let name = name.unwrap_or_else(|| "stdin".into());
+    let stem = crate::source::input::without_compression_suffix(&name);
+    let stem = stem.rsplit_once('.').map_or(stem, |(s, _)| s);
+    let simple: String = stem
+        .chars()
+        .map(|c| match c.is_alphanumeric() {
+            true => c.to_ascii_lowercase(),
+            false => '_',
+        })
+        .collect();
+    let mut simple = simple.trim_matches('_').to_string();
+    while simple.len() > 63 {
+        simple.pop();
+    }
+    match simple.is_empty() {
+        true => "sniffed".into(),
+        false => sql_name(&simple),
+    }
+}
+
 /// `name` as SQL writes it: bare when it can be, else in double quotes.
 pub fn sql_name(name: &str) -> String {
     let bare = name

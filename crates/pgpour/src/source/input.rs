@@ -5,6 +5,7 @@ use std::fs::File;
 use std::io::{self, Cursor, Read};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 
 use crate::error::{Error, InputChange, Result};
 
@@ -104,8 +105,18 @@ impl InputSpec {
         offset: u64,
         raw_bytes: &'a AtomicU64,
     ) -> Result<Box<dyn Read + Send + 'a>> {
+        self.open_at_with(offset, raw_bytes, &StdinStream::default())
+    }
+
+    /// [`open_at`](Self::open_at), with `stdin` read for stdin.
+    pub(crate) fn open_at_with<'a>(
+        &self,
+        offset: u64,
+        raw_bytes: &'a AtomicU64,
+        stdin: &StdinStream,
+    ) -> Result<Box<dyn Read + Send + 'a>> {
         if offset == 0 {
-            return self.open(raw_bytes);
+            return self.open_with(raw_bytes, stdin);
         }
         let InputSpec::File(path) = self else {
             return Err(Error::StdinNotRereadable);
@@ -132,8 +143,17 @@ impl InputSpec {
     /// Opens the input for reading its decompressed bytes; every raw byte read
     /// is added to `raw_bytes`.
     pub fn open<'a>(&self, raw_bytes: &'a AtomicU64) -> Result<Box<dyn Read + Send + 'a>> {
+        self.open_with(raw_bytes, &StdinStream::default())
+    }
+
+    /// [`open`](Self::open), with `stdin` read for stdin.
+    fn open_with<'a>(
+        &self,
+        raw_bytes: &'a AtomicU64,
+        stdin: &StdinStream,
+    ) -> Result<Box<dyn Read + Send + 'a>> {
         let raw: Box<dyn Read + Send> = match self {
-            InputSpec::Stdin => Box::new(io::stdin()),
+            InputSpec::Stdin => stdin.reader(),
             InputSpec::File(path) => Box::new(File::open(path).map_err(|e| self.error(e))?),
         };
         let mut counted = CountingReader {
@@ -154,6 +174,44 @@ impl InputSpec {
             Compression::Zstd => Box::new(zstd::Decoder::new(stream).map_err(|e| self.error(e))?),
             Compression::None => Box::new(stream),
         })
+    }
+}
+
+/// What a load reads as stdin: the process's, or a stream its caller gives
+/// (the Python package's file objects). Shared as the process's stdin is:
+/// each open reads on from where the one before stopped.
+#[derive(Clone, Default)]
+pub struct StdinStream(Option<Arc<Mutex<Box<dyn Read + Send>>>>);
+
+impl StdinStream {
+    /// `reader` read in place of the process's stdin.
+    pub fn from_reader(reader: impl Read + Send + 'static) -> Self {
+        StdinStream(Some(Arc::new(Mutex::new(Box::new(reader)))))
+    }
+
+    fn reader(&self) -> Box<dyn Read + Send> {
+        match &self.0 {
+            None => Box::new(io::stdin()),
+            Some(shared) => Box::new(SharedReader(shared.clone())),
+        }
+    }
+}
+
+impl std::fmt::Debug for StdinStream {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self.0 {
+            None => "StdinStream(the process's)",
+            Some(_) => "StdinStream(given)",
+        })
+    }
+}
+
+/// One handle on a stream given for stdin.
+struct SharedReader(Arc<Mutex<Box<dyn Read + Send>>>);
+
+impl Read for SharedReader {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        self.0.lock().unwrap_or_else(|p| p.into_inner()).read(buf)
     }
 }
 

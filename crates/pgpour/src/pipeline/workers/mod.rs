@@ -190,6 +190,7 @@ pub(super) fn run(
         drop(rx);
         let reader = Reader {
             inputs: &plan.inputs,
+            stdin: &plan.stdin,
             segments,
             format: &plan.format,
             expected_header: &target.columns,

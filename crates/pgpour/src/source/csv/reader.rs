@@ -203,6 +203,8 @@ const UTF8_BOM: &[u8] = b"\xEF\xBB\xBF";
 
 pub(crate) struct Reader<'a> {
     pub inputs: &'a [InputSpec],
+    /// What stdin reads.
+    pub stdin: &'a crate::source::input::StdinStream,
     /// What to read of each input.
     pub segments: &'a [Vec<Segment>],
     pub format: &'a FormatOptions,
@@ -342,7 +344,8 @@ impl Reader<'_> {
         mut framer: Framer,
         out: &mut Outbox<'_>,
     ) -> Result<SegmentEnd> {
-        let stream = input.open_at(segment.from, &self.progress.input_bytes_read)?;
+        let stream =
+            input.open_at_with(segment.from, &self.progress.input_bytes_read, self.stdin)?;
         let stream: Box<dyn Read + Send> = match segment.to {
             Some(to) => Box::new(stream.take(to - segment.from)),
             None => stream,
@@ -639,6 +642,7 @@ mod tests {
         let (stop, cancel) = (AtomicBool::new(false), AtomicBool::new(false));
         let reader = Reader {
             inputs: &inputs,
+            stdin: &Default::default(),
             segments: &segments(1, &[], false),
             format: &format,
             expected_header: &[],
