@@ -60,6 +60,10 @@ pgpour gen votes --rows 7500000 -o votes.csv\n  pgpour gen kv --rows 10 \n  pgpo
     /// Drop a load's journal entry, after putting back the indexes and sequence
     /// settings it changed (the loaded rows stay).
     Forget(ForgetArgs),
+    /// Say what to change on the server for bulk loads, and why; --apply
+    /// makes the changes a reload takes, --revert undoes them.
+    #[command(long_about = TUNE_ABOUT)]
+    Tune(TuneArgs),
     /// Run a real load end to end on a throwaway local PostgreSQL (or --db).
     #[command(
         long_about = "Run a real load end to end: start a throwaway PostgreSQL cluster in a temporary \
@@ -460,6 +464,54 @@ pub struct ForgetArgs {
 
     #[command(flatten)]
     pub connection: ConnectionArgs,
+}
+
+const TUNE_ABOUT: &str = "Say what to change on the server for bulk loads: for each setting that \
+matters (checkpoints and WAL, memory for the index and key rebuilds, connections and prepared \
+transactions, synchronous commit, autovacuum), the value now, the value advised for the load \
+planned, why, and whether the change takes a reload or a restart. Memory and cores are read from \
+/proc when the server runs on this machine. On a managed service (RDS, Aurora, Cloud SQL, Azure, \
+Supabase, Neon) the advice says how that service changes each setting. Settings that risk the data \
+(fsync, full_page_writes) are never advised.\n\n--apply changes, by ALTER SYSTEM and a reload, the \
+settings advised that a reload brings into effect, after recording their old values in the journal; \
+--revert puts those back exactly, also after a crash between the two. Settings that need a restart \
+are printed, never applied.\n\nExamples:\n  pgpour tune\n  pgpour tune --for 'votes-*.csv.gz' --table \
+votes\n  pgpour tune --for big.csv --table t --apply\n  pgpour tune --revert";
+
+#[derive(Debug, Args)]
+pub struct TuneArgs {
+    #[command(flatten)]
+    pub connection: ConnectionArgs,
+
+    /// Size the advice for loading these files (globs are expanded):
+    /// their size gives the WAL the load writes.
+    #[arg(long = "for", value_name = "FILE", num_args = 1..)]
+    pub inputs: Vec<String>,
+
+    /// The table the load goes to.
+    #[arg(long, short = 't', value_name = "TABLE")]
+    pub table: Option<String>,
+
+    /// The load's parallel connections (default as for `load`).
+    #[arg(long, short = 'j', value_name = "N")]
+    pub workers: Option<usize>,
+
+    /// Advise for an --atomic load (prepared transactions).
+    #[arg(long)]
+    pub atomic: bool,
+
+    /// Change the settings advised that a reload brings into effect (ALTER
+    /// SYSTEM, then pg_reload_conf()), after recording the old values.
+    #[arg(long, conflicts_with = "revert")]
+    pub apply: bool,
+
+    /// Put back every setting --apply changed, as it was before.
+    #[arg(long, conflicts_with_all = ["inputs", "table", "workers", "atomic"])]
+    pub revert: bool,
+
+    /// Print the advice (or what --apply and --revert did) as JSON.
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Debug, Args)]

@@ -17,6 +17,7 @@ mod progress_bar;
 mod reference;
 mod sniff;
 mod stdout;
+mod tune;
 
 use std::io::{BufWriter, Write};
 use std::process::ExitCode;
@@ -51,6 +52,7 @@ fn main() -> ExitCode {
             .and_then(|inputs| sniff::run(args, &inputs))
             .map(|()| ExitCode::SUCCESS),
         Command::Forget(args) => journal::forget(args),
+        Command::Tune(args) => tune::run(args).map(|()| ExitCode::SUCCESS),
         Command::Demo(args) => demo::run(args).map(|()| ExitCode::SUCCESS),
         Command::Bench(args) => bench::run(*args),
         Command::Completions(args) => install::completions(args).map(|()| ExitCode::SUCCESS),

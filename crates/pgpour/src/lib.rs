@@ -42,6 +42,7 @@ mod sniff;
 mod source;
 mod sql;
 mod table;
+pub mod tune;
 
 pub use citus::{CitusRoute, CitusTable};
 pub use encode::{EncoderBench, WireFormat};

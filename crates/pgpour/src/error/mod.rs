@@ -16,10 +16,12 @@ mod request;
 pub(crate) mod sqlstate;
 #[cfg(test)]
 mod tests;
+mod tune;
 
 pub use hint::{delimiter_name, RowHint};
 pub use problems::{ConnectionProblem, FormatProblem, InputChange, Mismatch, OptionsProblem};
 pub use request::RequestProblem;
+pub use tune::TuneProblem;
 
 /// A place in the input: file, 1-based physical line, optional column name.
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
@@ -137,6 +139,10 @@ pub enum Error {
     /// become options.
     #[error("{0}")]
     InvalidRequest(RequestProblem),
+
+    /// A change `tune --apply` cannot make here.
+    #[error("{0}")]
+    Tune(TuneProblem),
 
     /// No server answered where the options point: a unix socket that is
     /// not there, a TCP connection refused or timed out. `endpoint` says

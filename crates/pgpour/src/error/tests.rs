@@ -324,6 +324,18 @@ fn every_error() -> Vec<Error> {
         ]
         .map(Error::InvalidRequest),
     );
+    errors.extend(
+        [
+            TuneProblem::Managed {
+                service: "Amazon RDS",
+            },
+            TuneProblem::MayNotAlterSystem {
+                settings: vec!["max_wal_size".into()],
+            },
+            TuneProblem::UnexpectedAnswer,
+        ]
+        .map(Error::Tune),
+    );
     errors.iter().for_each(covers);
     errors
 }
@@ -386,6 +398,11 @@ fn covers(error: &Error) {
             | RequestProblem::TypeTwice { .. }
             | RequestProblem::TypeColumnUnknown { .. } => {}
         },
+        Error::Tune(p) => match p {
+            TuneProblem::Managed { .. }
+            | TuneProblem::MayNotAlterSystem { .. }
+            | TuneProblem::UnexpectedAnswer => {}
+        },
         Error::Connect { .. }
         | Error::Unreachable { .. }
         | Error::Target(_)
@@ -428,7 +445,9 @@ fn covers(error: &Error) {
 /// The engine says what happened; flags and commands are the CLI's words.
 #[test]
 fn no_error_names_a_cli_flag_or_command() {
-    let commands = ["load", "resume", "status", "forget", "gen", "bench", "demo"];
+    let commands = [
+        "load", "resume", "status", "forget", "gen", "bench", "demo", "tune",
+    ];
     for error in every_error() {
         let text = error.to_string();
         let flag = text

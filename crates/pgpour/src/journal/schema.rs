@@ -25,6 +25,7 @@ const MIGRATIONS: &[&str] = &[
     V5_DUPLICATES,
     V6_DIRECT,
     V7_ROUTED,
+    V8_TUNED,
 ];
 
 /// The version this pgpour writes.
@@ -181,6 +182,18 @@ ALTER TABLE pgpour.chunks ADD COLUMN IF NOT EXISTS direct_token text";
 /// look for what the nodes hold.
 const V7_ROUTED: &str = "
 ALTER TABLE pgpour.loads ADD COLUMN IF NOT EXISTS routed boolean NOT NULL DEFAULT false";
+
+/// The server settings `tune --apply` changed, with what
+/// postgresql.auto.conf held before (an entry, or none), for `tune
+/// --revert`. Recorded and committed before the first change.
+const V8_TUNED: &str = "
+CREATE TABLE IF NOT EXISTS pgpour.tuned_settings (
+    name text PRIMARY KEY,
+    had_entry boolean NOT NULL,
+    old_value text,
+    new_value text NOT NULL,
+    applied_at timestamptz NOT NULL DEFAULT now()
+)";
 
 /// Kept after every migration: the journal holds rejected rows, which may
 /// be personal data, for its owner only, whatever default privileges say.
@@ -420,9 +433,15 @@ pub fn drop_if_empty(client: &mut impl GenericClient) -> Result<()> {
     super::trust::check_journal(client)?;
     client
         .batch_execute(
+            // Settings `tune --apply` recorded keep it too: they are what
+            // `tune --revert` restores. (A journal older than them has none.)
             "BEGIN; LOCK TABLE pgpour.loads IN ACCESS EXCLUSIVE MODE; \
-             DO $$ BEGIN IF NOT EXISTS (SELECT 1 FROM pgpour.loads) THEN \
-               DROP SCHEMA pgpour CASCADE; END IF; END $$; COMMIT",
+             DO $$ DECLARE tuned boolean := false; BEGIN \
+               IF pg_catalog.to_regclass('pgpour.tuned_settings') IS NOT NULL THEN \
+                 EXECUTE 'SELECT EXISTS (SELECT 1 FROM pgpour.tuned_settings)' INTO tuned; \
+               END IF; \
+               IF NOT tuned AND NOT EXISTS (SELECT 1 FROM pgpour.loads) THEN \
+                 DROP SCHEMA pgpour CASCADE; END IF; END $$; COMMIT",
         )
         .map_err(|e| {
             let _ = client.batch_execute("ROLLBACK");
