@@ -51,13 +51,14 @@ fn advised<'a>(report: &'a serde_json::Value, setting: &str) -> &'a serde_json::
 }
 
 /// Every setting's value and where it comes from, and what
-/// postgresql.auto.conf holds: what --revert must leave as it was.
+/// postgresql.auto.conf holds: what --revert must leave as it was. (The
+/// server reads names in any case: `Max_Wal_Size` is max_wal_size.)
 fn settings_state(cluster: &Cluster) -> Vec<String> {
     let mut client = cluster.client("postgres");
     let mut state: Vec<String> = client
         .query(
             "SELECT name || '=' || setting || ' (' || source || ')' FROM pg_settings \
-             UNION ALL SELECT 'auto.conf: ' || name || '=' || setting FROM pg_file_settings \
+             UNION ALL SELECT 'auto.conf: ' || lower(name) || '=' || setting FROM pg_file_settings \
              WHERE sourcefile LIKE '%postgresql.auto.conf' ORDER BY 1",
             &[],
         )
@@ -260,4 +261,211 @@ fn a_managed_service_gets_its_own_way_of_changing_settings() {
     assert!(!out.status.success());
     let stderr = text(&out.stderr);
     assert!(stderr.contains("Amazon RDS"), "{stderr}");
+}
+
+fn server_version_num(cluster: &Cluster) -> i32 {
+    let mut client = cluster.client("postgres");
+    let row = client
+        .query_one("SELECT current_setting('server_version_num')::int", &[])
+        .unwrap();
+    row.get(0)
+}
+
+fn reload(cluster: &Cluster) {
+    let mut client = cluster.client("postgres");
+    client.batch_execute("SELECT pg_reload_conf()").unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+}
+
+/// An entry written into postgresql.auto.conf by hand, its name in a case
+/// of its own: the server reads it as max_wal_size, and ALTER SYSTEM SET
+/// max_wal_size replaces that very line, so it is the old value that
+/// revert must put back (it was taken for no entry at all, and RESET).
+#[test]
+fn a_hand_written_entry_in_auto_conf_comes_back_after_revert() {
+    let (cluster, _one) = cluster();
+    let conninfo = cluster.conninfo("postgres");
+    let mut client = cluster.client("postgres");
+    let dir: String = client.query_one("SHOW data_directory", &[]).unwrap().get(0);
+    let auto_conf = std::path::Path::new(&dir).join("postgresql.auto.conf");
+    let original = std::fs::read_to_string(&auto_conf).unwrap();
+    std::fs::write(
+        &auto_conf,
+        format!("{original}Max_Wal_Size = '2GB'   # by hand, with a comment\n"),
+    )
+    .unwrap();
+    reload(cluster);
+    let before = settings_state(cluster);
+    assert!(
+        before.iter().any(|s| s == "auto.conf: max_wal_size=2GB"),
+        "{before:?}"
+    );
+
+    let applied = tune_json(&conninfo, &["--apply"]);
+    let reverted = tune_json(&conninfo, &["--revert"]);
+    let after = settings_state_settled(cluster, &before);
+    std::fs::write(&auto_conf, &original).unwrap();
+    reload(cluster);
+
+    assert!(
+        applied["applied"]["changed"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|c| c[0] == "max_wal_size"),
+        "{applied}"
+    );
+    assert!(
+        reverted["settings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|s| s["outcome"] == "restored"),
+        "{reverted}"
+    );
+    let wal = |state: &[String]| -> Vec<String> {
+        state
+            .iter()
+            .filter(|s| s.contains("max_wal_size"))
+            .cloned()
+            .collect()
+    };
+    assert_eq!(wal(&after), wal(&before));
+    assert!(after == before, "some other setting differs after revert");
+}
+
+/// On PostgreSQL 15 and later a role that is no superuser may apply when
+/// granted ALTER SYSTEM on each setting, and what recording the old values
+/// and reloading take. Granted part of it, it is refused before anything
+/// changes, with what is missing named; granted all, apply then revert
+/// leave every setting as it was.
+#[test]
+fn a_role_granted_alter_system_applies_and_reverts() {
+    let (cluster, _one) = cluster();
+    if server_version_num(cluster) < 150_000 {
+        eprintln!("skipped: GRANT ALTER SYSTEM ON PARAMETER is PostgreSQL 15 and later");
+        return;
+    }
+    let report = tune_json(&cluster.conninfo("postgres"), &[]);
+    let reloadable: Vec<String> = report["settings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|a| a["advised"].is_string() && a["takes_effect"] == "reload")
+        .map(|a| a["setting"].as_str().unwrap().to_string())
+        .collect();
+    assert!(reloadable.len() >= 3, "{report}");
+    let db = cluster.create_database("tune_granted");
+    // ALTER SYSTEM ON PARAMETER is granted cluster-wide; the functions and
+    // the view, in the database --apply connects to.
+    let mut client = db.client();
+    client
+        .batch_execute(&format!(
+            "CREATE ROLE tune_granted LOGIN; \
+             GRANT CONNECT, CREATE ON DATABASE \"{db}\" TO tune_granted; \
+             GRANT ALTER SYSTEM ON PARAMETER {} TO tune_granted; \
+             GRANT EXECUTE ON FUNCTION pg_show_all_file_settings() TO tune_granted",
+            reloadable.join(", "),
+            db = db.name
+        ))
+        .unwrap();
+    let conninfo = format!("{} user=tune_granted", db.conninfo());
+    let before = settings_state(cluster);
+
+    // Neither SELECT on the view nor pg_reload_conf(): refused up front.
+    let out = pgpour(&["tune", "--apply", "--db", &conninfo], None);
+    let stderr = text(&out.stderr);
+    assert!(!out.status.success(), "{}", text(&out.stdout));
+    assert!(stderr.contains("applying needs a superuser"), "{stderr}");
+    assert!(stderr.contains("SELECT on pg_file_settings"), "{stderr}");
+    assert!(stderr.contains("pg_reload_conf()"), "{stderr}");
+    assert_eq!(settings_state(cluster), before);
+
+    client
+        .batch_execute(
+            "GRANT SELECT ON pg_file_settings TO tune_granted; \
+             GRANT EXECUTE ON FUNCTION pg_reload_conf() TO tune_granted",
+        )
+        .unwrap();
+    let applied = tune_json(&conninfo, &["--apply"]);
+    assert_eq!(
+        applied["applied"]["changed"].as_array().unwrap().len(),
+        reloadable.len(),
+        "{applied}"
+    );
+    assert_ne!(settings_state(cluster), before);
+    let reverted = tune_json(&conninfo, &["--revert"]);
+    assert!(
+        reverted["settings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|s| s["outcome"] == "restored"),
+        "{reverted}"
+    );
+    assert_eq!(settings_state_settled(cluster, &before), before);
+}
+
+/// The owner of a database may set its search_path and put an operator of
+/// their own first on it. --apply and --revert run as a superuser there:
+/// none of their statements may pick that operator up, or it runs with
+/// the superuser's rights (here it would make its owner a superuser).
+#[test]
+fn a_database_owners_operators_never_run_with_a_superusers_rights() {
+    let (cluster, _one) = cluster();
+    let db = cluster.create_database("tune_hostile");
+    let mut client = cluster.client("postgres");
+    client
+        .batch_execute(&format!(
+            "CREATE ROLE tune_mallory LOGIN; ALTER DATABASE \"{db}\" OWNER TO tune_mallory",
+            db = db.name
+        ))
+        .unwrap();
+    let mut mallory = postgres::Client::connect(
+        &format!("{} user=tune_mallory", db.conninfo()),
+        postgres::NoTls,
+    )
+    .unwrap();
+    mallory
+        .batch_execute(&format!(
+            "CREATE FUNCTION public.spy(a text, b text) RETURNS boolean LANGUAGE plpgsql AS $$ \
+             BEGIN \
+               BEGIN ALTER ROLE tune_mallory SUPERUSER; \
+               EXCEPTION WHEN insufficient_privilege THEN NULL; END; \
+               RETURN a OPERATOR(pg_catalog.=) b; \
+             END $$; \
+             CREATE FUNCTION public.spy_like(a text, b text) RETURNS boolean LANGUAGE plpgsql AS $$ \
+             BEGIN \
+               BEGIN ALTER ROLE tune_mallory SUPERUSER; \
+               EXCEPTION WHEN insufficient_privilege THEN NULL; END; \
+               RETURN a OPERATOR(pg_catalog.~~) b; \
+             END $$; \
+             CREATE OPERATOR public.= (LEFTARG = text, RIGHTARG = text, FUNCTION = public.spy); \
+             CREATE OPERATOR public.~~ (LEFTARG = text, RIGHTARG = text, FUNCTION = public.spy_like); \
+             ALTER DATABASE \"{db}\" SET search_path = public, pg_catalog",
+            db = db.name
+        ))
+        .unwrap();
+    let before = settings_state(cluster);
+
+    let applied = pgpour(&["tune", "--apply", "--db", &db.conninfo()], None);
+    let reverted = pgpour(&["tune", "--revert", "--db", &db.conninfo()], None);
+    let superuser: bool = client
+        .query_one(
+            "SELECT rolsuper FROM pg_roles WHERE rolname = 'tune_mallory'",
+            &[],
+        )
+        .unwrap()
+        .get(0);
+    client
+        .batch_execute("ALTER ROLE tune_mallory NOSUPERUSER")
+        .unwrap();
+
+    assert!(applied.status.success(), "{}", text(&applied.stderr));
+    assert!(reverted.status.success(), "{}", text(&reverted.stderr));
+    assert!(
+        !superuser,
+        "an operator of tune_mallory's ran as the superuser"
+    );
+    assert_eq!(settings_state_settled(cluster, &before), before);
 }

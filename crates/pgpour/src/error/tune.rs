@@ -11,12 +11,14 @@ pub enum TuneProblem {
          never by ALTER SYSTEM: make the changes shown there"
     )]
     Managed { service: &'static str },
-    /// The role may not ALTER SYSTEM every setting, or may not read
-    /// `pg_file_settings` to record what `revert` must restore.
+    /// The role may not ALTER SYSTEM every setting, may not read
+    /// `pg_file_settings` to record what `revert` must restore, or may not
+    /// reload the configuration.
     #[error(
         "applying needs a superuser, or (PostgreSQL 15 and later) a role granted \
-         ALTER SYSTEM ON PARAMETER {} and EXECUTE on pg_show_all_file_settings() \
-         (to record the old values for revert)",
+         ALTER SYSTEM ON PARAMETER {}, SELECT on pg_file_settings and EXECUTE on \
+         pg_show_all_file_settings() (to record the old values for revert), and EXECUTE on \
+         pg_reload_conf() (to bring the changes into effect); nothing was changed",
         settings.join(", ")
     )]
     MayNotAlterSystem { settings: Vec<String> },

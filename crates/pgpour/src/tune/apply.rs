@@ -58,7 +58,7 @@ pub fn apply(connect: &ConnectOptions, report: &TuneReport) -> Result<Applied> {
             settings: changes.iter().map(|a| a.setting.clone()).collect(),
         }));
     }
-    let mut client = connect.connect()?;
+    let mut client = pinned_session(connect)?;
     crate::journal::ensure_schema(&mut client)?;
     let names: Vec<&str> = changes.iter().map(|a| a.setting.as_str()).collect();
     let entries = auto_conf_entries(&mut client, &names)?;
@@ -103,7 +103,7 @@ pub fn apply(connect: &ConnectOptions, report: &TuneReport) -> Result<Applied> {
 
 /// Puts back every setting `apply` recorded, and forgets the records.
 pub fn revert(connect: &ConnectOptions) -> Result<Reverted> {
-    let mut client = connect.connect()?;
+    let mut client = pinned_session(connect)?;
     if !crate::journal::exists(&mut client)? {
         return Ok(Reverted::default());
     }
@@ -161,6 +161,16 @@ pub fn revert(connect: &ConnectOptions) -> Result<Reverted> {
     Ok(Reverted { settings })
 }
 
+/// A session whose every function, operator and type resolves to
+/// PostgreSQL's own: `apply` and `revert` often run as a superuser, in a
+/// database whose owner may have set its search_path and put an operator of
+/// their own (`text = text`) first on it.
+fn pinned_session(connect: &ConnectOptions) -> Result<Client> {
+    let mut client = connect.connect()?;
+    crate::sql::pin_search_path(&mut client).map_err(Error::db("setting up the session"))?;
+    Ok(client)
+}
+
 fn alter_system_set(setting: &str, value: &str) -> String {
     format!(
         "ALTER SYSTEM SET {} = {}",
@@ -170,7 +180,10 @@ fn alter_system_set(setting: &str, value: &str) -> String {
 }
 
 /// What `postgresql.auto.conf` holds for `names`, as written there: the
-/// file's last line for a setting wins, as when the server reads it.
+/// file's last line for a setting wins, as when the server reads it. Names
+/// are matched as the server matches them, whatever their case: a line
+/// written by hand as `Max_Wal_Size = 2GB` is the entry that ALTER SYSTEM
+/// SET max_wal_size replaces, and that revert must bring back.
 fn auto_conf_entries(client: &mut Client, names: &[&str]) -> Result<HashMap<String, String>> {
     let list = names
         .iter()
@@ -180,8 +193,9 @@ fn auto_conf_entries(client: &mut Client, names: &[&str]) -> Result<HashMap<Stri
     let rows = simple_rows(
         client,
         &format!(
-            "SELECT name, setting FROM pg_catalog.pg_file_settings \
-             WHERE sourcefile LIKE '%/postgresql.auto.conf' AND name IN ({list}) ORDER BY seqno"
+            "SELECT pg_catalog.lower(name), setting FROM pg_catalog.pg_file_settings \
+             WHERE sourcefile LIKE '%/postgresql.auto.conf' \
+             AND pg_catalog.lower(name) IN ({list}) ORDER BY seqno"
         ),
     )
     .map_err(Error::db(

@@ -7,7 +7,7 @@ use std::collections::HashMap;
 use postgres::GenericClient;
 
 use crate::error::{Error, Result, TuneProblem};
-use crate::sql::{quote_literal, simple_statements, TextRow};
+use crate::sql::{quote_literal, simple_rows, simple_statements, TextRow};
 
 /// The settings any advice reads, by name. Settings a major lacks are
 /// simply absent from [`ServerFacts::settings`].
@@ -105,8 +105,13 @@ pub(crate) struct ServerFacts {
     /// superuser; on 15 and later, those granted by `GRANT ALTER SYSTEM`).
     pub alter_system: Vec<String>,
     /// Whether the role may read `pg_file_settings`, which `--apply` needs
-    /// to record exactly what `postgresql.auto.conf` held before.
+    /// to record exactly what `postgresql.auto.conf` held before: SELECT on
+    /// the view and EXECUTE on the function under it (a view's functions
+    /// are checked against the caller, not the view's owner).
     pub reads_file_settings: bool,
+    /// Whether the role may call `pg_reload_conf()`, which brings the
+    /// changes into effect.
+    pub reloads: bool,
     /// Connected over a unix socket or a loopback address.
     pub local: bool,
     /// The data directory, where the role may see it.
@@ -155,21 +160,18 @@ pub(crate) fn read(client: &mut impl GenericClient) -> Result<ServerFacts> {
         .map(|n| quote_literal(n))
         .collect::<Vec<_>>()
         .join(",");
-    let alter_system = "CASE WHEN current_setting('server_version_num')::int >= 150000 \
-         THEN (SELECT string_agg(name, ',') FROM pg_catalog.pg_settings \
-               WHERE context IN ('sighup', 'superuser', 'user', 'postmaster') \
-               AND pg_catalog.has_parameter_privilege(name, 'ALTER SYSTEM')) END";
     let sql = format!(
         "SET search_path = pg_catalog, pg_temp;\
          SELECT current_setting('server_version_num'), \
            (SELECT rolsuper FROM pg_roles WHERE rolname = current_user), \
-           has_function_privilege('pg_show_all_file_settings()', 'EXECUTE'), \
+           has_table_privilege('pg_catalog.pg_file_settings', 'SELECT') \
+             AND has_function_privilege('pg_show_all_file_settings()', 'EXECUTE'), \
+           has_function_privilege('pg_reload_conf()', 'EXECUTE'), \
            inet_server_addr() IS NULL OR host(inet_server_addr()) IN ('127.0.0.1', '::1'), \
            (SELECT setting FROM pg_settings WHERE name = 'data_directory'), \
            (SELECT count(*) FROM pg_stat_replication), \
            (SELECT count(*) FROM pg_replication_slots), \
            (SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'client backend'), \
-           {alter_system}, \
            (SELECT string_agg(DISTINCT split_part(name, '.', 1), ',') FROM pg_settings \
             WHERE name LIKE '%.%'), \
            (SELECT string_agg(rolname, ',') FROM pg_roles WHERE rolname IN ({roles}));\
@@ -184,6 +186,9 @@ pub(crate) fn read(client: &mut impl GenericClient) -> Result<ServerFacts> {
     };
     let about = about.first().ok_or_else(unexpected)?;
     let mut facts = from_about(about)?;
+    if !facts.superuser && facts.version_num >= 150_000 {
+        facts.alter_system = granted_alter_system(client)?;
+    }
     for row in settings {
         let text = |i: usize| row.get(i).cloned().flatten().unwrap_or_default();
         facts.settings.insert(
@@ -200,6 +205,23 @@ pub(crate) fn read(client: &mut impl GenericClient) -> Result<ServerFacts> {
     Ok(facts)
 }
 
+/// The settings this role was granted ALTER SYSTEM on. A statement of its
+/// own, sent only to PostgreSQL 15 and later: before 15 the function does
+/// not exist, and naming it fails the whole statement, a CASE around it
+/// or not (functions are looked up when the statement is parsed).
+fn granted_alter_system(client: &mut impl GenericClient) -> Result<Vec<String>> {
+    let rows = simple_rows(
+        client,
+        "SELECT pg_catalog.string_agg(name, ',') FROM pg_catalog.pg_settings \
+         WHERE context IN ('sighup', 'superuser', 'user', 'postmaster') \
+         AND pg_catalog.has_parameter_privilege(name, 'ALTER SYSTEM')",
+    )
+    .map_err(Error::db("reading the settings this role may ALTER SYSTEM"))?;
+    Ok(split_list(
+        rows.first().and_then(|r| r.first().cloned().flatten()),
+    ))
+}
+
 fn from_about(row: &TextRow) -> Result<ServerFacts> {
     let text = |i: usize| row.get(i).cloned().flatten();
     let flag = |i: usize| text(i).as_deref() == Some("t");
@@ -210,12 +232,13 @@ fn from_about(row: &TextRow) -> Result<ServerFacts> {
             .ok_or_else(unexpected)?,
         superuser: flag(1),
         reads_file_settings: flag(2),
-        local: flag(3),
-        data_directory: text(4),
-        streaming: count(5),
-        slots: count(6),
-        sessions: count(7),
-        alter_system: split_list(text(8)),
+        reloads: flag(3),
+        local: flag(4),
+        data_directory: text(5),
+        streaming: count(6),
+        slots: count(7),
+        sessions: count(8),
+        alter_system: Vec::new(),
         setting_prefixes: split_list(text(9)),
         service_roles: split_list(text(10)),
         settings: HashMap::new(),

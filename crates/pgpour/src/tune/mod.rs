@@ -124,6 +124,7 @@ pub fn advise(connect: &ConnectOptions, load: &TuneFor) -> Result<TuneReport> {
     let settings = advice::advise(&context);
     let may_apply = service.is_none()
         && facts.reads_file_settings
+        && facts.reloads
         && settings
             .iter()
             .filter(|a| a.advised.is_some() && a.takes_effect == TakesEffect::Reload)

@@ -87,7 +87,10 @@ impl Context<'_> {
         if self.facts.may_alter_system(setting) {
             statement
         } else {
-            format!("as a superuser (or a role granted ALTER SYSTEM ON PARAMETER {setting}): {statement}")
+            format!(
+                "as a superuser (or, on PostgreSQL 15 and later, a role granted ALTER SYSTEM ON \
+                 PARAMETER {setting}): {statement}"
+            )
         }
     }
 }
