@@ -469,3 +469,35 @@ fn a_database_owners_operators_never_run_with_a_superusers_rights() {
     );
     assert_eq!(settings_state_settled(cluster, &before), before);
 }
+
+/// A revert stopped after its ALTER SYSTEM and before the reload leaves
+/// postgresql.auto.conf as it was and the server on the applied values;
+/// the next revert finds every entry back already, and must still reload.
+#[test]
+fn a_revert_stopped_before_its_reload_is_finished_by_the_next() {
+    let (cluster, _one) = cluster();
+    let conninfo = cluster.conninfo("postgres");
+    let before = settings_state(cluster);
+    let applied = tune_json(&conninfo, &["--apply"]);
+    let changed: Vec<String> = applied["applied"]["changed"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c[0].as_str().unwrap().to_string())
+        .collect();
+    assert!(!changed.is_empty(), "{applied}");
+    // What the stopped revert did: the entries reset, no reload.
+    let mut client = cluster.client("postgres");
+    for setting in &changed {
+        client
+            .batch_execute(&format!("ALTER SYSTEM RESET {setting}"))
+            .unwrap();
+    }
+    assert_ne!(settings_state(cluster), before);
+
+    let out = pgpour(&["tune", "--revert", "--db", &conninfo], None);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let after = settings_state_settled(cluster, &before);
+    let differs: Vec<&String> = after.iter().filter(|s| !before.contains(s)).collect();
+    assert!(differs.is_empty(), "still as applied: {differs:?}");
+}

@@ -145,9 +145,10 @@ pub fn revert(connect: &ConnectOptions) -> Result<Reverted> {
             });
         }
     }
-    if !statements.is_empty() {
-        change_and_reload(&mut client, &statements)?;
-    }
+    // Reloaded even when every entry is back already: a revert stopped
+    // between its ALTER SYSTEM and the reload left the file as it was but
+    // the server running on the applied values.
+    change_and_reload(&mut client, &statements)?;
     client
         .batch_execute(&format!(
             "SET synchronous_commit = on; DELETE FROM pgpour.tuned_settings WHERE name IN ({})",
