@@ -501,3 +501,57 @@ fn a_revert_stopped_before_its_reload_is_finished_by_the_next() {
     let differs: Vec<&String> = after.iter().filter(|s| !before.contains(s)).collect();
     assert!(differs.is_empty(), "still as applied: {differs:?}");
 }
+
+/// bench and demo drop the journal when it holds no load, and keep it when
+/// `tune --apply` recorded settings there. A record being made while the
+/// drop decides (its INSERT not committed yet) must keep it too: else
+/// --apply goes on to change settings whose record is gone.
+#[test]
+fn a_journal_recording_tuned_settings_is_never_dropped_under_it() {
+    let (cluster, _one) = cluster();
+    let db = cluster.create_database("tune_drop");
+    // A journal and no load: what apply then revert leave.
+    tune_json(&db.conninfo(), &["--apply"]);
+    tune_json(&db.conninfo(), &["--revert"]);
+    let mut recorder = db.client();
+    recorder
+        .batch_execute(
+            "BEGIN; INSERT INTO pgpour.tuned_settings (name, had_entry, new_value) \
+             VALUES ('max_wal_size', false, '4GB')",
+        )
+        .unwrap();
+    let connect = pgpour::ConnectOptions::resolve(Some(&db.conninfo()), &|_| None).unwrap();
+    let dropper = std::thread::spawn(move || pgpour::drop_journal_if_empty(&connect));
+    let mut watcher = db.client();
+    for _ in 0..200 {
+        let waiting: i64 = watcher
+            .query_one(
+                "SELECT count(*) FROM pg_stat_activity \
+                 WHERE datname = current_database() AND wait_event_type = 'Lock'",
+                &[],
+            )
+            .unwrap()
+            .get(0);
+        if waiting > 0 {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    recorder.batch_execute("COMMIT").unwrap();
+    dropper.join().unwrap().unwrap();
+
+    let kept: bool = watcher
+        .query_one(
+            "SELECT to_regclass('pgpour.tuned_settings') IS NOT NULL",
+            &[],
+        )
+        .unwrap()
+        .get(0);
+    assert!(
+        kept,
+        "the journal was dropped with a committed record in it"
+    );
+    watcher
+        .batch_execute("DELETE FROM pgpour.tuned_settings")
+        .unwrap();
+}

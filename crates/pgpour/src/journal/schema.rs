@@ -435,9 +435,14 @@ pub fn drop_if_empty(client: &mut impl GenericClient) -> Result<()> {
         .batch_execute(
             // Settings `tune --apply` recorded keep it too: they are what
             // `tune --revert` restores. (A journal older than them has none.)
+            // Their table is locked before it is looked at, as the loads'
+            // is: a record being made meanwhile is then waited for and
+            // seen, where it would have been dropped once committed, with
+            // --apply going on to change the settings it records.
             "BEGIN; LOCK TABLE pgpour.loads IN ACCESS EXCLUSIVE MODE; \
              DO $$ DECLARE tuned boolean := false; BEGIN \
                IF pg_catalog.to_regclass('pgpour.tuned_settings') IS NOT NULL THEN \
+                 EXECUTE 'LOCK TABLE pgpour.tuned_settings IN ACCESS EXCLUSIVE MODE'; \
                  EXECUTE 'SELECT EXISTS (SELECT 1 FROM pgpour.tuned_settings)' INTO tuned; \
                END IF; \
                IF NOT tuned AND NOT EXISTS (SELECT 1 FROM pgpour.loads) THEN \
