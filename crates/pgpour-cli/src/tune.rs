@@ -190,8 +190,12 @@ fn applied_text(report: &TuneReport, applied: &Applied) -> String {
     if applied.changed.is_empty() {
         out.push_str("nothing to apply: no change a reload takes is advised\n");
     }
-    for (setting, from, to) in &applied.changed {
-        let _ = writeln!(out, "set {setting}: {from} -> {to}");
+    for change in &applied.changed {
+        let _ = writeln!(
+            out,
+            "set {}: {} -> {}",
+            change.setting, change.from, change.to
+        );
     }
     if !applied.changed.is_empty() {
         out.push_str(

@@ -147,6 +147,12 @@ fn apply_then_revert_leaves_every_setting_as_it_was() {
     let applied = tune_json(&conninfo, &["--apply"]);
     let changed = applied["applied"]["changed"].as_array().unwrap();
     assert!(changed.len() >= 3, "{applied}");
+    assert!(
+        changed
+            .iter()
+            .any(|c| c["setting"] == "max_wal_size" && c["from"] == "64MB" && c["to"] == "4GB"),
+        "{applied}"
+    );
     let after_apply = settings_state(cluster);
     assert!(
         after_apply
@@ -312,7 +318,7 @@ fn a_hand_written_entry_in_auto_conf_comes_back_after_revert() {
             .as_array()
             .unwrap()
             .iter()
-            .any(|c| c[0] == "max_wal_size"),
+            .any(|c| c["setting"] == "max_wal_size" && c["to"] == "4GB" && c["from"] == "2GB"),
         "{applied}"
     );
     assert!(
@@ -483,7 +489,7 @@ fn a_revert_stopped_before_its_reload_is_finished_by_the_next() {
         .as_array()
         .unwrap()
         .iter()
-        .map(|c| c[0].as_str().unwrap().to_string())
+        .map(|c| c["setting"].as_str().unwrap().to_string())
         .collect();
     assert!(!changed.is_empty(), "{applied}");
     // What the stopped revert did: the entries reset, no reload.

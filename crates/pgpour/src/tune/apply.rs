@@ -22,8 +22,17 @@ use crate::sql::{quote_literal, simple_rows};
 /// What `apply` changed.
 #[derive(Clone, Debug, Default, Serialize)]
 pub struct Applied {
-    /// Each setting changed: its name, the value before, the value now.
-    pub changed: Vec<(String, String, String)>,
+    pub changed: Vec<ChangedSetting>,
+}
+
+/// One setting `apply` changed.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct ChangedSetting {
+    pub setting: String,
+    /// The value before, as SHOW printed it.
+    pub from: String,
+    /// The value set.
+    pub to: String,
 }
 
 /// What `revert` did of each recorded setting.
@@ -93,9 +102,10 @@ pub fn apply(connect: &ConnectOptions, report: &TuneReport) -> Result<Applied> {
     Ok(Applied {
         changed: changes
             .iter()
-            .map(|a| {
-                let to = a.advised.clone().unwrap_or_default();
-                (a.setting.clone(), a.current.clone(), to)
+            .map(|a| ChangedSetting {
+                setting: a.setting.clone(),
+                from: a.current.clone(),
+                to: a.advised.clone().unwrap_or_default(),
             })
             .collect(),
     })

@@ -20,7 +20,7 @@ use crate::error::Result;
 use crate::server::conn::ConnectOptions;
 
 pub use advice::{Advice, NeverAdvised, TakesEffect};
-pub use apply::{apply, revert, Applied, Reverted, RevertedSetting};
+pub use apply::{apply, revert, Applied, ChangedSetting, Reverted, RevertedSetting};
 pub use host::Host;
 pub use managed::Service;
 
