@@ -561,3 +561,49 @@ fn a_journal_recording_tuned_settings_is_never_dropped_under_it() {
         .batch_execute("DELETE FROM pgpour.tuned_settings")
         .unwrap();
 }
+
+/// Someone sets a setting again after --apply, and --apply runs once more
+/// and changes it anew: their value, not the one before the first apply,
+/// is what revert puts back, as it leaves alone one changed after the last.
+#[test]
+fn a_value_set_between_two_applies_is_the_one_revert_puts_back() {
+    let (cluster, _one) = cluster();
+    let conninfo = cluster.conninfo("postgres");
+    tune_json(&conninfo, &["--apply"]);
+    let mut client = cluster.client("postgres");
+    client
+        .batch_execute("ALTER SYSTEM SET max_wal_size = '128MB'")
+        .unwrap();
+    reload(cluster);
+    let theirs = settings_state(cluster);
+    assert!(
+        theirs.iter().any(|s| s == "auto.conf: max_wal_size=128MB"),
+        "{theirs:?}"
+    );
+    let again = tune_json(&conninfo, &["--apply"]);
+    assert!(
+        again["applied"]["changed"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|c| c["setting"] == "max_wal_size" && c["from"] == "128MB"),
+        "{again}"
+    );
+    tune_json(&conninfo, &["--revert"]);
+    let after = settings_state_settled(cluster, &theirs);
+    let wal: Vec<&String> = after
+        .iter()
+        .filter(|s| s.contains("max_wal_size"))
+        .collect();
+    client
+        .batch_execute("ALTER SYSTEM RESET max_wal_size")
+        .unwrap();
+    reload(cluster);
+    assert_eq!(
+        wal,
+        [
+            "auto.conf: max_wal_size=128MB",
+            "max_wal_size=128 (configuration file)"
+        ]
+    );
+}

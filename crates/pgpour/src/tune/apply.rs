@@ -85,13 +85,19 @@ pub fn apply(connect: &ConnectOptions, report: &TuneReport) -> Result<Applied> {
         })
         .collect::<Vec<_>>()
         .join(", ");
-    // A second apply keeps the first one's old values: those are what
-    // revert must bring back.
+    // A second apply keeps the first one's old value where the entry is
+    // still what the first one set: that is what revert must bring back.
+    // An entry someone changed since is theirs, and becomes the old value.
     client
         .batch_execute(&format!(
             "SET synchronous_commit = on; \
-             INSERT INTO pgpour.tuned_settings (name, had_entry, old_value, new_value) \
-             VALUES {records} ON CONFLICT (name) DO UPDATE SET new_value = excluded.new_value"
+             INSERT INTO pgpour.tuned_settings AS t (name, had_entry, old_value, new_value) \
+             VALUES {records} ON CONFLICT (name) DO UPDATE SET \
+               new_value = excluded.new_value, \
+               had_entry = CASE WHEN {unchanged} THEN t.had_entry ELSE excluded.had_entry END, \
+               old_value = CASE WHEN {unchanged} THEN t.old_value ELSE excluded.old_value END",
+            unchanged =
+                "excluded.had_entry AND excluded.old_value OPERATOR(pg_catalog.=) t.new_value"
         ))
         .map_err(Error::db("recording the settings before changing them"))?;
     let statements = changes
