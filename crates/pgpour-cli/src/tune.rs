@@ -55,8 +55,12 @@ fn tune_for(args: &TuneArgs) -> Result<TuneFor> {
     }
     if !args.inputs.is_empty() {
         let mut bytes = 0u64;
+        let mut files = 0;
         for input in expand_inputs(&args.inputs)? {
+            // Standard input has no size to read: sized by the files alone,
+            // and by none when there are none (not as a load of 0 bytes).
             if let pgpour::InputSpec::File(path) = input {
+                files += 1;
                 let name = path.to_string_lossy();
                 load.compressed |= pgpour::COMPRESSION_SUFFIXES
                     .iter()
@@ -66,7 +70,7 @@ fn tune_for(args: &TuneArgs) -> Result<TuneFor> {
                     .len();
             }
         }
-        load.input_bytes = Some(bytes);
+        load.input_bytes = (files > 0).then_some(bytes);
     }
     Ok(load)
 }
