@@ -263,6 +263,9 @@ fn a_managed_service_gets_its_own_way_of_changing_settings() {
         .unwrap()
         .to_string();
     assert!(how.contains("DB parameter group"), "{how}");
+    // A parameter group takes the number in the setting's unit, MB here.
+    assert!(how.contains("max_wal_size = 4096 "), "{how}");
+    assert!(how.contains("4096 MB is 4GB"), "{how}");
     assert!(!how.contains("ALTER SYSTEM"), "{how}");
     assert!(!out.status.success());
     let stderr = text(&out.stderr);
@@ -606,4 +609,16 @@ fn a_value_set_between_two_applies_is_the_one_revert_puts_back() {
             "max_wal_size=128 (configuration file)"
         ]
     );
+}
+
+/// `--for -` (standard input) has no size to read: the advice is the one
+/// for a load of unknown size, not for a load of 0 bytes.
+#[test]
+fn standard_input_is_a_load_of_unknown_size() {
+    let (cluster, _one) = cluster();
+    let report = tune_json(&cluster.conninfo("postgres"), &["--for", "-"]);
+    assert!(report["load"]["input_bytes"].is_null(), "{report}");
+    let why = advised(&report, "max_wal_size")["why"].as_str().unwrap();
+    assert!(!why.contains("of input"), "{why}");
+    assert!(why.contains("give --for FILE"), "{why}");
 }

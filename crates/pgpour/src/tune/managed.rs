@@ -35,6 +35,17 @@ impl Service {
         }
     }
 
+    /// Whether the service's parameters take a plain number in the
+    /// setting's own unit (`max_wal_size` = 4096, in MB), as RDS and
+    /// Aurora's parameter groups, Cloud SQL's flags and Azure's server
+    /// parameters do.
+    pub(crate) fn takes_own_unit(self) -> bool {
+        matches!(
+            self,
+            Service::Rds | Service::Aurora | Service::CloudSql | Service::Azure
+        )
+    }
+
     /// How a setting is changed on this service; `restart` when the
     /// change only takes effect when the server starts again.
     pub fn how_to_change(self, setting: &str, value: &str, restart: bool) -> String {

@@ -76,7 +76,17 @@ impl Context<'_> {
     fn how(&self, setting: &str, value: &str, takes_effect: TakesEffect) -> String {
         let restart = takes_effect == TakesEffect::Restart;
         if let Some(service) = self.service {
-            return service.how_to_change(setting, value, restart);
+            // Parameter groups and flags take a number in the setting's own
+            // unit (max_wal_size in MB, shared_buffers in 8kB pages), where
+            // ALTER SYSTEM reads '4GB'.
+            let unit = self.facts.setting(setting).map_or("", |s| s.unit.as_str());
+            return match in_own_unit(value, unit) {
+                Some(number) if service.takes_own_unit() && number != value => format!(
+                    "{} ({number} {unit} is {value})",
+                    service.how_to_change(setting, &number, restart)
+                ),
+                _ => service.how_to_change(setting, value, restart),
+            };
         }
         let then = if restart {
             "then restart the server"
@@ -99,6 +109,49 @@ impl Context<'_> {
 pub(crate) fn advise(context: &Context) -> Vec<Advice> {
     let rules: [fn(&Context) -> Vec<Advice>; 3] = [wal::advise, memory::advise, sessions::advise];
     rules.iter().flat_map(|rule| rule(context)).collect()
+}
+
+/// `value` as a whole number of `unit`, the unit `pg_settings` gives the
+/// setting in: `4GB` in `MB` is 4096, `30min` in `s` 1800, `1GB` in `8kB`
+/// 131072. `None` for a value without a unit of its own (0.9, 10).
+pub(crate) fn in_own_unit(value: &str, unit: &str) -> Option<String> {
+    let split = value.find(|c: char| !c.is_ascii_digit())?;
+    let (number, suffix) = value.split_at(split);
+    let number: u64 = number.parse().ok()?;
+    let bytes = |u: &str| -> Option<u64> {
+        let (count, base) = match u.find(|c: char| !c.is_ascii_digit()) {
+            Some(0) => (1, u),
+            Some(i) => (u[..i].parse().ok()?, &u[i..]),
+            None => return None,
+        };
+        let base: u64 = match base {
+            "B" => 1,
+            "kB" => 1 << 10,
+            "MB" => 1 << 20,
+            "GB" => 1 << 30,
+            "TB" => 1 << 40,
+            _ => return None,
+        };
+        Some(count * base)
+    };
+    let millis = |u: &str| -> Option<u64> {
+        Some(match u {
+            "ms" => 1,
+            "s" => 1_000,
+            "min" => 60_000,
+            "h" => 3_600_000,
+            "d" => 86_400_000,
+            _ => return None,
+        })
+    };
+    let (have, want) = match (bytes(suffix), bytes(unit)) {
+        (Some(have), Some(want)) => (have, want),
+        _ => (millis(suffix)?, millis(unit)?),
+    };
+    let total = number.checked_mul(have)?;
+    total
+        .is_multiple_of(want)
+        .then(|| (total / want).to_string())
 }
 
 /// A size as PostgreSQL reads it back: whole GB where it is whole, else MB.
@@ -125,6 +178,19 @@ pub(crate) fn size_words(bytes: u64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn values_are_given_in_the_settings_own_unit() {
+        assert_eq!(in_own_unit("4GB", "MB").as_deref(), Some("4096"));
+        assert_eq!(in_own_unit("1GB", "8kB").as_deref(), Some("131072"));
+        assert_eq!(in_own_unit("1536MB", "kB").as_deref(), Some("1572864"));
+        assert_eq!(in_own_unit("30min", "s").as_deref(), Some("1800"));
+        assert_eq!(in_own_unit("30min", "ms").as_deref(), Some("1800000"));
+        assert_eq!(in_own_unit("0.9", ""), None);
+        assert_eq!(in_own_unit("10", ""), None);
+        assert_eq!(in_own_unit("4GB", "s"), None);
+        assert_eq!(in_own_unit("1MB", "GB"), None);
+    }
 
     #[test]
     fn sizes_read_back_as_postgresql_reads_them() {
