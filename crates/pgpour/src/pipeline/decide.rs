@@ -94,17 +94,27 @@ pub(crate) struct Plan {
 }
 
 /// The load's first session: it decides, prepares, and ends the load.
-/// Its settings go in the start-up message. With the journal it names the
-/// load (a crashed run of it may have left the table guarded against
-/// other writers) and commits synchronously: the load's entry, its run
-/// token, an undo step lost in a crash would fence out the run's own
-/// chunks or leave a change nobody undoes.
-pub(super) fn first_session(connect: &ConnectOptions, options: &LoadOptions) -> Result<Client> {
+/// It starts as psql's would (a pooler refuses start-up parameters it does
+/// not know); its settings go with its first statements (`session_settings`).
+pub(super) fn first_session(connect: &ConnectOptions, _options: &LoadOptions) -> Result<Client> {
+    connect.connect()
+}
+
+/// What the first session is set to, in the message that resolves the
+/// target (no round trip of its own): pgpour's own SQL follows, so the
+/// search path is pinned. With the journal it names the load (a crashed
+/// run of it may have left the table guarded against other writers) and
+/// commits synchronously: the load's entry, its run token, an undo step
+/// lost in a crash would fence out the run's own chunks or leave a change
+/// nobody undoes.
+fn session_settings(options: &LoadOptions) -> String {
+    let pin = "SET search_path = pg_catalog, pg_temp";
     match (options.journal, options.load_id.as_deref()) {
-        (true, Some(load_id)) => connect
-            .with_settings(&[("pgpour.load", load_id), ("synchronous_commit", "on")])
-            .connect(),
-        _ => connect.connect(),
+        (true, Some(load_id)) => format!(
+            "{pin}; SET pgpour.load = {}; SET synchronous_commit = on",
+            crate::quote::quote_literal(load_id)
+        ),
+        _ => pin.to_string(),
     }
 }
 
@@ -168,7 +178,7 @@ pub(super) fn decide(
     // what follows on this session (journal, indexes, sequences) is
     // pgpour's own SQL, so the path is pinned in the same message, or with
     // the trial's end.
-    let pin = "SET search_path = pg_catalog, pg_temp";
+    let pin = session_settings(options);
     let (table, columns) = (&options.table, options.columns.as_deref());
     // A --where condition is checked first, alone (one round trip more,
     // only then): the COPY is tried with it, after it is known to be one

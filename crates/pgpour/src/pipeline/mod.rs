@@ -96,11 +96,7 @@ fn load_and_restore(
     // away from a distant server. Only for options known to be sound.
     let checked = options.check();
     let warm = match &checked {
-        Ok(total) => WarmSessions::open(
-            connect,
-            options.load_id.as_deref().unwrap_or_default(),
-            decide::streaming_sessions(&options, *total),
-        ),
+        Ok(total) => WarmSessions::open(connect, decide::streaming_sessions(&options, *total)),
         Err(_) => WarmSessions::default(),
     };
     let (run, opened, total) = match checked {

@@ -12,6 +12,7 @@ mod harness;
 mod hostile_files;
 mod hostile_inputs;
 mod overlap;
+mod poolers;
 mod random_documents;
 mod rejects;
 mod resume;
