@@ -32,8 +32,10 @@ pub(crate) const LATEST: i32 = MIGRATIONS.len() as i32;
 
 /// Loads, their committed chunks, their rejected rows, and what each load
 /// must restore (the first journal).
+/// (The schema is made before the migrations run, when it is not there:
+/// `CREATE SCHEMA IF NOT EXISTS` asks for CREATE on the database even
+/// where a DBA made the schema for the role.)
 const V1_TABLES: &str = "
-CREATE SCHEMA IF NOT EXISTS pgpour;
 CREATE TABLE IF NOT EXISTS pgpour.loads (
     load_id text PRIMARY KEY,
     target text NOT NULL,

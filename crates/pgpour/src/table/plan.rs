@@ -340,10 +340,10 @@ fn copy_sql(table: &str, columns: Option<&[String]>, format: &FormatOptions) -> 
 pub(crate) fn try_copy_on(
     wire: &mut Wire,
     table: &TableName,
-    copy_sql: &str,
+    (settings, copy_sql): (&str, &str),
 ) -> std::io::Result<(Option<crate::error::ServerError>, Option<u32>)> {
     wire.query(&format!(
-        "BEGIN; SELECT pg_catalog.to_regclass({})::pg_catalog.oid::text; {copy_sql}",
+        "BEGIN; {settings}SELECT pg_catalog.to_regclass({})::pg_catalog.oid::text; {copy_sql}",
         quote_literal(&table.quoted())
     ))?;
     wire.copy_done();

@@ -13,6 +13,7 @@ mod hostile_files;
 mod hostile_inputs;
 mod overlap;
 mod poolers;
+mod privileges;
 mod random_documents;
 mod rejects;
 mod resume;
