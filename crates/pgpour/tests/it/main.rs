@@ -11,6 +11,7 @@ mod file_keys;
 mod harness;
 mod hostile_files;
 mod hostile_inputs;
+mod managed;
 mod overlap;
 mod poolers;
 mod privileges;
