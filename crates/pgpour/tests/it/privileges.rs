@@ -61,6 +61,8 @@ fn options(path: &std::path::Path, journal: bool) -> LoadOptions {
         options.load_id = Some("least".into());
     }
     options.workers = Some(2);
+    // Several chunks: an input under two keeps its indexes anyway.
+    options.chunk_size = 8 * 1024;
     options
 }
 
@@ -164,5 +166,46 @@ fn a_journal_schema_a_dba_made_for_the_role_keeps_its_loads() {
         let again = load_via(&connect, &options(&path, true)).unwrap();
         assert!(again.already_done, "{name}: {again:?}");
         assert_same_rows(&mut db.client(), name, None);
+    }
+}
+
+/// The indexes of a table whose owner may not create in its schema stay
+/// in place (rebuilding one asks for CREATE there, as creating one does):
+/// they used to be dropped and never came back. Given CREATE on the
+/// schema, the same owner's load defers them and puts them back.
+#[test]
+fn a_table_owner_without_create_on_its_schema_keeps_its_indexes() {
+    for (name, create) in [("owner_no_create", false), ("owner_create", true)] {
+        let db = shared_cluster().create_database(name);
+        role(&db, name);
+        let dir = tempfile::tempdir().unwrap();
+        let path = tables_and_input(&db, dir.path());
+        let grant = match create {
+            true => format!("GRANT CREATE ON SCHEMA public TO {name}"),
+            false => String::new(),
+        };
+        db.client()
+            .batch_execute(&format!(
+                "ALTER TABLE actual OWNER TO {name}; CREATE SCHEMA pgpour AUTHORIZATION {name}; {grant}"
+            ))
+            .unwrap();
+        let summary = load_via(&as_role(&db, name), &options(&path, true))
+            .unwrap_or_else(|f| panic!("{name}: {}", f.error));
+        assert_same_rows(&mut db.client(), name, None);
+        let indexes: i64 = db
+            .client()
+            .query_one(
+                "SELECT count(*) FROM pg_index WHERE indrelid = 'actual'::regclass AND indisvalid",
+                &[],
+            )
+            .unwrap()
+            .get(0);
+        assert_eq!(indexes, 2, "{name}: the key and the index are there");
+        assert_eq!(
+            summary.restored.is_empty(),
+            !create,
+            "{name}: {:?}",
+            summary.restored
+        );
     }
 }
