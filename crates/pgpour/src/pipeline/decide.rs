@@ -94,9 +94,9 @@ pub(crate) struct Plan {
 }
 
 /// The load's first session: it decides, prepares, and ends the load.
-/// It starts as psql's would (a pooler refuses start-up parameters it does
-/// not know); its settings go with its first statements (`session_settings`).
-pub(super) fn first_session(connect: &ConnectOptions, _options: &LoadOptions) -> Result<Client> {
+/// It starts as the others do; its settings go with its first statements
+/// (`load_settings`).
+pub(super) fn first_session(connect: &ConnectOptions) -> Result<Client> {
     connect.connect()
 }
 
@@ -154,7 +154,7 @@ pub(super) fn decide(
     let first_pass = opened.is_some();
     let mut client = match opened {
         Some(opened) => opened?,
-        None => first_session(connect, options)?,
+        None => first_session(connect)?,
     };
     if let Some((create, if_not_exists)) = &options.create_table {
         let sql = if first_pass { create } else { if_not_exists };

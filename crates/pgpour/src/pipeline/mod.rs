@@ -101,7 +101,7 @@ fn load_and_restore(
     };
     let (run, opened, total) = match checked {
         Ok(total) => std::thread::scope(|s| {
-            let opened = s.spawn(|| decide::first_session(connect, &options));
+            let opened = s.spawn(|| decide::first_session(connect));
             let run = run_lock(connect, &options);
             let opened = opened
                 .join()

@@ -6,6 +6,12 @@
 //! naming the first. Should the lock's connection drop mid-run, the journal
 //! still fences the run: each chunk commits only while the load's
 //! `run_token` is this run's (see `journal::record_chunk`).
+//!
+//! A session-level lock needs a session of pgpour's own: the lock's first
+//! message asks whether its session is the server's (`pooler`), and a
+//! pooler that shares server sessions between clients (transaction or
+//! statement pooling) stops the load before anything is read, as the lock
+//! would stay on a server session that other clients are given.
 
 use std::sync::Mutex;
 
