@@ -331,6 +331,9 @@ fn reject_duplicates(
 /// `None` without the journal (such a load has no id to resume).
 fn run_lock(connect: &ConnectOptions, options: &LoadOptions) -> Result<Option<RunLock>> {
     if !options.journal {
+        // Its first session pins its search path: not on a server session
+        // that other clients are given next.
+        crate::server::pooler::refuse_shared(connect)?;
         return Ok(None);
     }
     let load_id = options.load_id.as_deref().unwrap_or_default();

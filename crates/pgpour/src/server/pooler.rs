@@ -43,6 +43,33 @@ impl PoolMode {
     }
 }
 
+/// Stops a command that takes no run lock (a load without the journal,
+/// `forget`), whose sessions would leave their settings or locks to other
+/// clients, where a pooler shares server sessions: a session of its own
+/// asks, as the run lock's first message does (one round trip, beside the
+/// command's own session; two more behind a pooler).
+pub(crate) fn refuse_shared(connect: &ConnectOptions) -> Result<()> {
+    let mut wire = match connect.open_wire() {
+        Ok(wire) => wire,
+        // A session the protocol level cannot open (an authentication it
+        // does not speak) is the driver's: the command meets whatever this
+        // met there.
+        Err(_) => return Ok(()),
+    };
+    let outcome =
+        ask(&mut wire, "SELECT pg_catalog.pg_backend_pid()").and_then(|backend| match backend {
+            Some(pid) if Some(pid) != wire.key_pid => match mode(connect, &mut wire, pid)? {
+                PoolMode::Session => Ok(()),
+                shared => Err(Error::SessionsShared {
+                    mode: shared.name(),
+                }),
+            },
+            _ => Ok(()),
+        });
+    wire.close();
+    outcome
+}
+
 /// The mode of the pooler in front of the server, found with a second
 /// session while `first` (whose backend was `first_pid` a statement ago)
 /// stays open.

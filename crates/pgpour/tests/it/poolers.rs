@@ -116,6 +116,18 @@ fn a_load_through_a_session_pooler_loads_what_copy_loads_and_leaves_nothing() {
     assert!(again.already_done, "{again:?}");
     assert_same_rows(&mut db.client(), "session pooling, run twice", None);
     nothing_left(&pooler, &db);
+    assert!(pgpour::forget(&connect, "pooled").unwrap().is_some());
+    nothing_left(&pooler, &db);
+
+    // Without the journal, as a direct connection loads.
+    db.client().batch_execute("TRUNCATE actual").unwrap();
+    let mut without_journal = options(&path, "pooled");
+    without_journal.journal = false;
+    without_journal.load_id = None;
+    let summary = load_via(&connect, &without_journal).unwrap_or_else(|f| panic!("{}", f.error));
+    assert_eq!(summary.rows_loaded, ROWS as u64);
+    assert_same_rows(&mut db.client(), "session pooling, no journal", None);
+    nothing_left(&pooler, &db);
 }
 
 /// A second run of the same id through the session pooler, while the
@@ -129,8 +141,8 @@ fn a_second_run_through_a_session_pooler_finds_the_load_running() {
     let db = cluster.create_database("pooled_twice");
     let dir = tempfile::tempdir().unwrap();
     let path = tables_and_input(&db, dir.path());
-    // The first run's lock, held the way a run holds it, on a direct
-    // session: the run through the pooler must see it.
+    // The first run goes directly, the second through the pooler, which
+    // must see the first's lock.
     let mut holder = db.client();
     let direct = ConnectOptions::resolve(Some(&db.conninfo()), &|_| None).unwrap();
     let first = std::thread::spawn(move || {
@@ -187,11 +199,20 @@ fn a_load_through_a_pooler_that_shares_sessions_is_refused_before_loading() {
         let db = cluster.create_database(&format!("pooled_{name}"));
         let dir = tempfile::tempdir().unwrap();
         let path = tables_and_input(&db, dir.path());
-        let failure = load_via(&through(&pooler, &db), &options(&path, "shared"))
-            .expect_err("sessions are shared");
-        match &failure.error {
-            Error::SessionsShared { mode } => assert_eq!(*mode, name),
-            other => panic!("{name}: {other}\n{}", pooler.log()),
+        let mut without_journal = options(&path, "shared");
+        without_journal.journal = false;
+        without_journal.load_id = None;
+        for options in [options(&path, "shared"), without_journal] {
+            let failure =
+                load_via(&through(&pooler, &db), &options).expect_err("sessions are shared");
+            match &failure.error {
+                Error::SessionsShared { mode } => assert_eq!(*mode, name),
+                other => panic!("{name}: {other}\n{}", pooler.log()),
+            }
+        }
+        match pgpour::forget(&through(&pooler, &db), "shared") {
+            Err(Error::SessionsShared { mode }) => assert_eq!(mode, name),
+            other => panic!("{name}: forget: {other:?}"),
         }
         let loaded: i64 = db
             .client()
