@@ -150,6 +150,26 @@ fn sigkill_through_a_session_pooler_then_resume_loads_every_row_once() {
         .batch_execute("CREATE TABLE t (id int, v text)")
         .unwrap();
     let conninfo = pooler.conninfo(&db.name, "postgres");
+    let dir = tempfile::tempdir().unwrap();
+    let file = input(dir.path());
+    let explain = common::pgpour(
+        &[
+            "load",
+            file.to_str().unwrap(),
+            "-t",
+            "t",
+            "-d",
+            &conninfo,
+            "--explain",
+        ],
+        None,
+    );
+    let shown = text(&explain.stdout);
+    assert!(
+        shown.contains("  pooler   a connection pooler in session pooling"),
+        "{shown}{}",
+        text(&explain.stderr)
+    );
     kill_and_resume(&db, &conninfo, "pooled", 6, |run| {
         if let Err(e) = pooled_sessions_clean(&pooler, &db) {
             panic!("run {run}: {e}\n{}", pooler.log());

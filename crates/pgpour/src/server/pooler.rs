@@ -43,31 +43,35 @@ impl PoolMode {
     }
 }
 
-/// Stops a command that takes no run lock (a load without the journal,
-/// `forget`), whose sessions would leave their settings or locks to other
-/// clients, where a pooler shares server sessions: a session of its own
-/// asks, as the run lock's first message does (one round trip, beside the
-/// command's own session; two more behind a pooler).
-pub(crate) fn refuse_shared(connect: &ConnectOptions) -> Result<()> {
-    let mut wire = match connect.open_wire() {
-        Ok(wire) => wire,
-        // A session the protocol level cannot open (an authentication it
-        // does not speak) is the driver's: the command meets whatever this
-        // met there.
-        Err(_) => return Ok(()),
+/// The mode of the pooler in front of the server, if one is, asked on a
+/// session of its own (one round trip; two more behind a pooler). `None`
+/// also where the protocol level cannot open a session (an authentication
+/// it does not speak): the command meets whatever this met on the driver.
+pub(crate) fn find(connect: &ConnectOptions) -> Result<Option<PoolMode>> {
+    let Ok(mut wire) = connect.open_wire() else {
+        return Ok(None);
     };
-    let outcome =
+    let found =
         ask(&mut wire, "SELECT pg_catalog.pg_backend_pid()").and_then(|backend| match backend {
-            Some(pid) if Some(pid) != wire.key_pid => match mode(connect, &mut wire, pid)? {
-                PoolMode::Session => Ok(()),
-                shared => Err(Error::SessionsShared {
-                    mode: shared.name(),
-                }),
-            },
-            _ => Ok(()),
+            Some(pid) if Some(pid) != wire.key_pid => mode(connect, &mut wire, pid).map(Some),
+            _ => Ok(None),
         });
     wire.close();
-    outcome
+    found
+}
+
+/// Stops a command that takes no run lock (a load without the journal,
+/// `forget`, `--explain`), whose sessions would leave their settings or
+/// locks to other clients, where a pooler shares server sessions.
+pub(crate) fn refuse_shared(connect: &ConnectOptions) -> Result<Option<PoolMode>> {
+    match find(connect)? {
+        Some(shared @ (PoolMode::Transaction | PoolMode::Statement)) => {
+            Err(Error::SessionsShared {
+                mode: shared.name(),
+            })
+        }
+        found => Ok(found),
+    }
 }
 
 /// The mode of the pooler in front of the server, found with a second

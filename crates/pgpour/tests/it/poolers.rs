@@ -105,6 +105,18 @@ fn a_load_through_a_session_pooler_loads_what_copy_loads_and_leaves_nothing() {
     let dir = tempfile::tempdir().unwrap();
     let path = tables_and_input(&db, dir.path());
     let connect = through(&pooler, &db);
+    let explained = pgpour::explain(&connect, &options(&path, "pooled")).unwrap();
+    assert!(
+        explained
+            .pooler
+            .as_deref()
+            .is_some_and(|p| p.contains("in session pooling")),
+        "{:?}",
+        explained.pooler
+    );
+    let direct = ConnectOptions::resolve(Some(&db.conninfo()), &|_| None).unwrap();
+    let explained = pgpour::explain(&direct, &options(&path, "pooled")).unwrap();
+    assert_eq!(explained.pooler, None);
     let summary = load_via(&connect, &options(&path, "pooled"))
         .unwrap_or_else(|f| panic!("{}\n{}", f.error, pooler.log()));
     assert_eq!(summary.rows_loaded, ROWS as u64);
@@ -209,6 +221,10 @@ fn a_load_through_a_pooler_that_shares_sessions_is_refused_before_loading() {
                 Error::SessionsShared { mode } => assert_eq!(*mode, name),
                 other => panic!("{name}: {other}\n{}", pooler.log()),
             }
+        }
+        match pgpour::explain(&through(&pooler, &db), &options(&path, "shared")) {
+            Err(Error::SessionsShared { mode }) => assert_eq!(mode, name),
+            other => panic!("{name}: explain: {:?}", other.map(|e| e.pooler)),
         }
         match pgpour::forget(&through(&pooler, &db), "shared") {
             Err(Error::SessionsShared { mode }) => assert_eq!(mode, name),
