@@ -154,31 +154,39 @@ fn a_second_run_through_a_session_pooler_finds_the_load_running() {
     let dir = tempfile::tempdir().unwrap();
     let path = tables_and_input(&db, dir.path());
     // The first run goes directly, the second through the pooler, which
-    // must see the first's lock.
+    // must see the first's lock. A row trigger slows the first down
+    // (about 2 s), so that it is still copying when the second starts.
     let mut holder = db.client();
+    holder
+        .batch_execute(
+            "CREATE FUNCTION slow() RETURNS trigger LANGUAGE plpgsql AS \
+               $$ BEGIN IF NEW.id % 1000 = 0 THEN PERFORM pg_sleep(0.1); END IF; RETURN NEW; END $$; \
+             CREATE TRIGGER slow BEFORE INSERT ON actual FOR EACH ROW EXECUTE FUNCTION slow()",
+        )
+        .unwrap();
     let direct = ConnectOptions::resolve(Some(&db.conninfo()), &|_| None).unwrap();
     let first = std::thread::spawn(move || {
         let mut options = options(&path, "twice");
         options.workers = Some(1);
-        // Slow enough to be running when the second starts.
-        options.chunk_size = 16 * 1024;
         load_via(&direct, &options).map(|s| s.rows_loaded)
     });
-    // Wait until the first run's lock is taken.
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    // Wait until the first run copies: it holds its run lock by then.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
     let running = loop {
-        let held: i64 = holder
+        let copying: i64 = holder
             .query_one(
-                "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND granted",
+                "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() \
+                 AND state = 'active' AND (query LIKE 'COPY%' OR query LIKE 'SET LOCAL%COPY%')",
                 &[],
             )
             .unwrap()
             .get(0);
-        if held > 0 || first.is_finished() || std::time::Instant::now() > deadline {
-            break held > 0;
+        if copying > 0 || first.is_finished() || std::time::Instant::now() > deadline {
+            break copying > 0;
         }
         std::thread::sleep(std::time::Duration::from_millis(5));
     };
+    assert!(running, "the first run was never seen copying");
     if running {
         let path = dir.path().join("in.csv");
         match load_via(&through(&pooler, &db), &options(&path, "twice")) {
@@ -192,6 +200,7 @@ fn a_second_run_through_a_session_pooler_finds_the_load_running() {
         }
     }
     assert_eq!(first.join().unwrap().unwrap(), ROWS as u64);
+    holder.batch_execute("DROP TRIGGER slow ON actual").unwrap();
     assert_same_rows(&mut db.client(), "second run through the pooler", None);
     nothing_left(&pooler, &db);
 }
