@@ -225,6 +225,7 @@ pub fn explain_text(plan: &pgpour::Explain) -> String {
             .iter()
             .map(|route| format!("  route    {route}")),
     );
+    lines.extend(plan.pooler.iter().map(|p| format!("  pooler   {p}")));
     lines.extend([
         format!(
             "  workers  {}{}",

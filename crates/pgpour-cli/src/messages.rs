@@ -71,6 +71,17 @@ pub fn engine_error(error: &Error) -> String {
             "{error}: wait for that run to end (or stop it), then `pgpour resume {load_id}` if \
              it did not finish"
         ),
+        Error::SessionsShared { .. } => format!(
+            "{error}. Connect to the server directly, or through a session-mode pool (Supabase: \
+             port 5432 instead of 6543; Neon: the host without -pooler; PgBouncer: pool_mode = \
+             session)"
+        ),
+        Error::JournalNotPermitted { role, database, .. } => format!(
+            "{error}. --no-journal loads without it (a load that stops cannot be resumed, and \
+             indexes stay in place); or a DBA lets the role keep its own journal: \
+             CREATE SCHEMA pgpour AUTHORIZATION {role}; (in database {database}, where no \
+             other role's pgpour schema exists)"
+        ),
         Error::LockTimeout { load_id, source } => format!(
             "load {load_id}: another session holds a lock on its table or journal rows for more \
              than 10 s (see pg_locks and pg_prepared_xacts); end it, then try again: {}",

@@ -334,6 +334,31 @@ fn load_and_journal_errors_say_which_command_goes_on() {
          if it did not finish",
     );
     says(
+        Error::SessionsShared {
+            mode: "transaction",
+        },
+        "the server is reached through a connection pooler in transaction pooling mode, which \
+         shares server sessions between clients: a load's run lock and session settings would \
+         be left to other clients. Connect to the server directly, or through a session-mode \
+         pool (Supabase: port 5432 instead of 6543; Neon: the host without -pooler; PgBouncer: \
+         pool_mode = session)",
+    );
+    says(
+        Error::JournalNotPermitted {
+            role: "loader".into(),
+            database: "app".into(),
+            source: Box::new(Error::Target(
+                "creating or upgrading the pgpour journal: permission denied for database app"
+                    .into(),
+            )),
+        },
+        "role loader may not keep the load journal in database app: creating or upgrading the \
+         pgpour journal: permission denied for database app. --no-journal loads without it (a \
+         load that stops cannot be resumed, and indexes stay in place); or a DBA lets the role \
+         keep its own journal: CREATE SCHEMA pgpour AUTHORIZATION loader; (in database app, \
+         where no other role's pgpour schema exists)",
+    );
+    says(
         Error::LoadRunning {
             load_id: id(),
             holder: None,

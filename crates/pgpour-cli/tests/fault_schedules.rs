@@ -123,7 +123,7 @@ fn schedule(cluster: &Cluster, seed: u64) {
             1 => {
                 let _ = db.client().batch_execute(
                     "SELECT pg_terminate_backend(pid) FROM pg_stat_activity \
-                     WHERE datname = current_database() AND query LIKE 'COPY%' \
+                     WHERE datname = current_database() AND (query LIKE 'COPY%' OR query LIKE 'SET LOCAL%COPY%') \
                        AND pid <> pg_backend_pid() LIMIT 1",
                 );
             }

@@ -15,9 +15,10 @@ fn class_of(error: &Error) -> &'static str {
         | Error::InvalidFormat(_)
         | Error::InvalidRequest(_)
         | Error::DuplicateColumn { .. } => "OptionsError",
-        Error::InvalidConnection(_) | Error::Unreachable { .. } | Error::Connect { .. } => {
-            "ConnectionError"
-        }
+        Error::InvalidConnection(_)
+        | Error::Unreachable { .. }
+        | Error::Connect { .. }
+        | Error::SessionsShared { .. } => "ConnectionError",
         Error::Rejected { .. }
         | Error::Copy {
             position: Some(_), ..
@@ -31,7 +32,8 @@ fn class_of(error: &Error) -> &'static str {
         | Error::ChunkCommittedByOtherRun { .. }
         | Error::JournalUntrusted { .. }
         | Error::JournalTooNew { .. }
-        | Error::JournalUnreadable { .. } => "JournalError",
+        | Error::JournalUnreadable { .. }
+        | Error::JournalNotPermitted { .. } => "JournalError",
         Error::AtomicInterrupted { .. } => "Interrupted",
         _ => "LoadError",
     }

@@ -19,6 +19,8 @@
 //! [`Cluster::require_client_certificate`] sets a cluster up for `cert`
 //! authentication, for the client certificate tests.
 //!
+//! [`PgBouncer`] puts a real connection pooler in front of a cluster.
+//!
 //! [`datasets`] generates the deterministic inputs the engine's tests, the
 //! benchmarks and the demo load; [`assert_same_rows`] is the differential
 //! tests' verdict. The kit depends on no pgpour crate, so that each of them
@@ -28,10 +30,12 @@ mod citus;
 mod client_cert;
 mod compare;
 pub mod datasets;
+mod pgbouncer;
 
 pub use citus::{citus_cluster, CitusCluster};
 pub use client_cert::{CertificateLogin, ClientCertificate};
 pub use compare::assert_same_rows;
+pub use pgbouncer::{PgBouncer, PoolMode};
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -205,6 +209,22 @@ impl Cluster {
     pub fn tcp(&self) -> Option<(&'static str, u16)> {
         match &self.kind {
             Kind::Owned { port, .. } => Some(("127.0.0.1", *port)),
+            Kind::External(_) => None,
+        }
+    }
+
+    /// The directory of an owned cluster's unix socket.
+    pub fn socket_dir(&self) -> Option<&Path> {
+        match &self.kind {
+            Kind::Owned { root, .. } => Some(root.path()),
+            Kind::External(_) => None,
+        }
+    }
+
+    /// The port of an owned cluster.
+    pub fn port(&self) -> Option<u16> {
+        match &self.kind {
+            Kind::Owned { port, .. } => Some(*port),
             Kind::External(_) => None,
         }
     }

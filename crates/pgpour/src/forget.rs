@@ -28,6 +28,8 @@ pub fn forget(
     connect: &ConnectOptions,
     load_id: &str,
 ) -> Result<Option<Vec<String>>> {
+    // The run lock it takes is the session's.
+    crate::server::pooler::refuse_shared(connect)?;
     crate::sql::with_pinned_search_path(client, |client| {
         if !crate::journal::exists(client)? {
             return Ok(None);
@@ -46,6 +48,7 @@ pub fn forget_matching(
     connect: &ConnectOptions,
     filter: &LoadFilter,
 ) -> Result<Vec<Forgetting>> {
+    crate::server::pooler::refuse_shared(connect)?;
     crate::sql::with_pinned_search_path(client, |client| {
         if !crate::journal::exists(client)? {
             return Ok(Vec::new());

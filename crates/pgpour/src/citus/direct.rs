@@ -302,7 +302,8 @@ impl<'a> DirectStream<'a> {
         }
         let mut sent = Vec::new();
         for (node, shards) in with_rows {
-            let mut sql = String::from("BEGIN;\n");
+            let settings = crate::server::warm::chunk_settings_sql(self.setup.load_id);
+            let mut sql = format!("BEGIN;\n{settings};\n");
             for &s in &shards {
                 sql.push_str(&format!(
                     "COPY {}{};\n",
@@ -334,12 +335,11 @@ impl<'a> DirectStream<'a> {
     fn node_session(&mut self, node: usize) -> Option<&mut Wire> {
         if self.nodes[node].is_none() {
             let n = &self.setup.routing.nodes[node];
-            let settings = crate::server::warm::loading_settings(self.setup.load_id);
             let wire = self
                 .setup
                 .connect
                 .for_node(&n.host, n.port)
-                .open_wire(&settings)
+                .open_wire()
                 .ok()?;
             self.nodes[node] = Some(wire);
         }
@@ -434,8 +434,7 @@ impl<'a> DirectStream<'a> {
         );
         let sql = format!("SET LOCAL synchronous_commit = on; {guarded}; {rows}");
         if self.journal.is_none() {
-            let settings = crate::server::warm::loading_settings(setup.load_id);
-            match setup.connect.open_wire(&settings) {
+            match setup.connect.open_wire() {
                 Ok(wire) => self.journal = Some(wire),
                 // Nothing was asked: nothing committed.
                 Err(_) => return Decided::Refused,
@@ -480,8 +479,7 @@ impl<'a> DirectStream<'a> {
                 source,
             })
         };
-        let settings = crate::server::warm::loading_settings(setup.load_id);
-        let mut wire = match setup.connect.open_wire(&settings) {
+        let mut wire = match setup.connect.open_wire() {
             Ok(wire) => wire,
             Err(e) => return Decided::Unknown(e),
         };

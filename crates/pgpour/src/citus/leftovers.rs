@@ -108,7 +108,7 @@ pub(crate) fn settle(
         let mut delay = Duration::from_millis(200);
         loop {
             let settled: Result<()> = (|| {
-                let mut wire = connect.for_node(&host, port as u16).open_wire(&[])?;
+                let mut wire = connect.for_node(&host, port as u16).open_wire()?;
                 let found = prepared_on(&mut wire)?;
                 let decided = decisions(&mut tx, load_id, &found, (own_token, owner.as_deref()))?;
                 finish(&mut wire, &decided)?;

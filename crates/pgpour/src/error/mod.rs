@@ -293,6 +293,26 @@ pub enum Error {
     })]
     LoadMismatch { load_id: String, what: Mismatch },
 
+    /// A connection pooler in front of the server shares its sessions
+    /// between clients (transaction or statement pooling), where the run
+    /// lock and the loading sessions' settings would outlive the load or
+    /// reach other clients.
+    #[error(
+        "the server is reached through a connection pooler in {mode} pooling mode, which \
+         shares server sessions between clients: a load's run lock and session settings \
+         would be left to other clients"
+    )]
+    SessionsShared { mode: &'static str },
+
+    /// The role may not keep the load journal: it may not create the
+    /// journal's schema in the database, or may not use the one there.
+    #[error("role {role} may not keep the load journal in database {database}: {source}")]
+    JournalNotPermitted {
+        role: String,
+        database: String,
+        source: Box<Error>,
+    },
+
     /// Another run holds the load id; `holder` says who, as far as this
     /// role may see.
     #[error(

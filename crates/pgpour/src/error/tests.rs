@@ -120,6 +120,17 @@ fn every_error() -> Vec<Error> {
             load_id: load_id(),
             holder: Some("pgpour on host pid 12, server pid 345".into()),
         },
+        Error::SessionsShared {
+            mode: "transaction",
+        },
+        Error::JournalNotPermitted {
+            role: "loader".into(),
+            database: "app".into(),
+            source: Box::new(Error::Db {
+                context: "creating or upgrading the pgpour journal".into(),
+                source: driver_error(),
+            }),
+        },
         Error::LockTimeout {
             load_id: load_id(),
             source: Box::new(Error::Db {
@@ -423,6 +434,8 @@ fn covers(error: &Error) {
         | Error::UnknownLoad { .. }
         | Error::LoadMismatch { .. }
         | Error::LoadRunning { .. }
+        | Error::SessionsShared { .. }
+        | Error::JournalNotPermitted { .. }
         | Error::LockTimeout { .. }
         | Error::TakenOver { .. }
         | Error::Stopped

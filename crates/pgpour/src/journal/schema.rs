@@ -33,8 +33,10 @@ pub(crate) const LATEST: i32 = MIGRATIONS.len() as i32;
 
 /// Loads, their committed chunks, their rejected rows, and what each load
 /// must restore (the first journal).
+/// (The schema is made before the migrations run, when it is not there:
+/// `CREATE SCHEMA IF NOT EXISTS` asks for CREATE on the database even
+/// where a DBA made the schema for the role.)
 const V1_TABLES: &str = "
-CREATE SCHEMA IF NOT EXISTS pgpour;
 CREATE TABLE IF NOT EXISTS pgpour.loads (
     load_id text PRIMARY KEY,
     target text NOT NULL,
@@ -211,6 +213,37 @@ pub fn ensure_schema(client: &mut impl GenericClient) -> Result<()> {
     checked(client, "", "checking the pgpour journal").map(drop)
 }
 
+/// `error`, or, when it is the server refusing the role the journal (its
+/// schema in the database, or the one there), `Error::JournalNotPermitted`.
+fn journal_denied(client: &mut impl GenericClient, error: Error) -> Error {
+    let denied = match &error {
+        Error::Db { source, .. } => source.as_db_error().is_some_and(|db| {
+            db.code() == &SqlState::INSUFFICIENT_PRIVILEGE
+                && (db.message().starts_with("permission denied for database")
+                    || db
+                        .message()
+                        .starts_with("permission denied for schema pgpour")
+                    || db.message().contains("pgpour."))
+        }),
+        _ => false,
+    };
+    if !denied {
+        return error;
+    }
+    let who = client
+        .query_typed_one(
+            "SELECT current_user::text, pg_catalog.current_database()::text",
+            &[],
+        )
+        .map(|r| (r.get::<_, String>(0), r.get::<_, String>(1)))
+        .unwrap_or_default();
+    Error::JournalNotPermitted {
+        role: who.0,
+        database: who.1,
+        source: Box::new(error),
+    }
+}
+
 /// Runs `statements` (none, one or more, each ending in `;`) right after
 /// the journal's checks, in the same message: one round trip in all when
 /// the journal is up to date and trusted. Otherwise the checks stop the
@@ -244,10 +277,12 @@ pub(crate) fn checked(
         }
         Err(e) => {
             let _ = client.batch_execute("ROLLBACK");
-            return Err(Error::db(context)(e));
+            return Err(journal_denied(client, Error::db(context)(e)));
         }
     }
-    ensure_schema_by_steps(client)?;
+    if let Err(e) = ensure_schema_by_steps(client) {
+        return Err(journal_denied(client, e));
+    }
     run_again(client, &sql, context)
 }
 

@@ -94,17 +94,27 @@ pub(crate) struct Plan {
 }
 
 /// The load's first session: it decides, prepares, and ends the load.
-/// Its settings go in the start-up message. With the journal it names the
-/// load (a crashed run of it may have left the table guarded against
-/// other writers) and commits synchronously: the load's entry, its run
-/// token, an undo step lost in a crash would fence out the run's own
-/// chunks or leave a change nobody undoes.
-pub(super) fn first_session(connect: &ConnectOptions, options: &LoadOptions) -> Result<Client> {
+/// It starts as the others do; its settings go with its first statements
+/// (`load_settings`).
+pub(super) fn first_session(connect: &ConnectOptions) -> Result<Client> {
+    connect.connect()
+}
+
+/// What the first session is set to, in the message that resolves the
+/// target (no round trip of its own): pgpour's own SQL follows, so the
+/// search path is pinned. With the journal it names the load (a crashed
+/// run of it may have left the table guarded against other writers) and
+/// commits synchronously: the load's entry, its run token, an undo step
+/// lost in a crash would fence out the run's own chunks or leave a change
+/// nobody undoes. `scope` is `SET` or, for the COPY's trial in a
+/// transaction rolled back, `SET LOCAL`.
+fn load_settings(options: &LoadOptions, scope: &str) -> String {
     match (options.journal, options.load_id.as_deref()) {
-        (true, Some(load_id)) => connect
-            .with_settings(&[("pgpour.load", load_id), ("synchronous_commit", "on")])
-            .connect(),
-        _ => connect.connect(),
+        (true, Some(load_id)) => format!(
+            "; {scope} pgpour.load = {}; {scope} synchronous_commit = on",
+            crate::quote::quote_literal(load_id)
+        ),
+        _ => String::new(),
     }
 }
 
@@ -144,7 +154,7 @@ pub(super) fn decide(
     let first_pass = opened.is_some();
     let mut client = match opened {
         Some(opened) => opened?,
-        None => first_session(connect, options)?,
+        None => first_session(connect)?,
     };
     if let Some((create, if_not_exists)) = &options.create_table {
         let sql = if first_pass { create } else { if_not_exists };
@@ -168,7 +178,14 @@ pub(super) fn decide(
     // what follows on this session (journal, indexes, sequences) is
     // pgpour's own SQL, so the path is pinned in the same message, or with
     // the trial's end.
-    let pin = "SET search_path = pg_catalog, pg_temp";
+    let pin = format!(
+        "SET search_path = pg_catalog, pg_temp{}",
+        load_settings(options, "SET")
+    );
+    // The trial's COPY runs as the load's (a crashed run may have left the
+    // table guarded).
+    let trial_settings = load_settings(options, "SET LOCAL");
+    let trial_settings = trial_settings.trim_start_matches("; ");
     let (table, columns) = (&options.table, options.columns.as_deref());
     // A --where condition is checked first, alone (one round trip more,
     // only then): the COPY is tried with it, after it is known to be one
@@ -194,7 +211,11 @@ pub(super) fn decide(
             let as_given = as_given.as_str();
             s.spawn(move || {
                 let mut wire = warm.take()?;
-                let tried = try_copy_on(&mut wire, table, as_given).ok()?;
+                let settings = match trial_settings {
+                    "" => String::new(),
+                    some => format!("{some}; "),
+                };
+                let tried = try_copy_on(&mut wire, table, (&settings, as_given)).ok()?;
                 warm.give_back(wire);
                 Some(tried)
             })
@@ -202,7 +223,8 @@ pub(super) fn decide(
         let started = Instant::now();
         let resolved = match trial {
             Some(_) => resolve(&mut client, "", &format!("; {pin}")),
-            None => resolve(&mut client, "BEGIN; ", ""),
+            None if trial_settings.is_empty() => resolve(&mut client, "BEGIN; ", ""),
+            None => resolve(&mut client, &format!("BEGIN; {trial_settings}; "), ""),
         };
         // One round trip and a catalog query: what the server is away.
         let round_trip = started.elapsed();

@@ -60,6 +60,11 @@ pub struct Explain {
     /// the shards, or why they go through the coordinator.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub citus_route: Option<String>,
+    /// The connection pooler in front of the server, if there is one, and
+    /// what a load does there (one that shares server sessions refuses
+    /// `explain` as it would the load).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pooler: Option<String>,
     /// When unique keys on values read from the file stay in place, rows
     /// may be rejected, and several workers load: which row of a repeated
     /// key is kept (the one whose chunk commits first).
@@ -71,6 +76,13 @@ pub struct Explain {
 /// it would do with it.
 pub fn explain(connect: &ConnectOptions, options: &LoadOptions) -> Result<Explain> {
     let total = options.check()?;
+    let pooler = crate::server::pooler::refuse_shared(connect)?.map(|mode| {
+        format!(
+            "a connection pooler in {} pooling: each client keeps its server session until it \
+             leaves, so the load runs as on a direct connection",
+            mode.name()
+        )
+    });
     let (mut client, plan) = decide(connect, (options, total), &Progress::default(), None, None)?;
     // The catalog first; the table itself only if it may lose indexes.
     let facts = crate::table::facts::read(&mut client, &plan.target, false)?;
@@ -149,5 +161,6 @@ pub fn explain(connect: &ConnectOptions, options: &LoadOptions) -> Result<Explai
         citus: plan.citus.clone(),
         citus_route: plan.route.as_ref().map(crate::citus::route::describe),
         file_order,
+        pooler,
     })
 }

@@ -96,16 +96,12 @@ fn load_and_restore(
     // away from a distant server. Only for options known to be sound.
     let checked = options.check();
     let warm = match &checked {
-        Ok(total) => WarmSessions::open(
-            connect,
-            options.load_id.as_deref().unwrap_or_default(),
-            decide::streaming_sessions(&options, *total),
-        ),
+        Ok(total) => WarmSessions::open(connect, decide::streaming_sessions(&options, *total)),
         Err(_) => WarmSessions::default(),
     };
     let (run, opened, total) = match checked {
         Ok(total) => std::thread::scope(|s| {
-            let opened = s.spawn(|| decide::first_session(connect, &options));
+            let opened = s.spawn(|| decide::first_session(connect));
             let run = run_lock(connect, &options);
             let opened = opened
                 .join()
@@ -335,6 +331,9 @@ fn reject_duplicates(
 /// `None` without the journal (such a load has no id to resume).
 fn run_lock(connect: &ConnectOptions, options: &LoadOptions) -> Result<Option<RunLock>> {
     if !options.journal {
+        // Its first session pins its search path: not on a server session
+        // that other clients are given next.
+        crate::server::pooler::refuse_shared(connect)?;
         return Ok(None);
     }
     let load_id = options.load_id.as_deref().unwrap_or_default();

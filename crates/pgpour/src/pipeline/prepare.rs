@@ -49,7 +49,7 @@ pub(super) fn prepare_target(
             return Ok(prepared);
         }
     }
-    // The session commits synchronously (see `decide::first_session`).
+    // The session commits synchronously (see `decide::load_settings`).
     // Before the journal has a new load: a refused reject path leaves no trace.
     let state = match plan.journal {
         true => crate::journal::state_of(client, load_id)?,

@@ -6,6 +6,12 @@
 //! naming the first. Should the lock's connection drop mid-run, the journal
 //! still fences the run: each chunk commits only while the load's
 //! `run_token` is this run's (see `journal::record_chunk`).
+//!
+//! A session-level lock needs a session of pgpour's own: the lock's first
+//! message asks whether its session is the server's (`pooler`), and a
+//! pooler that shares server sessions between clients (transaction or
+//! statement pooling) stops the load before anything is read, as the lock
+//! would stay on a server session that other clients are given.
 
 use std::sync::Mutex;
 
@@ -125,30 +131,73 @@ fn lock_session(connect: &ConnectOptions, load_id: &str) -> Result<LockSession> 
     // Other sessions see this name in pg_stat_activity; a second run
     // quotes it to say who holds the load.
     let name = format!("pgpour on {} pid {}", host_name(), std::process::id());
-    // The session sits idle for the whole run: a server's idle timeout
-    // must not end it (and the lock with it). Its own statements name
-    // pg_catalog's objects, which no other role's may shadow. All set at
-    // start-up, with no round trip of their own.
-    let settings = [
-        ("idle_session_timeout", "0"),
-        ("search_path", "pg_catalog, pg_temp"),
-    ];
     let connect = connect.with_application_name(&name);
-    let wire_settings: Vec<(&str, String)> =
-        settings.iter().map(|(k, v)| (*k, v.to_string())).collect();
-    let mut session = match connect.open_wire(&wire_settings) {
-        Ok(wire) => LockSession::Wire(wire),
+    let wire = match connect.open_wire() {
+        Ok(wire) => wire,
         Err(e) if e.is_transient() => return Err(e),
-        Err(_) => LockSession::Driver(connect.with_settings(&settings).connect()?),
+        Err(_) => {
+            let mut session = LockSession::Driver(connect.connect()?);
+            let settings = session_settings_sql(None);
+            take_lock(&mut |sql| session.ask(sql), load_id, &settings)?;
+            return Ok(session);
+        }
     };
-    take_lock(&mut |sql| session.ask(sql), load_id)?;
+    // The settings and the lock go in the first message, on condition
+    // that the session is the server's own (see `pooler`): a pooler's
+    // shared session must keep none of them. Its answer says which.
+    let direct = wire.key_pid;
+    let mut session = LockSession::Wire(wire);
+    let (high, low) = lock_key(load_id);
+    let first = session.ask(&format!(
+        "{}; SELECT pg_catalog.pg_backend_pid(), CASE WHEN pg_catalog.pg_backend_pid() \
+         OPERATOR(pg_catalog.=) {pid} THEN pg_catalog.pg_try_advisory_lock({}, {}) END",
+        session_settings_sql(direct),
+        high as i32,
+        low as i32,
+        pid = direct.unwrap_or_default(),
+    ))?;
+    let backend = crate::server::pooler::last_pid(&first);
+    if backend.is_some() && backend == direct {
+        let locked = first.last().and_then(|r| r.get(1)) == Some(&Some("t".to_string()));
+        if !locked {
+            take_lock(&mut |sql| session.ask(sql), load_id, "")?;
+        }
+        return Ok(session);
+    }
+    let LockSession::Wire(wire) = &mut session else {
+        unreachable!("a wire session was opened")
+    };
+    let mode = crate::server::pooler::mode(&connect, wire, backend.unwrap_or_default())?;
+    if mode != crate::server::pooler::PoolMode::Session {
+        return Err(Error::SessionsShared { mode: mode.name() });
+    }
+    // A session pooler's session is this client's until it leaves, and
+    // reset when it does: it takes the settings as the server would.
+    let settings = session_settings_sql(None);
+    take_lock(&mut |sql| session.ask(sql), load_id, &settings)?;
     Ok(session)
+}
+
+/// The lock session's settings, as one statement; with `only_on`, set
+/// only if the session's backend is that process.
+/// The session sits idle for the whole run: a server's idle timeout must
+/// not end it (and the lock with it). Its own statements name pg_catalog's
+/// objects, which no other role's may shadow.
+fn session_settings_sql(only_on: Option<i32>) -> String {
+    let condition = match only_on {
+        Some(pid) => format!(" WHERE pg_catalog.pg_backend_pid() OPERATOR(pg_catalog.=) {pid}"),
+        None => String::new(),
+    };
+    format!(
+        "SELECT pg_catalog.set_config('idle_session_timeout', '0', false), \
+         pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', false){condition}"
+    )
 }
 
 /// Takes the session-level lock on `load_id`, or says who holds it.
 fn try_lock(session: &mut Client, load_id: &str) -> Result<()> {
     let mut ask = |sql: &str| simple_rows(session, sql).map_err(Error::db("locking the load id"));
-    take_lock(&mut ask, load_id)
+    take_lock(&mut ask, load_id, "")
 }
 
 /// How long a held lock is asked for again before its holder is named: a
@@ -158,12 +207,22 @@ fn try_lock(session: &mut Client, load_id: &str) -> Result<()> {
 const ENDING_RUN_GRACE: std::time::Duration = std::time::Duration::from_secs(1);
 
 /// Takes the session-level lock on `load_id` through `ask` (a simple query
-/// on the lock's session), or says who holds it.
-fn take_lock(ask: &mut dyn FnMut(&str) -> Result<Vec<TextRow>>, load_id: &str) -> Result<()> {
+/// on the lock's session), or says who holds it. `before`, if not empty,
+/// is a statement that goes with the first try.
+fn take_lock(
+    ask: &mut dyn FnMut(&str) -> Result<Vec<TextRow>>,
+    load_id: &str,
+    before: &str,
+) -> Result<()> {
     let (high, low) = lock_key(load_id);
     let deadline = std::time::Instant::now() + ENDING_RUN_GRACE;
+    let mut before = before.to_string();
     loop {
-        if taken(&ask(&try_lock_sql(high, low))?) {
+        let sql = match std::mem::take(&mut before) {
+            first if first.is_empty() => try_lock_sql(high, low),
+            first => format!("{first}; {}", try_lock_sql(high, low)),
+        };
+        if taken(&ask(&sql)?) {
             return Ok(());
         }
         if std::time::Instant::now() >= deadline {
@@ -185,9 +244,10 @@ fn try_lock_sql(high: u32, low: u32) -> String {
     )
 }
 
-/// Whether the rows of `try_lock_sql` say the lock was taken.
+/// Whether the rows of `try_lock_sql` (the last statement) say the lock
+/// was taken.
 fn taken(rows: &[TextRow]) -> bool {
-    rows.first().and_then(|r| r.first()) == Some(&Some("t".to_string()))
+    rows.last().and_then(|r| r.first()) == Some(&Some("t".to_string()))
 }
 
 /// Runs `f` holding the run lock of `load_id` on `client`'s own session

@@ -11,16 +11,18 @@ use crate::error::Result;
 use crate::server::conn::ConnectOptions;
 use crate::server::wire::Wire;
 
-/// What a journaled load's loading sessions are set to from their start
-/// (no round trip spent on it). The journal shares the chunks' fate and the
+/// The settings of a journaled load's chunk, for the front of its
+/// transaction (`SET LOCAL`: nothing outlives the chunk, so a session a
+/// pooler shares with other clients keeps none of them, and they cost no
+/// round trip of their own). The journal shares the chunks' fate and the
 /// load ends with a synchronous commit, so chunks commit asynchronously;
-/// `pgpour.load` names the load, which lets the session write to a table
+/// `pgpour.load` names the load, which lets the chunk write to a table
 /// whose unique keys the load dropped.
-pub(crate) fn loading_settings(load_id: &str) -> [(&'static str, String); 2] {
-    [
-        ("synchronous_commit", "off".to_string()),
-        ("pgpour.load", load_id.to_string()),
-    ]
+pub(crate) fn chunk_settings_sql(load_id: &str) -> String {
+    format!(
+        "SET LOCAL synchronous_commit = off; SET LOCAL pgpour.load = {}",
+        crate::quote::quote_literal(load_id)
+    )
 }
 
 /// Sessions being opened, or open, for the load's workers to take.
@@ -31,16 +33,12 @@ pub(crate) struct WarmSessions {
 }
 
 impl WarmSessions {
-    /// Starts opening `count` loading sessions for the load `load_id`.
-    pub fn open(connect: &ConnectOptions, load_id: &str, count: usize) -> WarmSessions {
+    /// Starts opening `count` loading sessions.
+    pub fn open(connect: &ConnectOptions, count: usize) -> WarmSessions {
         let opening = (0..count)
             .map(|_| {
                 let connect = connect.clone();
-                let settings = loading_settings(load_id);
-                std::thread::spawn(move || {
-                    let settings: Vec<(&str, String)> = settings.to_vec();
-                    connect.open_wire(&settings)
-                })
+                std::thread::spawn(move || connect.open_wire())
             })
             .collect();
         WarmSessions {

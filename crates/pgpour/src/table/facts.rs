@@ -34,6 +34,11 @@ pub(crate) struct TableFacts {
     pub published: bool,
     /// The current role may act as the table's owner.
     pub owned: bool,
+    /// The role may create in the table's schema, which rebuilding an
+    /// index asks of it as creating one does (a table's owner without it
+    /// could drop its indexes, and not make them again).
+    #[serde(default)]
+    pub schema_create: bool,
     /// Whether the table has no row, when it was asked (see `facts_sql`).
     #[serde(default)]
     pub empty: Option<bool>,
@@ -204,6 +209,7 @@ pub(crate) fn facts_sql(target: &Target, emptiness: bool) -> String {
            'published', EXISTS (SELECT 1 FROM pg_publication_tables p
                                 WHERE p.schemaname = n.nspname AND p.tablename = c.relname),
            'owned', pg_has_role(c.relowner, 'USAGE'),
+           'schema_create', has_schema_privilege(c.relnamespace, 'CREATE'),
            'empty', {empty},
            'sequences', (SELECT json_agg(s) FROM sequences s),
            'indexes', (SELECT json_agg(x) FROM indexes x))::text

@@ -110,6 +110,11 @@ pub(crate) fn plan_from(
         _ if left_alone.is_some() => return IndexPlan::not_used(left_alone.cloned().unwrap()),
         _ if facts.partitioned => return because("partitioned tables and partitions keep them"),
         _ if !facts.owned => return because("only the table's owner may drop and rebuild them"),
+        _ if !facts.schema_create => {
+            return because(
+                "the role may not create in the table's schema, which rebuilding them asks for",
+            )
+        }
         // Unknown (not asked yet): the plan as if it were empty, which the
         // caller then checks (see `needs_emptiness`).
         _ if !truncate && facts.empty == Some(false) => return because("the table is not empty"),

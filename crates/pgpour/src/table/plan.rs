@@ -336,14 +336,15 @@ fn copy_sql(table: &str, columns: Option<&[String]>, format: &FormatOptions) -> 
 /// rolled back, on a loading session, in one round trip (the COPY, the end
 /// of its data and the rollback go in one write): the server's refusal, if
 /// it refuses, and the oid `table` named there, for the caller to check
-/// that the trial was about the table the load resolved.
+/// that the trial was about the table the load resolved. `settings`
+/// (statements ending in `; `, or nothing) open the trial's transaction.
 pub(crate) fn try_copy_on(
     wire: &mut Wire,
     table: &TableName,
-    copy_sql: &str,
+    (settings, copy_sql): (&str, &str),
 ) -> std::io::Result<(Option<crate::error::ServerError>, Option<u32>)> {
     wire.query(&format!(
-        "BEGIN; SELECT pg_catalog.to_regclass({})::pg_catalog.oid::text; {copy_sql}",
+        "BEGIN; {settings}SELECT pg_catalog.to_regclass({})::pg_catalog.oid::text; {copy_sql}",
         quote_literal(&table.quoted())
     ))?;
     wire.copy_done();

@@ -136,7 +136,7 @@ fn a_second_run_of_a_load_id_stops_at_once_and_names_the_first() {
         let running = scope.spawn(|| load(&db, &first));
         wait_for(
             &mut client,
-            "SELECT count(*) FROM pg_stat_activity WHERE state = 'active' AND query LIKE 'COPY%' AND datname = current_database()",
+            "SELECT count(*) FROM pg_stat_activity WHERE state = 'active' AND (query LIKE 'COPY%' OR query LIKE 'SET LOCAL%COPY%') AND datname = current_database()",
             "the first run to copy",
         );
         std::thread::sleep(Duration::from_millis(700));
@@ -227,7 +227,7 @@ fn an_input_that_grows_or_shrinks_while_loading_fails_the_load() {
             let running = scope.spawn(|| load(&db, &o));
             wait_for(
                 &mut client,
-                "SELECT count(*) FROM pg_stat_activity WHERE state = 'active' AND query LIKE 'COPY%' AND datname = current_database()",
+                "SELECT count(*) FROM pg_stat_activity WHERE state = 'active' AND (query LIKE 'COPY%' OR query LIKE 'SET LOCAL%COPY%') AND datname = current_database()",
                 "the load to copy",
             );
             let file = std::fs::OpenOptions::new()
@@ -280,7 +280,7 @@ fn another_writer_cannot_break_a_unique_key_the_load_dropped() {
         );
         wait_for(
             &mut client,
-            "SELECT count(*) FROM pg_stat_activity WHERE state = 'active' AND query LIKE 'COPY%' AND datname = current_database()",
+            "SELECT count(*) FROM pg_stat_activity WHERE state = 'active' AND (query LIKE 'COPY%' OR query LIKE 'SET LOCAL%COPY%') AND datname = current_database()",
             "the load to copy",
         );
         // A key the sequence is about to hand the load.

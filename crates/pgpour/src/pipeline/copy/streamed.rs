@@ -19,7 +19,7 @@ use crate::error::sqlstate::{blame_error, Blame};
 use crate::error::{Error, ServerError};
 use crate::journal::journal_rows_sql;
 use crate::server::conn::ConnectOptions;
-use crate::server::warm::{loading_settings, WarmSessions};
+use crate::server::warm::{chunk_settings_sql, WarmSessions};
 use crate::server::wire::Wire;
 use crate::source::chunk::{Batch, Chunk};
 use crate::source::csv::frame::{count_records, Syntax};
@@ -111,10 +111,7 @@ impl<'a> ChunkStream<'a> {
         if self.wire.is_none() {
             let opened = match self.setup.warm.take() {
                 Some(wire) => Ok(wire),
-                None => self
-                    .setup
-                    .connect
-                    .open_wire(&loading_settings(self.setup.load_id)),
+                None => self.setup.connect.open_wire(),
             };
             match opened {
                 Ok(wire) => self.wire = Some(wire),
@@ -250,12 +247,13 @@ impl<'a> ChunkStream<'a> {
         }
     }
 
-    /// The batch's query: its COPY, then a journal row per chunk (see
-    /// `journal_rows_sql`).
+    /// The batch's query: its settings, its COPY, then a journal row per
+    /// chunk (see `journal_rows_sql`).
     fn batch_sql(&self, copy_sql: &str, batch: &Batch, journaled: &[u64]) -> String {
         let setup = &self.setup;
         let rows = journal_rows_sql((setup.load_id, setup.run_token), batch, journaled, None);
-        format!("{copy_sql};\n{rows}")
+        let settings = chunk_settings_sql(setup.load_id);
+        format!("{settings};\n{copy_sql};\n{rows}")
     }
 
     /// Ends the session, once nothing is in flight.
@@ -266,11 +264,13 @@ impl<'a> ChunkStream<'a> {
     }
 }
 
-/// The row count of a clean answer: `COPY n`, then the journal row's
-/// check, `SELECT 1`.
+/// The row count of a clean answer: the two settings' `SET`, `COPY n`,
+/// then the journal row's check, `SELECT 1`.
 fn copy_rows(tags: &[String]) -> Option<u64> {
     match tags {
-        [copy, check] if check == "SELECT 1" => copy.strip_prefix("COPY ")?.parse().ok(),
+        [set1, set2, copy, check] if set1 == "SET" && set2 == "SET" && check == "SELECT 1" => {
+            copy.strip_prefix("COPY ")?.parse().ok()
+        }
         _ => None,
     }
 }

@@ -12,6 +12,7 @@
 
 use std::path::Path;
 use std::str::FromStr;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -101,6 +102,16 @@ pub struct ConnectOptions {
     /// building one reads the system's CA store, about 40 ms of CPU each
     /// time (a load opens a connection per worker, plus its journal's).
     tls_connector: Arc<Mutex<Option<native_tls::TlsConnector>>>,
+    /// The `options` start-up parameter without pgpour's own switches: the
+    /// user's (and libpq's environment settings), if any.
+    plain_options: Option<String>,
+    /// Set once the server refused pgpour's own switches in `options` as an
+    /// unsupported start-up parameter, which is what a connection pooler
+    /// such as PgBouncer says (psql sends no `options` unless asked to):
+    /// the load's later sessions then start without them, as psql's would.
+    /// Shared by every copy of these options, so the refusal costs one
+    /// handshake per load.
+    own_options_refused: Arc<AtomicBool>,
 }
 
 /// Unix socket directories tried when no host is given: Debian's, then upstream's.
@@ -133,12 +144,13 @@ impl ConnectOptions {
         // instead of 4.0-4.8 s; psql \copy 1.8-2.0 s). Elsewhere it is a
         // setting nobody reads. Before the user's own options: theirs win.
         const CITUS: &str = "-c citus.multi_shard_modify_mode=sequential";
-        let mut options = match config.get_options() {
-            Some(theirs) => format!("{CITUS} {theirs}"),
-            None => CITUS.to_string(),
-        };
-        options.push_str(&environment_settings(&env));
+        let mut plain = config.get_options().unwrap_or_default().to_string();
+        plain.push_str(&environment_settings(&env));
+        let plain = plain.trim().to_string();
+        let mut options = format!("{CITUS} {plain}");
         // After the user's own options, so that theirs cannot undo it.
+        // (Where a pooler refuses these switches, literals are written to
+        // read the same either way: see `quote_literal`.)
         options.push_str(" -c standard_conforming_strings=on");
         config.options(&options);
 
@@ -152,7 +164,57 @@ impl ConnectOptions {
             config,
             tls,
             tls_connector: Arc::default(),
+            plain_options: (!plain.is_empty()).then_some(plain),
+            own_options_refused: Arc::default(),
         })
+    }
+
+    /// Whether a server (a pooler) refused pgpour's own start-up switches.
+    pub(crate) fn own_options_refused(&self) -> bool {
+        self.own_options_refused.load(Ordering::Relaxed)
+    }
+
+    /// These options as psql would start a session: `options` only if
+    /// the user gave some.
+    fn plain(&self) -> ConnectOptions {
+        let mut config = self.all_but_hosts(self.plain_options.as_deref());
+        let all = &self.config;
+        for host in all.get_hosts() {
+            match host {
+                Host::Tcp(name) => config.host(name),
+                Host::Unix(path) => config.host_path(path),
+            };
+        }
+        for &addr in all.get_hostaddrs() {
+            config.hostaddr(addr);
+        }
+        for &port in all.get_ports() {
+            config.port(port);
+        }
+        ConnectOptions {
+            config,
+            ..self.clone()
+        }
+    }
+
+    /// Runs `open` with these options, or, once a server has refused
+    /// pgpour's own start-up switches (`refused` tells such an error), with
+    /// the plain ones.
+    fn with_fallback<T>(
+        &self,
+        open: impl Fn(&ConnectOptions) -> Result<T>,
+        refused: impl Fn(&Error) -> bool,
+    ) -> Result<T> {
+        if self.own_options_refused() {
+            return open(&self.plain());
+        }
+        match open(self) {
+            Err(e) if refused(&e) => {
+                self.own_options_refused.store(true, Ordering::Relaxed);
+                open(&self.plain())
+            }
+            other => other,
+        }
     }
 
     /// The client_encoding the connection's `options` set (PGOPTIONS, a
@@ -193,25 +255,12 @@ impl ConnectOptions {
         })
     }
 
-    /// These options with `settings` given to the server in the start-up
-    /// message (as `-c name=value` in `options`, after the user's own), so
-    /// that no statement, and no round trip, is spent on them.
     /// The same options with `password` (typed at a prompt: the caller
     /// asked for it after `ConnectionProblem::PasswordNeeded`).
     pub fn with_password(&self, password: &str) -> ConnectOptions {
         let mut options = self.clone();
         options.config.password(password);
         options
-    }
-
-    pub(crate) fn with_settings(&self, settings: &[(&str, &str)]) -> ConnectOptions {
-        let mut out = self.clone();
-        let mut options = out.config.get_options().unwrap_or_default().to_string();
-        for (name, value) in settings {
-            options.push_str(&format!(" -c {name}={}", escape_option(value)));
-        }
-        out.config.options(options.trim_start());
-        out
     }
 
     /// These options with another `application_name`.
@@ -225,7 +274,12 @@ impl ConnectOptions {
     /// standard strings: set in the start-up message (see `resolve`), not
     /// by a statement that would cost a round trip.
     pub fn connect(&self) -> Result<Client> {
-        self.connect_to_a_host()
+        self.with_fallback(ConnectOptions::connect_to_a_host, |e| match e {
+            Error::Connect { source, .. } => source
+                .as_db_error()
+                .is_some_and(|db| refuses_start_up_parameter(db.code().code(), db.message())),
+            _ => false,
+        })
     }
 
     /// The first host that takes the connection, in order, each with
@@ -318,7 +372,7 @@ impl ConnectOptions {
     /// The options with host `i` (and its port and hostaddr) alone.
     fn single_host(&self, i: usize) -> Config {
         let all = &self.config;
-        let mut one = self.all_but_hosts();
+        let mut one = self.all_but_hosts(self.config.get_options());
         match &all.get_hosts()[i] {
             Host::Tcp(name) => one.host(name),
             Host::Unix(path) => one.host_path(path),
@@ -335,17 +389,16 @@ impl ConnectOptions {
     /// node): its host and port instead of the load's, the same user,
     /// password, database, settings and TLS rules.
     pub(crate) fn for_node(&self, host: &str, port: u16) -> ConnectOptions {
-        let mut config = self.all_but_hosts();
+        let mut config = self.all_but_hosts(self.config.get_options());
         config.host(host).port(port);
         ConnectOptions {
             config,
-            tls: self.tls.clone(),
-            tls_connector: self.tls_connector.clone(),
+            ..self.clone()
         }
     }
 
-    /// Everything but the hosts, their addresses and ports.
-    fn all_but_hosts(&self) -> Config {
+    /// Everything but the hosts, their addresses and ports, with `options`.
+    fn all_but_hosts(&self, options: Option<&str>) -> Config {
         let all = &self.config;
         let mut one = Config::new();
         if let Some(user) = all.get_user() {
@@ -357,7 +410,7 @@ impl ConnectOptions {
         if let Some(dbname) = all.get_dbname() {
             one.dbname(dbname);
         }
-        if let Some(options) = all.get_options() {
+        if let Some(options) = options {
             one.options(options);
         }
         if let Some(name) = all.get_application_name() {
@@ -393,6 +446,12 @@ impl ConnectOptions {
         *cached = Some(connector.clone());
         Ok(connector)
     }
+}
+
+/// Whether a server's refusal (SQLSTATE and message) is that of a start-up
+/// parameter it does not take: PgBouncer's words for `options`.
+pub(crate) fn refuses_start_up_parameter(sqlstate: &str, message: &str) -> bool {
+    sqlstate == "08P01" && message.starts_with("unsupported startup parameter")
 }
 
 /// The options the driver does not know, taken out of the connection

@@ -8,9 +8,20 @@ use crate::error::{ConnectionProblem, Error, Result};
 use crate::server::wire::{self, ChannelBindingUse, Endpoint, OpenError, Startup, TlsUse, Wire};
 
 impl ConnectOptions {
-    /// Opens a loading session with `settings` set from its start (no
-    /// round trip spent on them): the first host that takes it, in order.
-    pub(crate) fn open_wire(&self, settings: &[(&str, String)]) -> Result<Wire> {
+    /// Opens a loading session: the first host that takes it, in order.
+    /// Its start-up message carries what the driver's would, and nothing
+    /// else (a pooler refuses parameters it does not know): sessions set
+    /// their own settings in their statements.
+    pub(crate) fn open_wire(&self) -> Result<Wire> {
+        self.with_fallback(ConnectOptions::open_wire_once, |e| match e {
+            Error::Server { server, .. } => {
+                super::refuses_start_up_parameter(&server.sqlstate, &server.message)
+            }
+            _ => false,
+        })
+    }
+
+    fn open_wire_once(&self) -> Result<Wire> {
         let config = &self.config;
         let mut parameters: Vec<(&str, String)> = Vec::new();
         // Standard strings among them (see `resolve`).
@@ -20,7 +31,6 @@ impl ConnectOptions {
         if let Some(name) = config.get_application_name() {
             parameters.push(("application_name", name.to_string()));
         }
-        parameters.extend(settings.iter().cloned());
         let startup = Startup {
             user: config.get_user().unwrap_or_default(),
             database: config.get_dbname().unwrap_or_default(),
@@ -122,7 +132,7 @@ mod tests {
         );
         let connect = ConnectOptions::resolve(Some(&with_certificate), &no_home)
             .unwrap_or_else(|e| panic!("{e}"));
-        let mut wire = connect.open_wire(&[]).unwrap_or_else(|e| panic!("{e}"));
+        let mut wire = connect.open_wire().unwrap_or_else(|e| panic!("{e}"));
         wire.query("SELECT client_dn FROM pg_stat_ssl WHERE pid = pg_backend_pid()")
             .unwrap_or_else(|e| panic!("{e}"));
         let answer = wire.answer().unwrap_or_else(|e| panic!("{e}"));
@@ -131,7 +141,7 @@ mod tests {
 
         let without =
             ConnectOptions::resolve(Some(&base), &no_home).unwrap_or_else(|e| panic!("{e}"));
-        match without.open_wire(&[]) {
+        match without.open_wire() {
             Ok(_) => panic!("a session without a certificate was let in"),
             Err(e) => assert!(e.to_string().contains("certificate"), "{e}"),
         }

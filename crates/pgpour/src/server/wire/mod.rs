@@ -44,6 +44,10 @@ pub(crate) struct Wire {
     messages: VecDeque<Message>,
     /// Why the socket broke, once it did: the session cannot be used again.
     broken: Option<io::ErrorKind>,
+    /// The process id the server gave for cancelling the session's
+    /// queries: the backend's own, unless something between (a pooler)
+    /// stands in for it.
+    pub key_pid: Option<i32>,
 }
 
 /// How the server answered one simple query.
@@ -66,6 +70,7 @@ impl Wire {
             input: BytesMut::with_capacity(8192),
             messages: VecDeque::new(),
             broken: None,
+            key_pid: None,
         }
     }
 

@@ -109,6 +109,7 @@ pub(crate) fn open(
     let mut scram: Option<ScramSha256> = None;
     let mut auth = Auth::default();
     let mut read_only = false;
+    let mut key_pid = None;
     loop {
         out.clear();
         match reader.next(&mut stream)? {
@@ -116,7 +117,10 @@ pub(crate) fn open(
                 auth.check_ok(startup.channel_binding)?;
                 continue;
             }
-            Message::BackendKeyData(_) => continue,
+            Message::BackendKeyData(body) => {
+                key_pid = Some(body.process_id());
+                continue;
+            }
             Message::AuthenticationCleartextPassword => {
                 auth.check_password_allowed(startup.channel_binding)?;
                 frontend::password_message(password(startup)?, &mut out)?;
@@ -182,6 +186,7 @@ pub(crate) fn open(
     }
     stream.set_nonblocking(true)?;
     let mut wire = Wire::new(stream);
+    wire.key_pid = key_pid;
     // Bytes the server sent after ReadyForQuery, if any, are the session's.
     wire.input = reader.input;
     Ok(wire)
