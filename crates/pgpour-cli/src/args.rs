@@ -610,6 +610,18 @@ pub struct LoadArgs {
     #[arg(long)]
     pub keep_sequences: bool,
 
+    /// Keep the table's own foreign keys in place, each chunk's rows
+    /// checked as it commits, so that a row may not refer to a row further
+    /// down the file. By default a load into an empty table (or with
+    /// --truncate) takes them off and adds them back once every row is in,
+    /// checked in one join, as COPY checks them at the end of its
+    /// statement: a row whose reference is then missing stops the load,
+    /// naming its line, or is rejected within --max-errors. The journal
+    /// keeps their definitions, so a crashed load gets them back from
+    /// `pgpour resume` or `pgpour forget`. --explain lists them.
+    #[arg(long)]
+    pub keep_foreign_keys: bool,
+
     /// How rows go to the server (COPY's FORMAT on the wire). `auto`
     /// sends binary where it saves CPU: columns the server is slow to
     /// parse (dates, timestamps, floats, uuids...) or long strings, chunk

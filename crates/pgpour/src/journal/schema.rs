@@ -25,6 +25,7 @@ const MIGRATIONS: &[&str] = &[
     V5_DUPLICATES,
     V6_DIRECT,
     V7_ROUTED,
+    V8_KEY_CHECKS,
 ];
 
 /// The version this pgpour writes.
@@ -181,6 +182,14 @@ ALTER TABLE pgpour.chunks ADD COLUMN IF NOT EXISTS direct_token text";
 /// look for what the nodes hold.
 const V7_ROUTED: &str = "
 ALTER TABLE pgpour.loads ADD COLUMN IF NOT EXISTS routed boolean NOT NULL DEFAULT false";
+
+/// Foreign keys taken off the table for the load and added back at its
+/// end, once every row is in (see `table::foreign_keys`).
+const V8_KEY_CHECKS: &str = "
+ALTER TABLE pgpour.undo DROP CONSTRAINT IF EXISTS undo_kind_check;
+ALTER TABLE pgpour.undo ADD CONSTRAINT undo_kind_check
+    CHECK (kind IN ('index', 'constraint', 'guard_trigger', 'sequence_cache', 'statement', 'duplicates',
+                    'foreign_key'))";
 
 /// Kept after every migration: the journal holds rejected rows, which may
 /// be personal data, for its owner only, whatever default privileges say.

@@ -81,6 +81,9 @@ pub(crate) struct Plan {
     pub indexes_left_alone: Option<LeftAlone>,
     /// Why the sequences' CACHE stays as it is, if it does.
     pub sequences_left_alone: Option<LeftAlone>,
+    /// Why the table's foreign keys stay in place whatever it holds, if
+    /// they do.
+    pub foreign_keys_left_alone: Option<LeftAlone>,
     /// Whether chunks go binary, and why.
     pub wire: WireChoice,
     /// How rows merge into the table (`--on-conflict skip|update`).
@@ -339,6 +342,14 @@ impl Plan {
             max_errors: options.max_errors,
             truncate: options.truncate,
             indexes_left_alone: indexes_left_alone(options, total),
+            foreign_keys_left_alone: match in_citus {
+                true => Some(LeftAlone::Because(
+                    "a Citus table: the trigger that keeps other writers out while a key is away \
+                     cannot go on a distributed table"
+                        .into(),
+                )),
+                false => foreign_keys_left_alone(options),
+            },
             wire,
             merge: None,
             sequences_left_alone: match in_citus {
@@ -388,7 +399,7 @@ impl Plan {
     }
 
     /// What decides, beside the table's facts, which indexes it drops.
-    pub(crate) fn drop_rules(&self) -> DropRules<'static> {
+    pub(crate) fn drop_rules(&self) -> DropRules<'_> {
         let citus = self.citus.is_some();
         DropRules {
             truncate: self.truncate,
@@ -398,6 +409,7 @@ impl Plan {
                  it is away cannot go on a distributed table",
             ),
             alone: citus,
+            foreign_keys_kept: self.foreign_keys_left_alone.as_ref(),
         }
     }
 
@@ -429,6 +441,31 @@ fn indexes_left_alone(options: &LoadOptions, total: Option<u64>) -> Option<LeftA
             total,
             "rebuilding them would cost more than it saves",
         ),
+    }
+}
+
+/// Why the load keeps the table's foreign keys in place whatever the table
+/// holds, if the options say so. Unlike indexes, not for a small input:
+/// even a small one may go in several chunks, each checked at its end.
+fn foreign_keys_left_alone(options: &LoadOptions) -> Option<LeftAlone> {
+    let stdin = options
+        .inputs
+        .iter()
+        .any(|i| matches!(i, crate::source::input::InputSpec::Stdin));
+    match () {
+        _ if options.keep_foreign_keys => Some(LeftAlone::Asked),
+        _ if !options.journal => Some(LeftAlone::NoJournal),
+        _ if options.atomic => Some(LeftAlone::Atomic),
+        _ if options.on_conflict != OnConflict::Error => Some(LeftAlone::Because(
+            "rows merge through a staging table, each chunk's checked as it merges".into(),
+        )),
+        _ if options.where_clause.is_some() => Some(LeftAlone::Because(
+            "a filter leaves rows out, and a refused row's line could not be found again".into(),
+        )),
+        _ if stdin => Some(LeftAlone::Because(
+            "stdin cannot be read again to find a refused row's line".into(),
+        )),
+        _ => None,
     }
 }
 

@@ -154,7 +154,7 @@ fn prepare_new_load(
     let facts = crate::table::facts::parse(results.last().map_or(&[], Vec::as_slice))?;
     let (mut indexes, mut sequences) = plan.changes(&facts);
     let mut locked = false;
-    if !indexes.rebuild.is_empty() {
+    if indexes.changes_table() {
         // Decided again with the table locked, and read (is it empty?):
         // nobody writes to it until the drops commit.
         let sql = format!(
@@ -214,7 +214,7 @@ fn prepare_new_load(
         // keep the other from happening; each that fails leaves things as
         // they are.
         let _ = client.batch_execute("ROLLBACK");
-        if !indexes.rebuild.is_empty() {
+        if indexes.changes_table() {
             drop_indexes(client, plan)?;
         }
         if !sequences.raise.is_empty() {

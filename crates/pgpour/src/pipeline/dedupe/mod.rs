@@ -14,7 +14,7 @@
 //! runs in the transaction that builds the keys (`journal::duplicates`).
 
 mod order;
-mod stage;
+pub(crate) mod stage;
 
 use postgres::types::Type;
 use postgres::Transaction;
@@ -342,7 +342,7 @@ struct Found {
 /// savepoints (row by row, after a refusal) is recorded without its id:
 /// its rows have ids of their own. When some row's `xmin` is no chunk's,
 /// every such chunk is read too.
-fn chunks_holding<'a>(chunks: &'a [ChunkRows], xmins: &[i64]) -> Vec<&'a ChunkRows> {
+pub(crate) fn chunks_holding<'a>(chunks: &'a [ChunkRows], xmins: &[i64]) -> Vec<&'a ChunkRows> {
     let xmin_of = |c: &ChunkRows| c.xid.map(|x| x & 0xFFFF_FFFF);
     let known: std::collections::HashSet<i64> = chunks.iter().filter_map(xmin_of).collect();
     let unknown = xmins.iter().any(|x| !known.contains(x));
@@ -358,7 +358,7 @@ fn chunks_holding<'a>(chunks: &'a [ChunkRows], xmins: &[i64]) -> Vec<&'a ChunkRo
 
 /// A digest of a row's `columns` as one text (SHA-256: md5 is refused on
 /// servers in FIPS mode).
-fn digest(columns: &[String]) -> String {
+pub(crate) fn digest(columns: &[String]) -> String {
     format!(
         "pg_catalog.encode(pg_catalog.sha256(pg_catalog.textsend(ROW({})::text)), 'hex')",
         columns.join(", ")
