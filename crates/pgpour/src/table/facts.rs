@@ -243,7 +243,7 @@ pub(crate) fn facts_sql(target: &Target, emptiness: bool) -> String {
                      FROM unnest(con.confkey) WITH ORDINALITY AS k(attnum, n)
                      JOIN pg_attribute a ON a.attrelid = con.confrelid AND a.attnum = k.attnum) AS parent_columns,
                   (SELECT array_agg(format('OPERATOR(%I.%s)', opn.nspname, op.oprname) ORDER BY k.n)
-                     FROM unnest(con.pfeqop) WITH ORDINALITY AS k(op, n)
+                     FROM unnest(con.conpfeqop) WITH ORDINALITY AS k(op, n)
                      JOIN pg_operator op ON op.oid = k.op
                      JOIN pg_namespace opn ON opn.oid = op.oprnamespace) AS equals,
                   con.confmatchtype = 'f' AS match_full
