@@ -173,6 +173,7 @@ fn run_load(mut config: LoadConfig) -> Result<ExitCode> {
                         | pgpour::Error::Data { .. }
                         | pgpour::Error::HeaderMismatch { .. }
                         | pgpour::Error::Rejected { .. }
+                        | pgpour::Error::KeyRefused { .. }
                 );
             // A restore (an index rebuild) fails after every row is in:
             // nothing was left out, and its message says how to finish.

@@ -377,7 +377,7 @@ pub(crate) type AtOnce<'a> =
 /// Rejects the rows that duplicate a key read from the file and builds
 /// those keys (see `duplicates`): given the duplicates step and the
 /// pending steps of the keys it names. `Ok(false)`: not now (the load is
-/// not complete), and nothing runs: every step stays pending.
+/// not complete): those steps stay pending, and so does the guard.
 pub(crate) type RejectDuplicates<'a> =
     &'a mut dyn FnMut(&mut Client, Pending, Vec<Pending>, &mut Vec<String>) -> Result<bool>;
 
@@ -460,10 +460,15 @@ pub(crate) fn run_pending(
                 _ => false,
             };
             let (keys, rest): (Vec<Pending>, Vec<Pending>) = pending.into_iter().partition(is_key);
-            if !reject_duplicates(client, step, keys, done)? {
-                return Ok(());
+            match reject_duplicates(client, step, keys, done)? {
+                true => rest,
+                // The keys stay away, and so does the guard that keeps
+                // other writers out; the rest goes back.
+                false => rest
+                    .into_iter()
+                    .filter(|p| !matches!(p.step, UndoStep::GuardTrigger { .. }))
+                    .collect(),
             }
-            rest
         }
         _ => pending,
     };

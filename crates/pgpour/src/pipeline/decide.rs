@@ -383,13 +383,11 @@ impl Plan {
 
     /// Why unique keys on values read from the file stay in place, if
     /// they must: their duplicates are found at the end only when the load
-    /// may reject rows and can read its inputs again, row for row as it
-    /// loaded them.
+    /// can read its inputs again, row for row as it loaded them. Without
+    /// rejects allowed the first duplicate stops the load there, naming
+    /// both lines, as COPY would have stopped at it.
     pub(crate) fn file_keys_kept(&self) -> Option<&'static str> {
         match () {
-            _ if self.max_errors == Some(0) => {
-                Some("the first bad row stops the load, so a duplicate must stop it as it loads")
-            }
             _ if self.filtering => Some("--where leaves rows out"),
             _ if self.inputs.iter().any(|i| matches!(i, InputSpec::Stdin)) => {
                 Some("stdin cannot be read again to find a duplicate's line")

@@ -272,10 +272,16 @@ impl Orphans<'_> {
         let before = rejected_count(tx, self.load_id)?;
         let room = max.saturating_sub(before) as usize;
         match bad.get(room) {
-            Some((_, row)) => Err(Error::Rejected {
+            Some((_, row)) => Err(Error::KeyRefused {
                 row: Box::new(row.clone()),
                 max_errors: max,
-                hint: None,
+                key: row
+                    .message
+                    .split('"')
+                    .nth(3)
+                    .unwrap_or_default()
+                    .to_string(),
+                load_id: self.load_id.to_string(),
             }),
             None => Ok(()),
         }

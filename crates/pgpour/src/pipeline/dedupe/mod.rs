@@ -185,10 +185,16 @@ impl Dedupe<'_> {
         let before = rejected_count(tx, self.load_id)?;
         let room = max.saturating_sub(before) as usize;
         match bad.get(room) {
-            Some(row) => Err(Error::Rejected {
+            Some(row) => Err(Error::KeyRefused {
                 row: Box::new(row.clone()),
                 max_errors: max,
-                hint: None,
+                key: row
+                    .message
+                    .split('"')
+                    .nth(1)
+                    .unwrap_or_default()
+                    .to_string(),
+                load_id: self.load_id.to_string(),
             }),
             None => Ok(()),
         }
