@@ -86,6 +86,14 @@ pub(super) fn prepare_target(
     undo_pending.store(true, Ordering::SeqCst);
     let done_chunks = match previous {
         Previous::Done => return Ok(Prepared::AlreadyDone),
+        // A run stopped between recording the load and dropping what it
+        // drops (killed then): this one drops it, before any chunk. A
+        // foreign key left in place would refuse a row that refers further
+        // down the file. What went already is not in the catalog any more.
+        Previous::Unfinished(chunks) if chunks.is_empty() => {
+            drop_indexes(client, plan)?;
+            chunks
+        }
         Previous::Unfinished(chunks) => chunks,
         Previous::None => {
             // Which indexes went, and why others stayed, is for --explain;
