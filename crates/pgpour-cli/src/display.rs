@@ -159,6 +159,10 @@ pub fn workers_note(from: Option<pgpour::WorkersFrom>) -> String {
         Some(WorkersFrom::AtomicCitus) => "--atomic into a Citus table: one transaction, which \
                                             Citus commits on every node"
             .to_string(),
+        Some(WorkersFrom::AtomicSelfReference) => "--atomic into a table with a foreign key to \
+                                                    itself: one transaction holds every row the \
+                                                    key checks at its end"
+            .to_string(),
         Some(other) => format!("{other:?}"),
     };
     format!(" ({why})")

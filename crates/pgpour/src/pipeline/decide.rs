@@ -308,9 +308,18 @@ impl Plan {
             true => 0,
             false => target.max_prepared_transactions,
         };
-        let atomic = atomic_mode(options, workers, max_prepared);
+        // Prepared transactions of several workers never see each other's
+        // rows: a key to the table itself could not be checked at the end.
+        let self_referencing = target.foreign_keys.iter().any(|k| k.to_itself);
+        let atomic = match atomic_mode(options, workers, max_prepared) {
+            Some(AtomicMode::TwoPhase) if self_referencing => Some(AtomicMode::OneTransaction),
+            mode => mode,
+        };
         if atomic == Some(AtomicMode::OneTransaction) && workers > 1 {
             workers_from = match (options.truncate, in_citus) {
+                _ if self_referencing && !options.truncate && !in_citus => {
+                    WorkersFrom::AtomicSelfReference
+                }
                 (true, _) => WorkersFrom::AtomicTruncate,
                 (false, true) => WorkersFrom::AtomicCitus,
                 (false, false) => WorkersFrom::NoPreparedTransactions {

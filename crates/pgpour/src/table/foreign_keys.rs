@@ -174,12 +174,19 @@ impl ForeignKeyPlan {
     /// them stay, when there is one.
     pub fn describe(&self, why: impl Fn(&LeftAlone) -> String) -> Vec<String> {
         let mut lines = Vec::new();
-        if let Some(reason) = &self.not_used {
-            lines.push(format!(
+        match &self.not_used {
+            Some(reason @ LeftAlone::Atomic) => lines.push(format!(
+                "foreign keys kept in place ({}), deferred in the load's one transaction and \
+                 checked before it commits (one not DEFERRABLE made so for that transaction, \
+                 when the role owns the table): a row may refer to one further down the file",
+                why(reason)
+            )),
+            Some(reason) => lines.push(format!(
                 "foreign keys kept in place, each chunk's rows checked as it commits (a row \
                  may not refer to one further down the file): {}",
                 why(reason)
-            ));
+            )),
+            None => {}
         }
         for key in &self.take_off {
             let kind = match (key.to_itself, key.deferrable) {
