@@ -320,7 +320,6 @@ fn undo(
             ended => break ended,
         }
     };
-    drop(duplicates);
     *rejected += refused.get();
     ended
 }
