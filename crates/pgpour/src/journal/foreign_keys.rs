@@ -13,6 +13,7 @@
 use postgres::types::Type;
 use postgres::{Client, GenericClient, Transaction};
 
+use super::duplicates::{remove_positions, try_key};
 use super::undo::{statement_from, ForeignKey, Pending, UndoStep};
 use crate::error::{Error, Result};
 
@@ -117,34 +118,11 @@ pub(crate) fn add_foreign_keys(
 /// Adds a key under a savepoint: `false` when a row's reference is missing
 /// (and nothing was added).
 fn try_add(tx: &mut Transaction<'_>, sql: &str) -> Result<bool, postgres::Error> {
-    tx.batch_execute("SAVEPOINT pgpour_foreign_key")?;
-    match tx.execute_typed(sql, &[]) {
-        Ok(_) => tx
-            .batch_execute("RELEASE SAVEPOINT pgpour_foreign_key")
-            .map(|()| true),
-        Err(e) if e.code() == Some(&postgres::error::SqlState::FOREIGN_KEY_VIOLATION) => tx
-            .batch_execute(
-                "ROLLBACK TO SAVEPOINT pgpour_foreign_key; RELEASE SAVEPOINT pgpour_foreign_key",
-            )
-            .map(|()| false),
-        Err(e) => Err(e),
-    }
+    try_key(tx, sql, &postgres::error::SqlState::FOREIGN_KEY_VIOLATION)
 }
 
 /// Takes the steps out of the undo log: exactly those, or nothing commits.
 fn remove_steps(client: &mut impl GenericClient, load_id: &str, steps: &[Pending]) -> Result<()> {
     let positions: Vec<i32> = steps.iter().map(|s| s.position).collect();
-    let removed = client
-        .execute_typed(
-            "DELETE FROM pgpour.undo WHERE load_id = $1 AND position = ANY ($2)",
-            &[(&load_id, Type::TEXT), (&positions, Type::INT4_ARRAY)],
-        )
-        .map_err(Error::db("updating the journal's undo log"))?;
-    match removed as usize == positions.len() {
-        true => Ok(()),
-        false => Err(Error::JournalUnreadable {
-            load_id: load_id.to_string(),
-            reason: "steps of its undo log were taken out by another session".into(),
-        }),
-    }
+    remove_positions(client, load_id, &positions)
 }

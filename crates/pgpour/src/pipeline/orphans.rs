@@ -18,10 +18,10 @@ use std::collections::BTreeMap;
 use postgres::Transaction;
 
 use crate::error::{BadRow, Error, Result};
-use crate::journal::duplicates::{chunk_rows, record_rejected, rejected_count, ChunkRows};
+use crate::journal::duplicates::{chunk_rows, record_rejected, ChunkRows};
 use crate::journal::undo::ForeignKey;
 use crate::pipeline::dedupe::stage::{self, StagedRow, POSITION, STAGE};
-use crate::pipeline::dedupe::{chunks_holding, digest};
+use crate::pipeline::dedupe::{chunks_holding, digest, within_budget};
 use crate::source::csv::frame::Syntax;
 use crate::source::input::InputSpec;
 use crate::sql::quote_ident;
@@ -266,25 +266,9 @@ impl Orphans<'_> {
     /// Stops the load when the refused rows take it past the rows it may
     /// reject, naming the first row past it in file order.
     fn within_budget(&self, tx: &mut Transaction<'_>, bad: &[(&StagedRow, BadRow)]) -> Result<()> {
-        let Some(max) = self.max_errors else {
-            return Ok(());
-        };
-        let before = rejected_count(tx, self.load_id)?;
-        let room = max.saturating_sub(before) as usize;
-        match bad.get(room) {
-            Some((_, row)) => Err(Error::KeyRefused {
-                row: Box::new(row.clone()),
-                max_errors: max,
-                key: row
-                    .message
-                    .split('"')
-                    .nth(3)
-                    .unwrap_or_default()
-                    .to_string(),
-                load_id: self.load_id.to_string(),
-            }),
-            None => Ok(()),
-        }
+        let bad: Vec<&BadRow> = bad.iter().map(|(_, row)| row).collect();
+        // The key is the second name its message quotes.
+        within_budget(tx, (self.load_id, self.max_errors), &bad, 2)
     }
 
     /// Records the refused rows (in file order) as their chunks' rejects,

@@ -179,25 +179,8 @@ impl Dedupe<'_> {
     /// Stops the load when the duplicates take it past `--max-errors`,
     /// naming the first row past it.
     fn within_budget(&self, tx: &mut Transaction<'_>, bad: &[BadRow]) -> Result<()> {
-        let Some(max) = self.max_errors else {
-            return Ok(());
-        };
-        let before = rejected_count(tx, self.load_id)?;
-        let room = max.saturating_sub(before) as usize;
-        match bad.get(room) {
-            Some(row) => Err(Error::KeyRefused {
-                row: Box::new(row.clone()),
-                max_errors: max,
-                key: row
-                    .message
-                    .split('"')
-                    .nth(1)
-                    .unwrap_or_default()
-                    .to_string(),
-                load_id: self.load_id.to_string(),
-            }),
-            None => Ok(()),
-        }
+        let bad: Vec<&BadRow> = bad.iter().collect();
+        within_budget(tx, (self.load_id, self.max_errors), &bad, 1)
     }
 
     /// Deletes the refused rows: of the table's rows identical in every
@@ -328,6 +311,36 @@ impl Dedupe<'_> {
             record_rejected(tx, self.load_id, (chunk.input, chunk.byte_start), &rows)?;
         }
         Ok(())
+    }
+}
+
+/// Stops the load when the rows a key refuses at the end (`bad`, in file
+/// order) take it past the rejects it allows, naming the first row past
+/// it and the key: the `quoted`-th name in double quotes in its message.
+pub(crate) fn within_budget(
+    tx: &mut Transaction<'_>,
+    (load_id, max_errors): (&str, Option<u64>),
+    bad: &[&BadRow],
+    quoted: usize,
+) -> Result<()> {
+    let Some(max) = max_errors else {
+        return Ok(());
+    };
+    let before = rejected_count(tx, load_id)?;
+    let room = max.saturating_sub(before) as usize;
+    match bad.get(room) {
+        Some(row) => Err(Error::KeyRefused {
+            row: Box::new((*row).clone()),
+            max_errors: max,
+            key: row
+                .message
+                .split('"')
+                .nth(2 * quoted - 1)
+                .unwrap_or_default()
+                .to_string(),
+            load_id: load_id.to_string(),
+        }),
+        None => Ok(()),
     }
 }
 
