@@ -37,6 +37,10 @@ pub(crate) struct Orphans<'a> {
     pub max_errors: Option<u64>,
 }
 
+/// The end of the message of a row refused because the row it referred
+/// to was.
+const REFUSED_TOO: &str = " (the row it referred to was refused too)";
+
 /// The rows deleted, with what names them.
 const FOUND: &str = "pg_temp.pgpour_orphans";
 
@@ -123,8 +127,13 @@ impl Orphans<'_> {
                 (row, self.bad_row(row, chunk, keys, &refused[content]))
             })
             .collect();
-        bad.sort_by_key(|(row, _)| (holding[row.chunk].input, row.byte));
+        // The rows refused for their own reference first: when the load
+        // stops, it names the first of those, the one COPY would have
+        // refused (the others only follow from its refusal).
+        let round_of = |row: &BadRow| row.message.ends_with(REFUSED_TOO);
+        bad.sort_by_key(|(row, bad)| (round_of(bad), holding[row.chunk].input, row.byte));
         self.within_budget(tx, &bad)?;
+        bad.sort_by_key(|(row, _)| (holding[row.chunk].input, row.byte));
         self.record(tx, &holding, bad)?;
         Ok(deleted)
     }
@@ -241,7 +250,7 @@ impl Orphans<'_> {
         let key = &keys[refused.key];
         let parent_gone = match refused.round {
             0 => "",
-            _ => " (the row it referred to was refused too)",
+            _ => REFUSED_TOO,
         };
         BadRow {
             file: self.inputs[chunk.input].name(),
