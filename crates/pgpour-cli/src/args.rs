@@ -295,8 +295,10 @@ the local unix socket.
 Bad rows: by default the first bad row stops the load with an error naming the file, line, column, \
 value, the server's message and SQLSTATE. With --max-errors N (or all), bad rows go to the reject \
 file with a JSON-lines log of where and why, and the load goes on; the summary adds up: rows read = \
-loaded + rejected. Then a unique key on values from the file is also rebuilt at the end, and each row \
-that repeats a key of an earlier row in file order is rejected, naming both lines.
+loaded + rejected. A unique key on values from the file, and the table's foreign keys, are checked \
+once at the end of a load into an empty table: a row that repeats a key of an earlier row in file \
+order, or whose reference is then missing, is rejected (naming both lines, or the key), or stops the \
+load when no more rows may be rejected; --explain says which keys.
 
 Exactly once: each chunk commits together with its entry in the load journal (schema pgpour in the \
 target database, created on first use; `DROP SCHEMA pgpour CASCADE` removes it). A load that stops \
@@ -661,6 +663,18 @@ pub struct LoadArgs {
     /// then takes values 100 at a time, and up to 99 per worker go unused.
     #[arg(long)]
     pub keep_sequences: bool,
+
+    /// Keep the table's own foreign keys in place, each chunk's rows
+    /// checked as it commits, so that a row may not refer to a row further
+    /// down the file. By default a load into an empty table (or with
+    /// --truncate) takes them off and adds them back once every row is in,
+    /// checked in one join, as COPY checks them at the end of its
+    /// statement: a row whose reference is then missing stops the load,
+    /// naming its line, or is rejected within --max-errors. The journal
+    /// keeps their definitions, so a crashed load gets them back from
+    /// `pgpour resume` or `pgpour forget`. --explain lists them.
+    #[arg(long)]
+    pub keep_foreign_keys: bool,
 
     /// How rows go to the server (COPY's FORMAT on the wire). `auto`
     /// sends binary where it saves CPU: columns the server is slow to

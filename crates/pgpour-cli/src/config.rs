@@ -55,6 +55,7 @@ impl LoadConfig {
         load.journal = !args.no_journal;
         load.keep_indexes = args.keep_indexes;
         load.keep_sequences = args.keep_sequences;
+        load.keep_foreign_keys = args.keep_foreign_keys;
         load.wire_format = args.wire_format.into();
         load.citus_route = args.citus_route.into();
         load.on_conflict = args.on_conflict.into();

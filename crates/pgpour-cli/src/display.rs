@@ -159,6 +159,10 @@ pub fn workers_note(from: Option<pgpour::WorkersFrom>) -> String {
         Some(WorkersFrom::AtomicCitus) => "--atomic into a Citus table: one transaction, which \
                                             Citus commits on every node"
             .to_string(),
+        Some(WorkersFrom::AtomicSelfReference) => "--atomic into a table with a foreign key to \
+                                                    itself: one transaction holds every row the \
+                                                    key checks at its end"
+            .to_string(),
         Some(other) => format!("{other:?}"),
     };
     format!(" ({why})")
@@ -285,6 +289,12 @@ pub fn explain_text(plan: &pgpour::Explain) -> String {
             .map(|line| format!("  indexes  {line}")),
     );
     lines.extend(
+        plan.foreign_keys
+            .describe(|why| left_alone(why, "--keep-foreign-keys", "add them back"))
+            .into_iter()
+            .map(|line| format!("  keys     {line}")),
+    );
+    lines.extend(
         plan.file_order
             .iter()
             .map(|order| format!("  indexes  {order}")),
@@ -304,6 +314,10 @@ pub fn explain_json(plan: &pgpour::Explain) -> serde_json::Result<serde_json::Va
     let mut value = serde_json::to_value(plan)?;
     if let Some(why) = &plan.indexes.not_used {
         value["indexes"]["not_used"] = left_alone(why, "--keep-indexes", "rebuild them").into();
+    }
+    if let Some(why) = &plan.foreign_keys.not_used {
+        value["foreign_keys"]["not_used"] =
+            left_alone(why, "--keep-foreign-keys", "add them back").into();
     }
     for (i, (_, why)) in plan.sequences.kept.iter().enumerate() {
         value["sequences"]["kept"][i][1] =

@@ -141,9 +141,17 @@ fn run_load(mut config: LoadConfig) -> Result<ExitCode> {
             } else {
                 Ok(())
             };
-            let code = if summary.already_done {
+            let code = if summary.already_done && summary.restored.is_empty() {
                 eprintln!("pgpour: load {load_id} had already finished: nothing to do");
                 ExitCode::SUCCESS
+            } else if summary.already_done {
+                // Every row was in; its end (keys checked, rows they refuse
+                // rejected) ran now.
+                eprintln!("pgpour: load {load_id} had loaded every row: its end ran now");
+                match summary.rows_rejected {
+                    0 => ExitCode::SUCCESS,
+                    _ => ExitCode::from(EXIT_REJECTED),
+                }
             } else if summary.interrupted {
                 eprintln!(
                     "pgpour: interrupted: whole chunks were committed and recorded; {resume_hint}"
@@ -175,10 +183,14 @@ fn run_load(mut config: LoadConfig) -> Result<ExitCode> {
                         | pgpour::Error::Data { .. }
                         | pgpour::Error::HeaderMismatch { .. }
                         | pgpour::Error::Rejected { .. }
+                        | pgpour::Error::KeyRefused { .. }
                 );
             // A restore (an index rebuild) fails after every row is in:
             // nothing was left out, and its message says how to finish.
-            let restoring = matches!(failure.error, pgpour::Error::Restore { .. });
+            let restoring = matches!(
+                failure.error,
+                pgpour::Error::Restore { .. } | pgpour::Error::KeyRefused { .. }
+            );
             if data_moved && restoring {
                 eprintln!(
                     "pgpour: {} rows were loaded and {} rejected; only the table's restore is left",

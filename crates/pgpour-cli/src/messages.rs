@@ -53,6 +53,21 @@ pub fn engine_error(error: &Error) -> String {
             };
             format!("{row}{hint}{stopping}")
         }
+        Error::KeyRefused {
+            row,
+            max_errors,
+            key,
+            ..
+        } => {
+            let stopping = match max_errors {
+                0 => String::new(),
+                n => format!(" (stopping: more than {n} rows rejected, see --max-errors)"),
+            };
+            format!(
+                "{row}{stopping}; found once every row was in: the key {key} stays off the \
+                 table, other writers kept out, until the load ends"
+            )
+        }
         Error::RejectFileIsInput { .. } => format!("{error}: choose another --reject-file"),
         Error::RejectFileExists { .. } => {
             format!("{error}: move it away, choose another --reject-file, or add --replace-rejects")

@@ -39,6 +39,12 @@ pub fn advice(failed: &Failed) -> Option<String> {
             "continue it with: {resume} --max-errors all (or a higher limit): the rows \
              rejected go to the reject file, with their reasons"
         ),
+        Error::KeyRefused { .. } => format!(
+            "either continue it with: {resume} --max-errors all (or a higher limit), which \
+             rejects the rows the key refuses (the rows COPY would refuse) and puts the key \
+             back; or remove those rows from the table yourself and run `pgpour forget \
+             {load_id}`, which puts the key back"
+        ),
         Error::RejectFile { .. } => {
             format!("once the reject file can be written, continue it with: {resume}")
         }

@@ -252,7 +252,9 @@ fn header_and_table_name_hints() {
 fn explain_names_the_flags_that_keep_indexes_and_sequences() {
     let db = shared_cluster().create_database("hint_explain_keep");
     db.client()
-        .batch_execute("CREATE TABLE t (id serial PRIMARY KEY, v text)")
+        .batch_execute(
+            "CREATE TABLE t (id serial PRIMARY KEY, v text, parent int REFERENCES t(id))",
+        )
         .unwrap();
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("in.csv");
@@ -272,6 +274,7 @@ fn explain_names_the_flags_that_keep_indexes_and_sequences() {
         "2",
         "--keep-indexes",
         "--keep-sequences",
+        "--keep-foreign-keys",
     ];
     let out = pgpour(&args, None);
     let stdout = text(&out.stdout);
@@ -281,10 +284,16 @@ fn explain_names_the_flags_that_keep_indexes_and_sequences() {
         "{stdout}"
     );
     assert!(stdout.contains(": --keep-sequences"), "{stdout}");
+    assert!(
+        stdout.contains("  keys     foreign keys kept in place")
+            && stdout.contains("further down the file): --keep-foreign-keys"),
+        "{stdout}"
+    );
     let out = pgpour(&[&args[..], &["--json"]].concat(), None);
     let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(json["indexes"]["not_used"], "--keep-indexes");
     assert_eq!(json["sequences"]["kept"][0][1], "--keep-sequences");
+    assert_eq!(json["foreign_keys"]["not_used"], "--keep-foreign-keys");
 }
 
 /// `pgpour resume` is offered where it can help (a bad row stopped the

@@ -20,6 +20,7 @@ fn class_of(error: &Error) -> &'static str {
         | Error::Connect { .. }
         | Error::SessionsShared { .. } => "ConnectionError",
         Error::Rejected { .. }
+        | Error::KeyRefused { .. }
         | Error::Copy {
             position: Some(_), ..
         }
@@ -44,7 +45,7 @@ fn details<'py>(py: Python<'py>, error: &Error) -> PyResult<Bound<'py, PyDict>> 
     let d = PyDict::new(py);
     d.set_item("sqlstate", error.sqlstate())?;
     match error {
-        Error::Rejected { row, .. } => {
+        Error::Rejected { row, .. } | Error::KeyRefused { row, .. } => {
             d.set_item("file", &row.file)?;
             d.set_item("line", row.line)?;
             d.set_item("byte", row.byte)?;

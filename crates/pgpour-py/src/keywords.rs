@@ -53,6 +53,7 @@ const LOAD_KEYWORDS: &[&str] = &[
     "journal_schema",
     "keep_indexes",
     "keep_sequences",
+    "keep_foreign_keys",
     "wire_format",
     "citus_route",
     "on_conflict",
@@ -78,6 +79,7 @@ pub struct Keywords {
     no_journal: Option<bool>,
     keep_indexes: Option<bool>,
     keep_sequences: Option<bool>,
+    keep_foreign_keys: Option<bool>,
     wire_format: Option<WireFormat>,
     citus_route: Option<CitusRoute>,
     on_conflict: Option<OnConflict>,
@@ -142,6 +144,7 @@ impl Keywords {
             no_journal: boolean(kw, "no_journal")?,
             keep_indexes: boolean(kw, "keep_indexes")?,
             keep_sequences: boolean(kw, "keep_sequences")?,
+            keep_foreign_keys: boolean(kw, "keep_foreign_keys")?,
             wire_format: choice(kw, "wire_format", &["auto", "text", "binary"])?,
             citus_route: choice(kw, "citus_route", &["auto", "coordinator", "shards"])?,
             on_conflict: choice(kw, "on_conflict", &["error", "skip", "update"])?,
@@ -180,6 +183,7 @@ impl Keywords {
         }
         set(&mut load.keep_indexes, self.keep_indexes);
         set(&mut load.keep_sequences, self.keep_sequences);
+        set(&mut load.keep_foreign_keys, self.keep_foreign_keys);
         set(&mut load.wire_format, self.wire_format);
         set(&mut load.citus_route, self.citus_route);
         set(&mut load.on_conflict, self.on_conflict);

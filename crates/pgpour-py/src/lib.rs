@@ -121,6 +121,10 @@ fn explain(
     if let Some(why) = &plan.indexes.not_used {
         fields["indexes"]["not_used"] = left_alone(why, "keep_indexes=True", "rebuild them").into();
     }
+    if let Some(why) = &plan.foreign_keys.not_used {
+        fields["foreign_keys"]["not_used"] =
+            left_alone(why, "keep_foreign_keys=True", "add them back").into();
+    }
     for (i, (_, why)) in plan.sequences.kept.iter().enumerate() {
         fields["sequences"]["kept"][i][1] =
             left_alone(why, "keep_sequences=True", "set its CACHE back").into();

@@ -153,7 +153,7 @@ KEYWORD_SAMPLES = {
     "limit": 5, "create": False, "workers": 2, "truncate": True, "max_errors": "all",
     "reject_file": "r.csv", "replace_rejects": True, "max_record_size": "1MiB",
     "chunk_size": 1 << 20, "atomic": False, "no_journal": False, "keep_indexes": True,
-    "keep_sequences": True, "wire_format": "text", "citus_route": "coordinator",
+    "keep_sequences": True, "keep_foreign_keys": True, "wire_format": "text", "citus_route": "coordinator",
     "on_conflict": "error", "conflict_key": "n", "load_id": unique("sample"),
 }
 

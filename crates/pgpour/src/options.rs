@@ -69,6 +69,11 @@ pub struct LoadOptions {
     /// `sequences`).
     #[serde(default)]
     pub keep_sequences: bool,
+    /// Keep the target's own foreign keys in place, each chunk's rows
+    /// checked as it commits, instead of taking them off and checking them
+    /// once every row is in (see `table::foreign_keys`).
+    #[serde(default)]
+    pub keep_foreign_keys: bool,
     /// How chunks go to the server: as read, or in binary (see `binary`).
     #[serde(default)]
     pub wire_format: WireFormat,
@@ -192,6 +197,7 @@ impl LoadOptions {
             journal: true,
             keep_indexes: false,
             keep_sequences: false,
+            keep_foreign_keys: false,
             wire_format: WireFormat::Auto,
             citus_route: CitusRoute::Auto,
             create_table: None,

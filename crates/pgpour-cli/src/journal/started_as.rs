@@ -60,6 +60,7 @@ pub fn command_line(options: &LoadOptions) -> String {
         ("no-journal", !options.journal),
         ("keep-indexes", options.keep_indexes),
         ("keep-sequences", options.keep_sequences),
+        ("keep-foreign-keys", options.keep_foreign_keys),
     ];
     for (name, on) in switches {
         if on {

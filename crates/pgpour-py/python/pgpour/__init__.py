@@ -98,6 +98,7 @@ def load(
     journal_schema: Optional[str] = None,
     keep_indexes: Optional[bool] = None,
     keep_sequences: Optional[bool] = None,
+    keep_foreign_keys: Optional[bool] = None,
     wire_format: Optional[str] = None,
     citus_route: Optional[str] = None,
     on_conflict: Optional[str] = None,

@@ -231,6 +231,23 @@ pub enum Error {
         server: Box<ServerError>,
     },
 
+    /// A row a key refused once every row was in (a duplicate of a unique
+    /// key read from the file, or a missing reference of a foreign key),
+    /// and more of them than the load's error limit allows. The key stays
+    /// off the table, other writers kept out, until the load is resumed
+    /// with rejects allowed or forgotten.
+    #[error(
+        "{row}{}; found once every row was in: the key {key} stays off the table until the load \
+         {load_id} ends",
+        if *max_errors == 0 { String::new() } else { format!(" (stopping: more than {max_errors} rows rejected)") }
+    )]
+    KeyRefused {
+        row: Box<BadRow>,
+        max_errors: u64,
+        key: String,
+        load_id: String,
+    },
+
     /// A bad row, and more of them than the load's error limit allows.
     #[error(
         "{row}{}{}",
@@ -510,7 +527,9 @@ impl Error {
             Error::Copy { server, .. } | Error::Server { server, .. } => {
                 Some(server.sqlstate.clone())
             }
-            Error::Rejected { row, .. } => Some(row.sqlstate.clone()),
+            Error::Rejected { row, .. } | Error::KeyRefused { row, .. } => {
+                Some(row.sqlstate.clone())
+            }
             Error::Db { source, .. } | Error::Connect { source, .. } => {
                 source.code().map(|c| c.code().to_string())
             }

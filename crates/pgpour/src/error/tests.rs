@@ -92,6 +92,12 @@ fn every_error() -> Vec<Error> {
             max_errors: 2,
             hint: Some(super::RowHint::Header),
         },
+        Error::KeyRefused {
+            row: bad_row(),
+            max_errors: 0,
+            key: "kv_pkey".into(),
+            load_id: "l1".into(),
+        },
         Error::RejectFileIsInput {
             path: "v.csv".into(),
             input: "v.csv".into(),
@@ -426,6 +432,7 @@ fn covers(error: &Error) {
         | Error::Data { .. }
         | Error::Copy { .. }
         | Error::Rejected { .. }
+        | Error::KeyRefused { .. }
         | Error::RejectFileIsInput { .. }
         | Error::RejectFileExists { .. }
         | Error::RejectFile { .. }

@@ -126,12 +126,22 @@ fn key_name(key: &Pending) -> Option<&String> {
 /// Builds a key under a savepoint: `false` when the rows hold a duplicate
 /// of it (and nothing was built).
 fn try_build(tx: &mut Transaction<'_>, sql: &str) -> Result<bool, postgres::Error> {
+    try_key(tx, sql, &postgres::error::SqlState::UNIQUE_VIOLATION)
+}
+
+/// Runs `sql`, which adds a key, under a savepoint: `false` when the rows
+/// break it (the server says `broken`), and nothing was added.
+pub(crate) fn try_key(
+    tx: &mut Transaction<'_>,
+    sql: &str,
+    broken: &postgres::error::SqlState,
+) -> Result<bool, postgres::Error> {
     tx.batch_execute("SAVEPOINT pgpour_key")?;
     match tx.execute_typed(sql, &[]) {
         Ok(_) => tx
             .batch_execute("RELEASE SAVEPOINT pgpour_key")
             .map(|()| true),
-        Err(e) if e.code() == Some(&postgres::error::SqlState::UNIQUE_VIOLATION) => tx
+        Err(e) if e.code() == Some(broken) => tx
             .batch_execute("ROLLBACK TO SAVEPOINT pgpour_key; RELEASE SAVEPOINT pgpour_key")
             .map(|()| false),
         Err(e) => Err(e),
@@ -149,6 +159,16 @@ fn remove_steps(
     let positions: Vec<i32> = std::iter::once(step.position)
         .chain(keys.iter().map(|k| k.position))
         .collect();
+    remove_positions(client, load_id, &positions)
+}
+
+/// Takes the steps at `positions` out of the undo log: exactly those, or
+/// nothing commits.
+pub(crate) fn remove_positions(
+    client: &mut impl GenericClient,
+    load_id: &str,
+    positions: &[i32],
+) -> Result<()> {
     let removed = client
         .execute_typed(
             "DELETE FROM pgpour.undo WHERE load_id = $1 AND position = ANY ($2)",

@@ -23,6 +23,7 @@
 
 mod chunks;
 pub(crate) mod duplicates;
+pub(crate) mod foreign_keys;
 pub(crate) mod index_builds;
 mod loads;
 mod rejects;

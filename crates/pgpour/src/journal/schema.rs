@@ -26,6 +26,7 @@ const MIGRATIONS: &[&str] = &[
     V6_DIRECT,
     V7_ROUTED,
     V8_TUNED,
+    V9_KEY_CHECKS,
 ];
 
 /// The version this pgpour writes.
@@ -196,6 +197,14 @@ CREATE TABLE IF NOT EXISTS pgpour.tuned_settings (
     new_value text NOT NULL,
     applied_at timestamptz NOT NULL DEFAULT now()
 )";
+
+/// Foreign keys taken off the table for the load and added back at its
+/// end, once every row is in (see `table::foreign_keys`).
+const V9_KEY_CHECKS: &str = "
+ALTER TABLE pgpour.undo DROP CONSTRAINT IF EXISTS undo_kind_check;
+ALTER TABLE pgpour.undo ADD CONSTRAINT undo_kind_check
+    CHECK (kind IN ('index', 'constraint', 'guard_trigger', 'sequence_cache', 'statement', 'duplicates',
+                    'foreign_key'))";
 
 /// Kept after every migration: the journal holds rejected rows, which may
 /// be personal data, for its owner only, whatever default privileges say.

@@ -38,6 +38,13 @@ pub(crate) enum UndoStep {
         name: String,
         definition: String,
     },
+    /// Add again a foreign key taken off for the load, once every row is
+    /// in (see `table::foreign_keys`).
+    ForeignKey {
+        table: Oid,
+        table_name: String,
+        key: ForeignKey,
+    },
     /// Drop the trigger that keeps other writers out.
     GuardTrigger { table: Oid, table_name: String },
     /// Before the unique `keys` read from the file are built again, reject
@@ -72,14 +79,41 @@ pub(crate) struct FileKey {
     pub equals: Vec<String>,
 }
 
+/// A foreign key of the load's table, as the catalog gave it when the load
+/// took it off: what adds it again, and what finds the rows it refuses.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub(crate) struct ForeignKey {
+    pub name: String,
+    /// Its `pg_get_constraintdef` (`FOREIGN KEY (a) REFERENCES s.t(b) ...`).
+    pub definition: String,
+    /// Its columns in the table, in key order.
+    pub columns: Vec<String>,
+    /// The table it references, `schema.table` quoted as needed, and its oid.
+    pub parent: String,
+    pub parent_oid: Oid,
+    /// The referenced columns, in key order.
+    pub parent_columns: Vec<String>,
+    /// Each pair's equality operator, schema-qualified
+    /// (`OPERATOR(pg_catalog.=)`), as the key compares them.
+    pub equals: Vec<String>,
+    /// MATCH FULL: a row with some key column NULL and another not is
+    /// refused; otherwise a row with any NULL key column is not checked.
+    pub match_full: bool,
+}
+
 /// The name the duplicates step goes by.
 const DUPLICATES: &str = "duplicates";
+/// The kind a foreign key's step goes by.
+const FOREIGN_KEY: &str = "foreign_key";
 
 impl UndoStep {
     /// How `status` and the summary name the step (`index votes_pkey`).
     /// Whether the step builds an index (or a key's): the long ones.
     pub(crate) fn is_rebuild(&self) -> bool {
-        matches!(self, UndoStep::Index { .. } | UndoStep::Constraint { .. })
+        matches!(
+            self,
+            UndoStep::Index { .. } | UndoStep::Constraint { .. } | UndoStep::ForeignKey { .. }
+        )
     }
 
     pub(crate) fn describe(&self) -> String {
@@ -87,6 +121,7 @@ impl UndoStep {
             UndoStep::Index { name, .. } | UndoStep::Constraint { name, .. } => {
                 format!("index {name}")
             }
+            UndoStep::ForeignKey { key, .. } => format!("foreign key {}", key.name),
             UndoStep::GuardTrigger { .. } => format!("trigger {GUARD_TRIGGER}"),
             UndoStep::Duplicates { keys, .. } => format!(
                 "rows that duplicate a key of {}",
@@ -110,6 +145,7 @@ impl UndoStep {
 pub(crate) fn record_sql(load_id: &str, step: &UndoStep) -> String {
     let none = None::<String>;
     let keys_json;
+    let key_json;
     let duplicates = DUPLICATES.to_string();
     let (kind, relation, relation_name, name, definition, cache) = match step {
         UndoStep::Index {
@@ -138,6 +174,21 @@ pub(crate) fn record_sql(load_id: &str, step: &UndoStep) -> String {
             Some(definition),
             None,
         ),
+        UndoStep::ForeignKey {
+            table,
+            table_name,
+            key,
+        } => {
+            key_json = serde_json::to_string(key).unwrap_or_default();
+            (
+                FOREIGN_KEY,
+                Some(*table),
+                table_name,
+                &key.name,
+                Some(&key_json),
+                None,
+            )
+        }
         UndoStep::GuardTrigger { table, table_name } => (
             "guard_trigger",
             Some(*table),
@@ -259,6 +310,15 @@ fn pending_from(row: &TextRow) -> Pending {
             name,
             definition,
         },
+        (Some(FOREIGN_KEY), Some(table), Some(definition))
+            if serde_json::from_str::<ForeignKey>(&definition).is_ok() =>
+        {
+            UndoStep::ForeignKey {
+                table,
+                table_name: relation_name,
+                key: serde_json::from_str(&definition).expect("checked above"),
+            }
+        }
         (Some("guard_trigger"), Some(table), _) => UndoStep::GuardTrigger {
             table,
             table_name: relation_name,
@@ -317,15 +377,23 @@ pub(crate) type AtOnce<'a> =
 /// Rejects the rows that duplicate a key read from the file and builds
 /// those keys (see `duplicates`): given the duplicates step and the
 /// pending steps of the keys it names. `Ok(false)`: not now (the load is
-/// not complete), and nothing runs: every step stays pending.
+/// not complete): those steps stay pending, and so does the guard.
 pub(crate) type RejectDuplicates<'a> =
     &'a mut dyn FnMut(&mut Client, Pending, Vec<Pending>, &mut Vec<String>) -> Result<bool>;
+
+/// Adds back the foreign keys the load took off, rejecting the rows they
+/// refuse (see `foreign_keys`): given their pending steps. `Ok(false)`:
+/// not now (the load is not complete), and nothing runs: they stay
+/// pending, and so does the guard that keeps other writers out.
+pub(crate) type AddForeignKeys<'a> =
+    &'a mut dyn FnMut(&mut Client, Vec<Pending>, &mut Vec<String>) -> Result<bool>;
 
 /// What a load's own run does its own way in `run_pending`.
 #[derive(Default)]
 pub(crate) struct Hooks<'a> {
     pub at_once: Option<AtOnce<'a>>,
     pub duplicates: Option<RejectDuplicates<'a>>,
+    pub foreign_keys: Option<AddForeignKeys<'a>>,
 }
 
 /// What `run_pending` does with a step pgpour will not run: a restore an
@@ -392,10 +460,15 @@ pub(crate) fn run_pending(
                 _ => false,
             };
             let (keys, rest): (Vec<Pending>, Vec<Pending>) = pending.into_iter().partition(is_key);
-            if !reject_duplicates(client, step, keys, done)? {
-                return Ok(());
+            match reject_duplicates(client, step, keys, done)? {
+                true => rest,
+                // The keys stay away, and so does the guard that keeps
+                // other writers out; the rest goes back.
+                false => rest
+                    .into_iter()
+                    .filter(|p| !matches!(p.step, UndoStep::GuardTrigger { .. }))
+                    .collect(),
             }
-            rest
         }
         _ => pending,
     };
@@ -405,6 +478,23 @@ pub(crate) fn run_pending(
             let (indexes, rest) = pending.into_iter().partition(plain);
             at_once(client, indexes, done)?;
             rest
+        }
+        _ => pending,
+    };
+    // After the indexes (a key may reference one of them), before the
+    // guard, which stays while a key is away.
+    let foreign_key = |p: &Pending| matches!(p.step, UndoStep::ForeignKey { .. });
+    let pending = match hooks.foreign_keys {
+        Some(add) if pending.iter().any(foreign_key) => {
+            let (keys, rest): (Vec<Pending>, Vec<Pending>) =
+                pending.into_iter().partition(foreign_key);
+            match add(client, keys, done)? {
+                true => rest,
+                false => rest
+                    .into_iter()
+                    .filter(|p| !matches!(p.step, UndoStep::GuardTrigger { .. }))
+                    .collect(),
+            }
         }
         _ => pending,
     };
@@ -610,6 +700,7 @@ fn step_relation(step: &UndoStep) -> Oid {
         UndoStep::SequenceCache { sequence, .. } => *sequence,
         UndoStep::Index { table, .. }
         | UndoStep::Constraint { table, .. }
+        | UndoStep::ForeignKey { table, .. }
         | UndoStep::GuardTrigger { table, .. }
         | UndoStep::Duplicates { table, .. } => *table,
         UndoStep::Statement { .. } => 0,
@@ -621,6 +712,8 @@ fn lock_mode(step: &UndoStep) -> Option<&'static str> {
     match step {
         UndoStep::Index { .. } => Some("SHARE"),
         UndoStep::Constraint { .. } => Some("ACCESS EXCLUSIVE"),
+        // ADD FOREIGN KEY's own lock, on this table and the one it references.
+        UndoStep::ForeignKey { .. } => Some("SHARE ROW EXCLUSIVE"),
         UndoStep::GuardTrigger { .. } => Some("SHARE ROW EXCLUSIVE"),
         _ => None,
     }
@@ -725,6 +818,7 @@ pub(super) fn statement_from(load_id: &str, pending: &Pending) -> Result<Option<
                 Err(format!("not a key's definition: {definition}"))
             }
         }
+        UndoStep::ForeignKey { key, .. } => add_foreign_key(key, name, current).map(Some),
         UndoStep::GuardTrigger { .. } => Ok(Some(format!(
             "DROP TRIGGER IF EXISTS {GUARD_TRIGGER} ON {current}"
         ))),
@@ -735,6 +829,26 @@ pub(super) fn statement_from(load_id: &str, pending: &Pending) -> Result<Option<
         UndoStep::Statement { .. } | UndoStep::Duplicates { .. } => {
             unreachable!("refused above")
         }
+    }
+}
+
+/// `ALTER TABLE <table now> ADD CONSTRAINT name FOREIGN KEY ...`, which
+/// checks every row; refused when the definition is not a foreign key's.
+/// (`name` is quoted as the server quotes it.)
+pub(crate) fn add_foreign_key(
+    key: &ForeignKey,
+    name: &str,
+    current: &str,
+) -> Result<String, String> {
+    match key.definition.starts_with("FOREIGN KEY (") {
+        true => Ok(format!(
+            "ALTER TABLE {current} ADD CONSTRAINT {name} {}",
+            key.definition
+        )),
+        false => Err(format!(
+            "not a foreign key's definition: {}",
+            key.definition
+        )),
     }
 }
 

@@ -81,6 +81,9 @@ pub(crate) struct Plan {
     pub indexes_left_alone: Option<LeftAlone>,
     /// Why the sequences' CACHE stays as it is, if it does.
     pub sequences_left_alone: Option<LeftAlone>,
+    /// Why the table's foreign keys stay in place whatever it holds, if
+    /// they do.
+    pub foreign_keys_left_alone: Option<LeftAlone>,
     /// Whether chunks go binary, and why.
     pub wire: WireChoice,
     /// How rows merge into the table (`--on-conflict skip|update`).
@@ -327,9 +330,18 @@ impl Plan {
             true => 0,
             false => target.max_prepared_transactions,
         };
-        let atomic = atomic_mode(options, workers, max_prepared);
+        // Prepared transactions of several workers never see each other's
+        // rows: a key to the table itself could not be checked at the end.
+        let self_referencing = target.foreign_keys.iter().any(|k| k.to_itself);
+        let atomic = match atomic_mode(options, workers, max_prepared) {
+            Some(AtomicMode::TwoPhase) if self_referencing => Some(AtomicMode::OneTransaction),
+            mode => mode,
+        };
         if atomic == Some(AtomicMode::OneTransaction) && workers > 1 {
             workers_from = match (options.truncate, in_citus) {
+                _ if self_referencing && !options.truncate && !in_citus => {
+                    WorkersFrom::AtomicSelfReference
+                }
                 (true, _) => WorkersFrom::AtomicTruncate,
                 (false, true) => WorkersFrom::AtomicCitus,
                 (false, false) => WorkersFrom::NoPreparedTransactions {
@@ -361,6 +373,14 @@ impl Plan {
             max_errors: options.max_errors,
             truncate: options.truncate,
             indexes_left_alone: indexes_left_alone(options, total),
+            foreign_keys_left_alone: match in_citus {
+                true => Some(LeftAlone::Because(
+                    "a Citus table: the trigger that keeps other writers out while a key is away \
+                     cannot go on a distributed table"
+                        .into(),
+                )),
+                false => foreign_keys_left_alone(options),
+            },
             wire,
             merge: None,
             sequences_left_alone: match in_citus {
@@ -394,13 +414,11 @@ impl Plan {
 
     /// Why unique keys on values read from the file stay in place, if
     /// they must: their duplicates are found at the end only when the load
-    /// may reject rows and can read its inputs again, row for row as it
-    /// loaded them.
+    /// can read its inputs again, row for row as it loaded them. Without
+    /// rejects allowed the first duplicate stops the load there, naming
+    /// both lines, as COPY would have stopped at it.
     pub(crate) fn file_keys_kept(&self) -> Option<&'static str> {
         match () {
-            _ if self.max_errors == Some(0) => {
-                Some("the first bad row stops the load, so a duplicate must stop it as it loads")
-            }
             _ if self.filtering => Some("--where leaves rows out"),
             _ if self.inputs.iter().any(|i| matches!(i, InputSpec::Stdin)) => {
                 Some("stdin cannot be read again to find a duplicate's line")
@@ -410,7 +428,7 @@ impl Plan {
     }
 
     /// What decides, beside the table's facts, which indexes it drops.
-    pub(crate) fn drop_rules(&self) -> DropRules<'static> {
+    pub(crate) fn drop_rules(&self) -> DropRules<'_> {
         let citus = self.citus.is_some();
         DropRules {
             truncate: self.truncate,
@@ -420,6 +438,7 @@ impl Plan {
                  it is away cannot go on a distributed table",
             ),
             alone: citus,
+            foreign_keys_kept: self.foreign_keys_left_alone.as_ref(),
         }
     }
 
@@ -451,6 +470,31 @@ fn indexes_left_alone(options: &LoadOptions, total: Option<u64>) -> Option<LeftA
             total,
             "rebuilding them would cost more than it saves",
         ),
+    }
+}
+
+/// Why the load keeps the table's foreign keys in place whatever the table
+/// holds, if the options say so. Unlike indexes, not for a small input:
+/// even a small one may go in several chunks, each checked at its end.
+fn foreign_keys_left_alone(options: &LoadOptions) -> Option<LeftAlone> {
+    let stdin = options
+        .inputs
+        .iter()
+        .any(|i| matches!(i, crate::source::input::InputSpec::Stdin));
+    match () {
+        _ if options.keep_foreign_keys => Some(LeftAlone::Asked),
+        _ if !options.journal => Some(LeftAlone::NoJournal),
+        _ if options.atomic => Some(LeftAlone::Atomic),
+        _ if options.on_conflict != OnConflict::Error => Some(LeftAlone::Because(
+            "rows merge through a staging table, each chunk's checked as it merges".into(),
+        )),
+        _ if options.where_clause.is_some() => Some(LeftAlone::Because(
+            "a filter leaves rows out, and a refused row's line could not be found again".into(),
+        )),
+        _ if stdin => Some(LeftAlone::Because(
+            "stdin cannot be read again to find a refused row's line".into(),
+        )),
+        _ => None,
     }
 }
 

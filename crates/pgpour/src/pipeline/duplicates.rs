@@ -1,14 +1,18 @@
 //! The end of a load whose unique keys on values read from the file were
 //! dropped: the rows that duplicate them rejected (see `dedupe`) once every
 //! chunk is in, the reject file rewritten and the summary's counts moved.
+//! So too for the foreign keys it took off, and the rows they refuse (see
+//! `orphans`).
 
 use postgres::{Client, Transaction};
 
 use super::decide::Plan;
 use crate::error::Result;
 use crate::journal::duplicates::build_file_keys;
-use crate::journal::undo::{FileKey, Pending};
+use crate::journal::foreign_keys::add_foreign_keys;
+use crate::journal::undo::{FileKey, ForeignKey, Pending};
 use crate::pipeline::dedupe::Dedupe;
+use crate::pipeline::orphans::Orphans;
 use crate::pipeline::report::LoadSummary;
 use crate::reject::RejectSink;
 use crate::source::format::{FormatOptions, Header};
@@ -54,6 +58,28 @@ impl Ending {
         let mut resolve = |tx: &mut Transaction<'_>, keys: &[FileKey]| dedupe.resolve(tx, keys);
         // Counted once committed: a retry after a failure resolves again.
         *rejected += build_file_keys(client, load_id, (step, keys), &mut resolve, done)?;
+        Ok(())
+    }
+
+    /// Adds back the foreign keys of `steps`, rejecting the rows they
+    /// refuse (the undo hook): adds the rows rejected to `rejected`.
+    pub fn add_foreign_keys(
+        &self,
+        client: &mut Client,
+        load_id: &str,
+        steps: Vec<Pending>,
+        (done, rejected): (&mut Vec<String>, &mut u64),
+    ) -> Result<()> {
+        let orphans = Orphans {
+            load_id,
+            target: &self.target,
+            inputs: &self.inputs,
+            syntax: self.format.syntax(),
+            max_errors: self.max_errors,
+        };
+        let mut resolve = |tx: &mut Transaction<'_>, keys: &[ForeignKey]| orphans.resolve(tx, keys);
+        // Counted once committed: a retry after a failure resolves again.
+        *rejected += add_foreign_keys(client, load_id, &steps, &mut resolve, done)?;
         Ok(())
     }
 

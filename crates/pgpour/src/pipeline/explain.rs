@@ -49,6 +49,9 @@ pub struct Explain {
     /// The smallest chunk a small input is cut into, at that round trip.
     pub min_split_chunk: usize,
     pub indexes: crate::table::indexes::IndexPlan,
+    /// The table's own foreign keys: taken off and added back at the end,
+    /// or kept, and why.
+    pub foreign_keys: crate::table::foreign_keys::ForeignKeyPlan,
     pub sequences: crate::table::sequences::SequencePlan,
     /// With `--on-conflict skip|update`: the key, and how rows merge.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -152,6 +155,7 @@ pub fn explain(connect: &ConnectOptions, options: &LoadOptions) -> Result<Explai
         chunks_ahead: (plan.commit_mode() == CommitMode::PerChunk && plan.merge.is_none())
             .then_some(plan.chunks_ahead),
         min_split_chunk: crate::options::min_split_chunk(plan.round_trip),
+        foreign_keys: indexes.foreign_keys.clone(),
         indexes,
         sequences,
         on_conflict: plan

@@ -16,6 +16,7 @@ pub(crate) mod dedupe;
 mod duplicates;
 mod explain;
 mod finish;
+mod orphans;
 mod prepare;
 pub(crate) mod report;
 mod workers;
@@ -242,6 +243,20 @@ fn undo(
             (done, &mut *rejected),
         )
     };
+    // Counted apart, added to `rejected` at the end.
+    let refused = std::cell::Cell::new(0);
+    let mut foreign_keys = |client: &mut postgres::Client, steps, done: &mut Vec<String>| {
+        let mut count = 0;
+        let added = add_foreign_keys(
+            (ending, progress),
+            client,
+            load_id,
+            steps,
+            (done, &mut count),
+        );
+        refused.set(refused.get() + count);
+        added
+    };
     let first = std::thread::scope(|s| {
         let mut held = run.map(|run| s.spawn(move || run.ensure_held(connect)));
         let mut still_held = || match held.take() {
@@ -269,13 +284,14 @@ fn undo(
             Hooks {
                 at_once: Some(&mut at_once),
                 duplicates: Some(&mut duplicates),
+                foreign_keys: Some(&mut foreign_keys),
             },
         );
         // Answered even when the undo had nothing to change.
         still_held().and(first)
     });
     let mut outcome = first;
-    loop {
+    let ended = loop {
         match outcome {
             Err(e) if e.is_transient() && Instant::now() < deadline => {
                 std::thread::sleep(std::time::Duration::from_millis(500));
@@ -293,12 +309,15 @@ fn undo(
                     Hooks {
                         at_once: None,
                         duplicates: Some(&mut duplicates),
+                        foreign_keys: Some(&mut foreign_keys),
                     },
                 );
             }
-            ended => return ended,
+            ended => break ended,
         }
-    }
+    };
+    *rejected += refused.get();
+    ended
 }
 
 /// The undo hook for the duplicates step: not before the load is complete
@@ -324,6 +343,29 @@ fn reject_duplicates(
     });
     ending
         .reject_duplicates(client, load_id, steps, counts)
+        .map(|()| true)
+}
+
+/// The undo hook for the foreign keys the load took off: not before the
+/// load is complete (`ending` is then `None`), when they stay pending.
+fn add_foreign_keys(
+    (ending, progress): (Option<&Ending>, &Progress),
+    client: &mut postgres::Client,
+    load_id: &str,
+    steps: Vec<crate::journal::undo::Pending>,
+    counts: (&mut Vec<String>, &mut u64),
+) -> Result<bool> {
+    let Some(ending) = ending else {
+        return Ok(false);
+    };
+    let keys: Vec<String> = steps.iter().map(|k| k.step.describe()).collect();
+    progress.set_phase(Phase::Restoring {
+        what: format!("{}, checking every row", keys.join(", ")),
+        step: 1,
+        of: 1,
+    });
+    ending
+        .add_foreign_keys(client, load_id, steps, counts)
         .map(|()| true)
 }
 

@@ -86,6 +86,14 @@ pub(super) fn prepare_target(
     undo_pending.store(true, Ordering::SeqCst);
     let done_chunks = match previous {
         Previous::Done => return Ok(Prepared::AlreadyDone),
+        // A run stopped between recording the load and dropping what it
+        // drops (killed then): this one drops it, before any chunk. A
+        // foreign key left in place would refuse a row that refers further
+        // down the file. What went already is not in the catalog any more.
+        Previous::Unfinished(chunks) if chunks.is_empty() => {
+            drop_indexes(client, plan)?;
+            chunks
+        }
         Previous::Unfinished(chunks) => chunks,
         Previous::None => {
             // Which indexes went, and why others stayed, is for --explain;
@@ -154,7 +162,7 @@ fn prepare_new_load(
     let facts = crate::table::facts::parse(results.last().map_or(&[], Vec::as_slice))?;
     let (mut indexes, mut sequences) = plan.changes(&facts);
     let mut locked = false;
-    if !indexes.rebuild.is_empty() {
+    if indexes.changes_table() {
         // Decided again with the table locked, and read (is it empty?):
         // nobody writes to it until the drops commit.
         let sql = format!(
@@ -214,7 +222,7 @@ fn prepare_new_load(
         // keep the other from happening; each that fails leaves things as
         // they are.
         let _ = client.batch_execute("ROLLBACK");
-        if !indexes.rebuild.is_empty() {
+        if indexes.changes_table() {
             drop_indexes(client, plan)?;
         }
         if !sequences.raise.is_empty() {

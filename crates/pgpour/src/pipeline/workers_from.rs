@@ -22,4 +22,8 @@ pub enum WorkersFrom {
     /// `--atomic` into a Citus table: one transaction, which Citus
     /// commits on every node, so one worker.
     AtomicCitus,
+    /// `--atomic` into a table with a foreign key to itself: a row may
+    /// refer to one further down the file, which only one transaction
+    /// holding every row can check, so one worker.
+    AtomicSelfReference,
 }

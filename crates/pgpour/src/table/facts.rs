@@ -47,6 +47,36 @@ pub(crate) struct TableFacts {
     pub sequences: Vec<SequenceColumn>,
     #[serde(default, deserialize_with = "null_as_empty")]
     pub indexes: Vec<IndexFacts>,
+    /// The table's own foreign keys (not those pointing at it).
+    #[serde(default, deserialize_with = "null_as_empty")]
+    pub foreign_keys: Vec<ForeignKeyFacts>,
+}
+
+/// One foreign key of the target, and what decides whether it may be taken
+/// off for the load.
+#[derive(Debug, Deserialize)]
+pub(crate) struct ForeignKeyFacts {
+    pub name: String,
+    /// `schema.table` of the target, quoted as needed.
+    pub table_name: String,
+    /// Its `pg_get_constraintdef`.
+    pub definition: String,
+    pub valid: bool,
+    pub deferrable: bool,
+    pub commented: bool,
+    /// The role may add it back (REFERENCES on the table it points at).
+    pub references_allowed: bool,
+    /// `schema.table` it references, quoted as needed, and its oid.
+    pub parent: String,
+    pub parent_oid: u32,
+    #[serde(default, deserialize_with = "null_as_empty")]
+    pub columns: Vec<String>,
+    #[serde(default, deserialize_with = "null_as_empty")]
+    pub parent_columns: Vec<String>,
+    /// Each pair's equality operator (`OPERATOR(pg_catalog.=)`).
+    #[serde(default, deserialize_with = "null_as_empty")]
+    pub equals: Vec<String>,
+    pub match_full: bool,
 }
 
 /// A column the load leaves to a sequence (serial or identity).
@@ -201,7 +231,34 @@ pub(crate) fn facts_sql(target: &Target, emptiness: bool) -> String {
            LEFT JOIN pg_constraint con ON con.conindid = i.indexrelid AND con.conrelid = i.indrelid
                                       AND con.contype IN ('p', 'u', 'x')
            WHERE i.indrelid = {oid}
-           ORDER BY ic.relname)
+           ORDER BY ic.relname),
+         foreign_keys AS (
+           SELECT con.conname::text AS name,
+                  format('%I.%I', n.nspname, c.relname) AS table_name,
+                  pg_get_constraintdef(con.oid) AS definition,
+                  con.convalidated AS valid, con.condeferrable AS deferrable,
+                  obj_description(con.oid, 'pg_constraint') IS NOT NULL AS commented,
+                  has_table_privilege(con.confrelid, 'REFERENCES') AS references_allowed,
+                  format('%I.%I', pn.nspname, pc.relname) AS parent,
+                  con.confrelid::int8 AS parent_oid,
+                  (SELECT array_agg(a.attname::text ORDER BY k.n)
+                     FROM unnest(con.conkey) WITH ORDINALITY AS k(attnum, n)
+                     JOIN pg_attribute a ON a.attrelid = con.conrelid AND a.attnum = k.attnum) AS columns,
+                  (SELECT array_agg(a.attname::text ORDER BY k.n)
+                     FROM unnest(con.confkey) WITH ORDINALITY AS k(attnum, n)
+                     JOIN pg_attribute a ON a.attrelid = con.confrelid AND a.attnum = k.attnum) AS parent_columns,
+                  (SELECT array_agg(format('OPERATOR(%I.%s)', opn.nspname, op.oprname) ORDER BY k.n)
+                     FROM unnest(con.conpfeqop) WITH ORDINALITY AS k(op, n)
+                     JOIN pg_operator op ON op.oid = k.op
+                     JOIN pg_namespace opn ON opn.oid = op.oprnamespace) AS equals,
+                  con.confmatchtype = 'f' AS match_full
+           FROM pg_constraint con
+           JOIN pg_class c ON c.oid = con.conrelid
+           JOIN pg_namespace n ON n.oid = c.relnamespace
+           JOIN pg_class pc ON pc.oid = con.confrelid
+           JOIN pg_namespace pn ON pn.oid = pc.relnamespace
+           WHERE con.conrelid = {oid} AND con.contype = 'f'
+           ORDER BY con.conname)
          SELECT json_build_object(
            'partitioned', c.relkind = 'p' OR c.relispartition,
            'triggers', EXISTS (SELECT 1 FROM pg_trigger t WHERE t.tgrelid = c.oid AND NOT t.tgisinternal),
@@ -212,7 +269,8 @@ pub(crate) fn facts_sql(target: &Target, emptiness: bool) -> String {
            'schema_create', has_schema_privilege(c.relnamespace, 'CREATE'),
            'empty', {empty},
            'sequences', (SELECT json_agg(s) FROM sequences s),
-           'indexes', (SELECT json_agg(x) FROM indexes x))::text
+           'indexes', (SELECT json_agg(x) FROM indexes x),
+           'foreign_keys', (SELECT json_agg(f) FROM foreign_keys f))::text
          FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE c.oid = {oid}",
         oid = target.oid,
         qualified = target.qualified,

@@ -24,6 +24,7 @@ use crate::error::Result;
 use crate::journal::undo::{FileKey, UndoStep, GUARD_TRIGGER};
 use crate::sql::quote_literal;
 use crate::table::facts::TableFacts;
+use crate::table::foreign_keys::ForeignKeyPlan;
 use crate::table::left_alone::LeftAlone;
 use crate::table::plan::Target;
 
@@ -38,6 +39,10 @@ pub struct IndexPlan {
     /// reason that holds for all of them.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub not_used: Option<LeftAlone>,
+    /// The table's own foreign keys, taken off in the same transaction
+    /// (shown apart by `--explain`).
+    #[serde(skip)]
+    pub foreign_keys: ForeignKeyPlan,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
@@ -87,18 +92,38 @@ pub(crate) struct DropRules<'a> {
     pub unique_kept: Option<&'a str>,
     /// Each DDL statement goes alone, not in a message of several (Citus).
     pub alone: bool,
+    /// Why the table's foreign keys stay in place whatever it holds, if
+    /// they do.
+    pub foreign_keys_kept: Option<&'a LeftAlone>,
 }
 
 /// Whether `plan`, made from `facts` that did not say whether the table is
 /// empty, would drop indexes if it were: then the table must be read.
 pub(crate) fn needs_emptiness(plan: &IndexPlan, facts: &TableFacts, truncate: bool) -> bool {
-    !plan.rebuild.is_empty() && !truncate && facts.empty.is_none()
+    plan.changes_table() && !truncate && facts.empty.is_none()
 }
 
 /// Decides, without changing anything, which indexes the load would drop
 /// from a table with these `facts`. `left_alone`: why the load's plan keeps
 /// them all whatever the table holds, if it does.
 pub(crate) fn plan_from(
+    facts: &TableFacts,
+    target: &Target,
+    left_alone: Option<&LeftAlone>,
+    rules: DropRules<'_>,
+) -> IndexPlan {
+    let mut plan = indexes_from(facts, target, left_alone, rules);
+    plan.foreign_keys = crate::table::foreign_keys::plan_from(
+        facts,
+        target,
+        rules.foreign_keys_kept,
+        rules.truncate,
+    );
+    plan
+}
+
+/// The index part of `plan_from`.
+fn indexes_from(
     facts: &TableFacts,
     target: &Target,
     left_alone: Option<&LeftAlone>,
@@ -267,8 +292,10 @@ pub fn drop_for_load(
     load_id: &str,
 ) -> Result<IndexPlan> {
     let truncate = rules.truncate;
-    if let Some(reason) = left_alone {
-        return Ok(IndexPlan::not_used(reason.clone()));
+    if let (Some(reason), Some(keys)) = (left_alone, rules.foreign_keys_kept) {
+        let mut plan = IndexPlan::not_used(reason.clone());
+        plan.foreign_keys.not_used = Some(keys.clone());
+        return Ok(plan);
     }
     let rollback = |client: &mut Client| drop(client.batch_execute("ROLLBACK"));
     if let Err(e) = client.batch_execute(&format!("BEGIN; {}", lock_sql(target))) {
@@ -290,7 +317,7 @@ pub fn drop_for_load(
             return Err(e);
         }
     };
-    if plan.rebuild.is_empty() {
+    if !plan.changes_table() {
         rollback(client);
         return Ok(plan);
     }
@@ -340,10 +367,10 @@ fn keep_other_writers_out_sql(target: &Target, table_name: &str, load_id: &str) 
            SET search_path = pg_catalog, pg_temp AS $$ \
          BEGIN \
            IF current_setting('pgpour.load', true) IS DISTINCT FROM TG_ARGV[0] THEN \
-             RAISE EXCEPTION 'table %.% is being loaded by pgpour load %, with its unique keys dropped until the load ends', \
+             RAISE EXCEPTION 'table %.% is being loaded by pgpour load %, with its keys dropped until the load ends', \
                TG_TABLE_SCHEMA, TG_TABLE_NAME, TG_ARGV[0] \
                USING ERRCODE = '55006', \
-                     HINT = 'Writes by other sessions could duplicate a key and keep it from being rebuilt: wait for the load to end.'; \
+                     HINT = 'Writes by other sessions could break a key and keep it from being added back: wait for the load to end.'; \
            END IF; \
            RETURN NULL; \
          END $$";
@@ -407,32 +434,48 @@ impl IndexPlan {
             sql.push(index.drop_sql.clone());
             sql.push(crate::journal::undo::record_sql(load_id, &index.undo));
         }
+        // After the indexes: added back after them, when the keys they
+        // reference are there again.
+        sql.extend(self.foreign_keys.drop_statements(target, load_id));
         let unique = self.rebuild.iter().find(|r| r.unique);
-        if let Some(Rebuild {
-            undo: UndoStep::Index { table_name, .. } | UndoStep::Constraint { table_name, .. },
-            ..
-        }) = unique
-        {
-            sql.extend(keep_other_writers_out_sql(target, table_name, load_id));
+        let table_name = match unique {
+            Some(Rebuild {
+                undo: UndoStep::Index { table_name, .. } | UndoStep::Constraint { table_name, .. },
+                ..
+            }) => Some(table_name.clone()),
+            _ => self.foreign_keys.table_name(),
+        };
+        if let Some(table_name) = table_name {
+            sql.extend(keep_other_writers_out_sql(target, &table_name, load_id));
         }
         sql
     }
 
+    /// Whether the plan drops anything: an index or a foreign key.
+    pub(crate) fn changes_table(&self) -> bool {
+        !self.rebuild.is_empty() || !self.foreign_keys.take_off.is_empty()
+    }
+
     /// The plan when the table could not be locked: all kept.
     pub(crate) fn not_locked(error: &postgres::Error) -> IndexPlan {
-        IndexPlan::not_used(LeftAlone::Because(format!(
+        let reason = LeftAlone::Because(format!(
             "could not lock the table: {}",
             crate::error::ServerError::message_of(error)
-        )))
+        ));
+        let mut plan = IndexPlan::not_used(reason.clone());
+        plan.foreign_keys.not_used = Some(reason);
+        plan
     }
 
     /// This plan when its drop failed with `error`: every index kept.
     pub(crate) fn not_dropped(self, error: &postgres::Error) -> IndexPlan {
+        let reason = LeftAlone::Because(format!(
+            "could not drop them: {}",
+            crate::error::ServerError::message_of(error)
+        ));
         IndexPlan {
-            not_used: Some(LeftAlone::Because(format!(
-                "could not drop them: {}",
-                crate::error::ServerError::message_of(error)
-            ))),
+            foreign_keys: self.foreign_keys.not_dropped(reason.clone()),
+            not_used: Some(reason),
             kept: self
                 .rebuild
                 .into_iter()

@@ -4,6 +4,7 @@
 
 pub(crate) mod conflict;
 pub(crate) mod facts;
+pub(crate) mod foreign_keys;
 pub(crate) mod indexes;
 pub(crate) mod left_alone;
 pub(crate) mod names;

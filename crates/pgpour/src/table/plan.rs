@@ -39,6 +39,29 @@ pub struct Target {
     pub time_zone: String,
     /// The database has the Citus extension (see `citus`).
     pub citus_installed: bool,
+    /// The table's own foreign keys, as an `--atomic` load defers them.
+    pub foreign_keys: Vec<OwnForeignKey>,
+    /// The current role may act as the table's owner.
+    pub owned: bool,
+}
+
+/// See `Target::defer_foreign_keys`.
+#[derive(Clone, Debug, Default)]
+pub struct DeferredKeys {
+    pub defer: String,
+    pub check: String,
+}
+
+/// A foreign key of the target, as `--atomic` needs it.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Deserialize)]
+pub struct OwnForeignKey {
+    /// `"schema"."name"`, as SET CONSTRAINTS takes it.
+    pub qualified: String,
+    /// Its name, quoted as needed.
+    pub name: String,
+    pub deferrable: bool,
+    /// It references the table itself.
+    pub to_itself: bool,
 }
 
 struct Column {
@@ -77,7 +100,15 @@ impl Target {
                pg_catalog.current_setting('max_prepared_transactions'), \
                pg_catalog.array_to_json(pg_catalog.current_schemas(false))::text, \
                pg_catalog.current_setting('TimeZone'), \
-               EXISTS (SELECT 1 FROM pg_catalog.pg_extension WHERE extname = 'citus') \
+               EXISTS (SELECT 1 FROM pg_catalog.pg_extension WHERE extname = 'citus'), \
+               (SELECT pg_catalog.json_agg(pg_catalog.json_build_object( \
+                         'qualified', pg_catalog.format('%I.%I', n.nspname, f.conname), \
+                         'name', pg_catalog.quote_ident(f.conname), \
+                         'deferrable', f.condeferrable, 'to_itself', f.confrelid = f.conrelid) \
+                       ORDER BY f.conname) \
+                FROM pg_catalog.pg_constraint f \
+                WHERE f.conrelid = r.oid AND f.contype = 'f')::text, \
+               pg_catalog.pg_has_role(c.relowner, 'USAGE') \
              FROM (SELECT pg_catalog.to_regclass({})::pg_catalog.oid AS oid) r \
              LEFT JOIN pg_catalog.pg_class c ON c.oid = r.oid \
              LEFT JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace{after}",
@@ -166,7 +197,53 @@ impl Target {
             column_types,
             time_zone: text(8),
             citus_installed: text(9) == "t",
+            foreign_keys: serde_json::from_str(&text(10)).unwrap_or_default(),
+            owned: text(11) == "t",
         })
+    }
+
+    /// What an `--atomic` load in one transaction runs first and last, so
+    /// that the table's own foreign keys are checked once every row is in:
+    /// each deferred (one not DEFERRABLE made so for the transaction, when
+    /// the role owns the table), then checked and set back before the
+    /// commit. Statements each ending in `;`; empty without such keys.
+    pub fn defer_foreign_keys(&self) -> DeferredKeys {
+        let mut keys = DeferredKeys::default();
+        let altered: Vec<&OwnForeignKey> = self
+            .foreign_keys
+            .iter()
+            .filter(|k| !k.deferrable && self.owned)
+            .collect();
+        let deferred: Vec<&str> = self
+            .foreign_keys
+            .iter()
+            .filter(|k| k.deferrable || self.owned)
+            .map(|k| k.qualified.as_str())
+            .collect();
+        if deferred.is_empty() {
+            return keys;
+        }
+        for key in &altered {
+            keys.defer.push_str(&format!(
+                "ALTER TABLE {} ALTER CONSTRAINT {} DEFERRABLE INITIALLY DEFERRED; ",
+                self.qualified, key.name
+            ));
+        }
+        keys.defer.push_str(&format!(
+            "SET CONSTRAINTS {} DEFERRED; ",
+            deferred.join(", ")
+        ));
+        keys.check.push_str(&format!(
+            "SET CONSTRAINTS {} IMMEDIATE; ",
+            deferred.join(", ")
+        ));
+        for key in &altered {
+            keys.check.push_str(&format!(
+                "ALTER TABLE {} ALTER CONSTRAINT {} NOT DEFERRABLE; ",
+                self.qualified, key.name
+            ));
+        }
+        keys
     }
 
     /// The COPY of the same columns in binary.

@@ -270,21 +270,52 @@ fn duplicates_past_max_errors_stop_the_load_and_resume_finishes_it() {
     assert_eq!(rejected.lines().count(), refused.len());
 }
 
-/// The default (the first bad row stops the load) keeps such a key, which
-/// stops the load at the first duplicate, as COPY does.
+/// The default (the first bad row stops the load) rebuilds such a key at
+/// the end too: the first duplicate then stops the load, naming both
+/// lines, as COPY would have stopped at it; the key stays away, other
+/// writers kept out, until a resume with rejects allowed rejects the later
+/// copies.
 #[test]
-fn without_rejects_allowed_the_key_stays_and_checks_each_row() {
+fn without_rejects_allowed_a_duplicate_stops_the_load_at_its_end_naming_both_lines() {
     let db = shared_cluster().create_database("file_keys_default");
-    kv_table(&db);
+    let mut client = kv_table(&db);
+    let lines: Vec<String> = input()
+        .into_iter()
+        .filter(|l| !l.starts_with("bad"))
+        .collect();
+    let (want, refused) = expected(&lines);
     let dir = tempfile::tempdir().unwrap();
-    let mut options = options(&dir, "kv", &input());
+    let mut options = options(&dir, "kv", &lines);
     options.max_errors = Some(0);
+    options.workers = Some(2);
+    options.load_id = Some("default".into());
     let plan = pgpour::explain(&crate::harness::connect(&db), &options).unwrap();
-    let kept = &plan.indexes.kept;
     assert!(
-        kept.len() == 1 && kept[0].reason.contains("the first bad row stops the load"),
-        "{kept:?}"
+        plan.indexes.rebuild.iter().any(|r| r.name == "kv_pkey"),
+        "{:?}",
+        plan.indexes
     );
+    let failure = load(&db, &options).unwrap_err();
+    let message = failure.error.to_string();
+    let first = refused[0];
+    let id = lines[first - 1].split_once(',').unwrap().0;
+    let kept = 1 + lines
+        .iter()
+        .position(|l| l.split_once(',').unwrap().0 == id)
+        .unwrap();
+    assert!(
+        message.contains(&format!("kv.csv:{first}"))
+            && message.contains("kv_pkey")
+            && message.contains(&format!("from line {kept} of")),
+        "{message}"
+    );
+    assert!(indexes(&mut client, "kv").is_empty(), "the key stays away");
+    let outsider = client.batch_execute("INSERT INTO kv VALUES (1000, 'outsider')");
+    assert!(outsider.is_err(), "other writers are kept out");
+    let summary = resume_without_limit(&db, "default");
+    assert_eq!(table(&mut client, "kv"), want);
+    assert_eq!(indexes(&mut client, "kv").len(), 1);
+    assert_eq!(summary.rows_rejected, refused.len() as u64);
 }
 
 /// A load that stops before its end leaves the key away (other writers

@@ -8,6 +8,7 @@ mod connection;
 mod faults;
 mod field_decoding;
 mod file_keys;
+mod foreign_keys;
 mod harness;
 mod hostile_files;
 mod hostile_inputs;

@@ -14,7 +14,7 @@
 //! runs in the transaction that builds the keys (`journal::duplicates`).
 
 mod order;
-mod stage;
+pub(crate) mod stage;
 
 use postgres::types::Type;
 use postgres::Transaction;
@@ -179,19 +179,8 @@ impl Dedupe<'_> {
     /// Stops the load when the duplicates take it past `--max-errors`,
     /// naming the first row past it.
     fn within_budget(&self, tx: &mut Transaction<'_>, bad: &[BadRow]) -> Result<()> {
-        let Some(max) = self.max_errors else {
-            return Ok(());
-        };
-        let before = rejected_count(tx, self.load_id)?;
-        let room = max.saturating_sub(before) as usize;
-        match bad.get(room) {
-            Some(row) => Err(Error::Rejected {
-                row: Box::new(row.clone()),
-                max_errors: max,
-                hint: None,
-            }),
-            None => Ok(()),
-        }
+        let bad: Vec<&BadRow> = bad.iter().collect();
+        within_budget(tx, (self.load_id, self.max_errors), &bad, 1)
     }
 
     /// Deletes the refused rows: of the table's rows identical in every
@@ -325,6 +314,36 @@ impl Dedupe<'_> {
     }
 }
 
+/// Stops the load when the rows a key refuses at the end (`bad`, in file
+/// order) take it past the rejects it allows, naming the first row past
+/// it and the key: the `quoted`-th name in double quotes in its message.
+pub(crate) fn within_budget(
+    tx: &mut Transaction<'_>,
+    (load_id, max_errors): (&str, Option<u64>),
+    bad: &[&BadRow],
+    quoted: usize,
+) -> Result<()> {
+    let Some(max) = max_errors else {
+        return Ok(());
+    };
+    let before = rejected_count(tx, load_id)?;
+    let room = max.saturating_sub(before) as usize;
+    match bad.get(room) {
+        Some(row) => Err(Error::KeyRefused {
+            row: Box::new((*row).clone()),
+            max_errors: max,
+            key: row
+                .message
+                .split('"')
+                .nth(2 * quoted - 1)
+                .unwrap_or_default()
+                .to_string(),
+            load_id: load_id.to_string(),
+        }),
+        None => Ok(()),
+    }
+}
+
 /// A staged row that holds a duplicated key.
 struct Found {
     /// Its position in the staging table (from 1).
@@ -342,7 +361,7 @@ struct Found {
 /// savepoints (row by row, after a refusal) is recorded without its id:
 /// its rows have ids of their own. When some row's `xmin` is no chunk's,
 /// every such chunk is read too.
-fn chunks_holding<'a>(chunks: &'a [ChunkRows], xmins: &[i64]) -> Vec<&'a ChunkRows> {
+pub(crate) fn chunks_holding<'a>(chunks: &'a [ChunkRows], xmins: &[i64]) -> Vec<&'a ChunkRows> {
     let xmin_of = |c: &ChunkRows| c.xid.map(|x| x & 0xFFFF_FFFF);
     let known: std::collections::HashSet<i64> = chunks.iter().filter_map(xmin_of).collect();
     let unknown = xmins.iter().any(|x| !known.contains(x));
@@ -358,7 +377,7 @@ fn chunks_holding<'a>(chunks: &'a [ChunkRows], xmins: &[i64]) -> Vec<&'a ChunkRo
 
 /// A digest of a row's `columns` as one text (SHA-256: md5 is refused on
 /// servers in FIPS mode).
-fn digest(columns: &[String]) -> String {
+pub(crate) fn digest(columns: &[String]) -> String {
     format!(
         "pg_catalog.encode(pg_catalog.sha256(pg_catalog.textsend(ROW({})::text)), 'hex')",
         columns.join(", ")

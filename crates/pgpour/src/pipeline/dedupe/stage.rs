@@ -16,13 +16,13 @@ use crate::source::input::InputSpec;
 use crate::table::plan::Target;
 
 /// The staging table, in the session's temporary schema, dropped at commit.
-pub(super) const STAGE: &str = "pg_temp.pgpour_duplicates";
+pub(crate) const STAGE: &str = "pg_temp.pgpour_duplicates";
 /// Each staged row's position in file order: a name no table column has.
-pub(super) const POSITION: &str = "\"pgpour: position\"";
+pub(crate) const POSITION: &str = "\"pgpour: position\"";
 
 /// A staged row: where it lies in its input.
 #[derive(Clone, Copy, Debug)]
-pub(super) struct StagedRow {
+pub(crate) struct StagedRow {
     /// Index of its chunk among those staged.
     pub chunk: usize,
     /// Offset of its first byte in the decompressed input.
@@ -36,7 +36,7 @@ pub(super) struct StagedRow {
 /// (committed chunks, in file order) loaded: each chunk's records but the
 /// ones it rejected. The staged rows, in the order of their positions
 /// (the first is 1).
-pub(super) fn stage(
+pub(crate) fn stage(
     tx: &mut Transaction<'_>,
     target: &Target,
     (inputs, syntax): (&[InputSpec], Syntax),
@@ -135,7 +135,7 @@ fn input_eol(input: &InputSpec, syntax: Syntax) -> Result<Option<Eol>> {
 /// Reads the byte ranges `(input, start, end)` of the decompressed inputs,
 /// given in input order and each input's in byte order, handing each to
 /// `each`: one forward read of each input from its first range on.
-pub(super) fn read_ranges(
+pub(crate) fn read_ranges(
     inputs: &[InputSpec],
     ranges: &[(usize, u64, u64)],
     each: &mut dyn FnMut(&[u8]) -> Result<()>,

@@ -448,6 +448,16 @@ impl Worker<'_> {
         let mut tx = client
             .transaction()
             .map_err(Error::db("starting the load's transaction"))?;
+        // One transaction holds every row: its foreign keys are checked
+        // once, before it commits, as COPY checks them at its end.
+        let deferred = match mode {
+            AtomicMode::OneTransaction => self.target.defer_foreign_keys(),
+            AtomicMode::TwoPhase => Default::default(),
+        };
+        if !deferred.defer.is_empty() {
+            tx.batch_execute(&deferred.defer)
+                .map_err(Error::db("deferring the table's foreign keys"))?;
+        }
         let truncate = self.target.truncate_sql();
         for chunk in rx.into_iter().flatten() {
             if self.stop.load(Ordering::SeqCst) || self.cancel.load(Ordering::SeqCst) {
@@ -465,7 +475,21 @@ impl Worker<'_> {
             return Ok(());
         }
         match mode {
-            AtomicMode::OneTransaction => tx.commit().map_err(Error::db("committing the load")),
+            AtomicMode::OneTransaction => {
+                let checked = match deferred.check.is_empty() {
+                    true => Ok(()),
+                    false => tx.batch_execute(&deferred.check),
+                };
+                checked.map_err(|e| match crate::error::ServerError::from_db(&e) {
+                    Some(server) => Error::Target(format!(
+                        "{}: a foreign key refuses a row once every row is in, so \
+                             nothing was committed: {server}",
+                        self.target.qualified
+                    )),
+                    None => Error::db("checking the table's foreign keys")(e),
+                })?;
+                tx.commit().map_err(Error::db("committing the load"))
+            }
             AtomicMode::TwoPhase => {
                 let gid = crate::journal::two_phase::gid(self.loader.run_token, self.index);
                 let load_id = self.loader.journal.unwrap_or_default();

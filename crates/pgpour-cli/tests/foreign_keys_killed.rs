@@ -1,0 +1,298 @@
+//! Foreign keys taken off for a load, and the load killed (SIGKILL) while
+//! they are away, while they are added back, or while the rows they refuse
+//! are rejected: `resume` ends with the same table, keys and reject file as
+//! a load never killed, and `forget` puts the keys back.
+
+mod common;
+
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::text;
+use pgpour_testkit::{shared_cluster, TestDb};
+
+/// Employees whose manager stands further down the file (line i is
+/// managed by line i + 1 + i % 5), `rows` of them; `missing` lines refer
+/// to nobody.
+fn employees(rows: usize, missing: &[usize]) -> String {
+    (1..=rows)
+        .map(|i| {
+            let manager = i + 1 + i % 5;
+            match () {
+                _ if missing.contains(&i) => format!("{i},e{i},{}\n", rows * 10 + i),
+                _ if manager > rows => format!("{i},e{i},\n"),
+                _ => format!("{i},e{i},{manager}\n"),
+            }
+        })
+        .collect()
+}
+
+const TABLE: &str = "CREATE TABLE t (id int PRIMARY KEY, v text, manager int REFERENCES t(id))";
+
+fn start(db: &TestDb, file: &std::path::Path, load_id: &str, extra: &[&str]) -> Child {
+    Command::new(env!("CARGO_BIN_EXE_pgpour"))
+        .args([
+            "load",
+            file.to_str().unwrap(),
+            "-t",
+            "t",
+            "-d",
+            &db.conninfo(),
+            "-q",
+        ])
+        .args([
+            "--load-id",
+            load_id,
+            "--workers",
+            "3",
+            "--chunk-size",
+            "8KiB",
+        ])
+        .args(extra)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap()
+}
+
+fn count(db: &TestDb, sql: &str) -> i64 {
+    db.client().query_one(sql, &[]).unwrap().get(0)
+}
+
+/// The table's foreign key is back, valid, and nothing is left to undo.
+fn key_back(db: &TestDb, what: &str) {
+    let valid = count(
+        db,
+        "SELECT count(*) FROM pg_constraint WHERE conrelid = 't'::regclass AND contype = 'f' \
+         AND convalidated",
+    );
+    assert_eq!(valid, 1, "{what}: the key is back, valid");
+    assert_eq!(count(db, "SELECT count(*) FROM pgpour.undo"), 0, "{what}");
+    let guards = count(
+        db,
+        "SELECT count(*) FROM pg_trigger WHERE tgrelid = 't'::regclass AND NOT tgisinternal",
+    );
+    assert_eq!(guards, 0, "{what}: no guard left");
+}
+
+/// Waits until `sql` (a count) says 1 or more, for up to a minute; errors
+/// (a journal not there yet) count as 0.
+fn wait_for(db: &TestDb, sql: &str) {
+    let mut watcher = db.client();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let n = watcher
+            .query_one(sql, &[])
+            .map(|r| r.get::<_, i64>(0))
+            .unwrap_or(0);
+        if n > 0 {
+            return;
+        }
+        assert!(Instant::now() < deadline, "never happened: {sql}");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+#[test]
+fn sigkill_at_random_moments_then_resume_adds_the_key_back_with_every_row() {
+    let rows = 20_000;
+    let db = shared_cluster().create_database("fk_kill");
+    db.client().batch_execute(TABLE).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("emp.csv");
+    std::fs::write(&file, employees(rows, &[])).unwrap();
+    let started = Instant::now();
+    assert!(start(&db, &file, "calibrate", &[])
+        .wait()
+        .unwrap()
+        .success());
+    let full = started.elapsed().as_millis() as u64;
+    key_back(&db, "calibrate");
+    let mut seed: u64 = 0x9E37_79B9;
+    let mut killed = 0;
+    for run in 0..6 {
+        db.client().batch_execute("TRUNCATE t").unwrap();
+        let load_id = format!("fk-kill-{run}");
+        let mut child = start(&db, &file, &load_id, &[]);
+        seed = seed
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        std::thread::sleep(Duration::from_millis((seed >> 33) % full.max(1)));
+        let _ = child.kill(); // SIGKILL
+        if child.wait().unwrap().code().is_none() {
+            killed += 1;
+        }
+        let out = common::pgpour(&["resume", &load_id, "-d", &db.conninfo()], None);
+        if out.status.code() == Some(2) && text(&out.stderr).contains("committed nothing") {
+            assert!(start(&db, &file, &load_id, &[]).wait().unwrap().success());
+        } else {
+            assert_eq!(
+                out.status.code(),
+                Some(0),
+                "run {run}: {}",
+                text(&out.stderr)
+            );
+        }
+        let loaded = count(&db, "SELECT count(DISTINCT id) FROM t");
+        assert_eq!(loaded, rows as i64, "run {run}");
+        assert_eq!(
+            count(&db, "SELECT count(*) FROM t"),
+            rows as i64,
+            "run {run}"
+        );
+        key_back(&db, &format!("run {run}"));
+    }
+    eprintln!("{killed} of 6 loads were killed while running");
+    assert!(
+        killed >= 2,
+        "only {killed} of 6 runs were killed while loading"
+    );
+}
+
+/// Killed while the key is being added back (its transaction waiting for
+/// its lock on the table, every row in): resume adds it.
+#[test]
+fn sigkill_while_the_key_is_added_back_then_resume_adds_it() {
+    let rows = 5_000;
+    let db = shared_cluster().create_database("fk_kill_adding");
+    db.client().batch_execute(TABLE).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("emp.csv");
+    std::fs::write(&file, employees(rows, &[])).unwrap();
+    let mut child = start(&db, &file, "fk-adding", &[]);
+    wait_for(
+        &db,
+        "SELECT count(*) FROM pgpour.undo WHERE kind = 'foreign_key'",
+    );
+    // A lock that lets the chunks in (the load's own sessions) and keeps
+    // the key's ADD, which needs SHARE ROW EXCLUSIVE, waiting.
+    let mut blocker = db.client();
+    blocker
+        .batch_execute("BEGIN; LOCK TABLE t IN ROW EXCLUSIVE MODE")
+        .unwrap();
+    wait_for(
+        &db,
+        "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' \
+         AND query LIKE '%SHARE ROW EXCLUSIVE%'",
+    );
+    let _ = child.kill(); // SIGKILL
+    assert_eq!(child.wait().unwrap().code(), None);
+    blocker.batch_execute("ROLLBACK").unwrap();
+    assert_eq!(count(&db, "SELECT count(*) FROM t"), rows as i64);
+    let out = common::pgpour(&["resume", "fk-adding", "-d", &db.conninfo(), "-q"], None);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert_eq!(count(&db, "SELECT count(*) FROM t"), rows as i64);
+    key_back(&db, "after resume");
+}
+
+/// Killed while the rows a key refuses are being rejected (after they were
+/// deleted, before the transaction commits): resume rejects them once.
+#[test]
+fn sigkill_while_missing_references_are_rejected_then_resume_rejects_them_once() {
+    let rows = 5_000;
+    let db = shared_cluster().create_database("fk_kill_rejects");
+    db.client().batch_execute(TABLE).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    // The journal exists before the load, so that its rejects can be locked.
+    db.client()
+        .batch_execute("CREATE TABLE warm (a int)")
+        .unwrap();
+    let warm = dir.path().join("warm.csv");
+    std::fs::write(&warm, "1\n").unwrap();
+    let out = common::pgpour(
+        &[
+            "load",
+            warm.to_str().unwrap(),
+            "-t",
+            "warm",
+            "-d",
+            &db.conninfo(),
+            "-q",
+        ],
+        None,
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let file = dir.path().join("emp.csv");
+    // Lines 4000 and 4500 refer to nobody: they go, and the lines that
+    // (through their managers) refer to them.
+    let body = employees(rows, &[4000, 4500]);
+    std::fs::write(&file, &body).unwrap();
+    let mut blocker = db.client();
+    blocker
+        .batch_execute("BEGIN; LOCK TABLE pgpour.rejects IN SHARE MODE")
+        .unwrap();
+    let mut child = start(&db, &file, "fk-rejects", &["--max-errors", "all"]);
+    wait_for(
+        &db,
+        "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' \
+         AND query LIKE 'INSERT INTO pgpour.rejects%'",
+    );
+    let _ = child.kill(); // SIGKILL
+    assert_eq!(child.wait().unwrap().code(), None);
+    blocker.batch_execute("ROLLBACK").unwrap();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while count(&db, "SELECT count(*) FROM t") != rows as i64 {
+        assert!(Instant::now() < deadline, "rows are missing");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let out = common::pgpour(&["resume", "fk-rejects", "-d", &db.conninfo(), "-q"], None);
+    // The load was done when killed: only its end is left, which rejects.
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    // What COPY row by row would refuse: a line whose manager is missing
+    // or refused, up the chain.
+    let managers: Vec<Option<usize>> = body
+        .lines()
+        .map(|l| l.rsplit(',').next().unwrap().parse().ok())
+        .collect();
+    let mut refused = std::collections::BTreeSet::new();
+    loop {
+        let before = refused.len();
+        for (i, m) in managers.iter().enumerate() {
+            if let Some(m) = m {
+                if *m > rows || refused.contains(&(m - 1)) {
+                    refused.insert(i);
+                }
+            }
+        }
+        if refused.len() == before {
+            break;
+        }
+    }
+    assert_eq!(
+        count(&db, "SELECT count(*) FROM t"),
+        (rows - refused.len()) as i64
+    );
+    let rejected = std::fs::read_to_string(dir.path().join("emp.rejected.csv")).unwrap();
+    let lines: Vec<&str> = body.lines().collect();
+    let want: String = refused.iter().map(|&i| format!("{}\n", lines[i])).collect();
+    assert_eq!(rejected, want);
+    key_back(&db, "after resume");
+}
+
+/// Killed while the key is away: `forget` puts it back (the rows loaded
+/// so far refer only to rows already in: parents come first here).
+#[test]
+fn sigkill_while_the_key_is_away_then_forget_puts_it_back() {
+    let rows = 30_000;
+    let db = shared_cluster().create_database("fk_kill_forget");
+    db.client().batch_execute(TABLE).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("emp.csv");
+    let body: String = (1..=rows)
+        .map(|i| match i {
+            1 => "1,e1,\n".to_string(),
+            _ => format!("{i},e{i},{}\n", i / 2),
+        })
+        .collect();
+    std::fs::write(&file, body).unwrap();
+    let mut child = start(&db, &file, "fk-forget", &[]);
+    wait_for(
+        &db,
+        "SELECT count(*) FROM pgpour.undo WHERE kind = 'foreign_key'",
+    );
+    let _ = child.kill(); // SIGKILL
+    child.wait().unwrap();
+    let out = common::pgpour(&["forget", "fk-forget", "-d", &db.conninfo()], None);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    key_back(&db, "after forget");
+}
