@@ -15,7 +15,9 @@ use crate::server::wire::Wire;
 /// (no round trip spent on it). The journal shares the chunks' fate and the
 /// load ends with a synchronous commit, so chunks commit asynchronously;
 /// `pgpour.load` names the load, which lets the session write to a table
-/// whose unique keys the load dropped.
+/// whose unique keys the load dropped. (The sessions are opened before the
+/// load knows whether its table is Citus'; a Citus table's chunks raise
+/// the setting in their own transaction, see `sessions::chunk_commit`.)
 pub(crate) fn loading_settings(load_id: &str) -> [(&'static str, String); 2] {
     [
         ("synchronous_commit", "off".to_string()),

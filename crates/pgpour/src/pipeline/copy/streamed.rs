@@ -35,6 +35,10 @@ pub(crate) struct StreamSetup<'a> {
     pub warm: &'a WarmSessions,
     /// Sends batches in binary when it can.
     pub binary: Option<&'a RowEncoder>,
+    /// Each batch commits synchronously (a table Citus knows, see
+    /// `sessions::chunk_commit`), in its own transaction: the sessions
+    /// opened ahead start with asynchronous commits.
+    pub durable: bool,
 }
 
 /// How a batch sent on the fast path ended.
@@ -255,7 +259,10 @@ impl<'a> ChunkStream<'a> {
     fn batch_sql(&self, copy_sql: &str, batch: &Batch, journaled: &[u64]) -> String {
         let setup = &self.setup;
         let rows = journal_rows_sql((setup.load_id, setup.run_token), batch, journaled, None);
-        format!("{copy_sql};\n{rows}")
+        match setup.durable {
+            true => format!("SET LOCAL synchronous_commit = on;\n{copy_sql};\n{rows}"),
+            false => format!("{copy_sql};\n{rows}"),
+        }
     }
 
     /// Ends the session, once nothing is in flight.
@@ -267,8 +274,12 @@ impl<'a> ChunkStream<'a> {
 }
 
 /// The row count of a clean answer: `COPY n`, then the journal row's
-/// check, `SELECT 1`.
+/// check, `SELECT 1` (after `SET` for a durable batch).
 fn copy_rows(tags: &[String]) -> Option<u64> {
+    let tags = match tags {
+        [set, rest @ ..] if set == "SET" => rest,
+        all => all,
+    };
     match tags {
         [copy, check] if check == "SELECT 1" => copy.strip_prefix("COPY ")?.parse().ok(),
         _ => None,

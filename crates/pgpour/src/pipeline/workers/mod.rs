@@ -393,10 +393,17 @@ impl Worker<'_> {
             None => connect_retrying(self.connect, self.cancel)?,
         };
         if let Some(load_id) = self.loader.journal {
-            journaled_session(&mut client, load_id)?;
+            journaled_session(&mut client, load_id, self.durable_chunks())?;
         }
         self.stage(&mut client)?;
         Ok(client)
+    }
+
+    /// Whether chunks commit synchronously: on a table Citus knows, whose
+    /// commit through the coordinator commits the worker nodes too (see
+    /// `sessions::chunk_commit`).
+    fn durable_chunks(&self) -> bool {
+        self.plan.citus.is_some()
     }
 
     /// A chunk is in: progress and the count of chunks committed. With
@@ -552,7 +559,7 @@ impl Worker<'_> {
         let Some(load_id) = self.loader.journal else {
             return Ok(None);
         };
-        journaled_session(client, load_id)?;
+        journaled_session(client, load_id, self.durable_chunks())?;
         self.committed_after_all(client, chunk)
     }
 
