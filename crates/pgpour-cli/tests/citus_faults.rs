@@ -70,7 +70,7 @@ fn table(cluster: &CitusCluster, name: &str, distributed: bool) {
         client.batch_execute("SET citus.shard_count = 8").unwrap();
         client
             .execute(
-                "SELECT create_distributed_table($1::text::regclass, 'id')",
+                "SELECT create_distributed_table($1::text::regclass, 'id', colocate_with => 'none')",
                 &[&name],
             )
             .unwrap();
@@ -285,4 +285,322 @@ fn a_coordinator_crash_after_chunks_committed_loses_and_doubles_nothing() {
     assert_eq!(contents(cluster, "crash_sync"), want);
     assert_eq!(journaled_rows(cluster, load_id), want.0);
     assert_eq!(prepared_left(cluster), Vec::<String>::new());
+}
+
+/// Rows of the distributed table `table` in another shard than the one
+/// Citus computes for their id.
+fn misplaced(cluster: &CitusCluster, table: &str) -> i64 {
+    let command = format!(
+        "SELECT count(*) FROM %s WHERE get_shard_id_for_distribution_column('{table}', id) \
+         <> reverse(split_part(reverse(tableoid::regclass::text), '_', 1))::bigint"
+    );
+    cluster
+        .client()
+        .query_one(
+            "SELECT coalesce(sum(result::int8), 0)::int8 \
+             FROM run_command_on_shards($1::text::regclass, $2)",
+            &[&table, &command],
+        )
+        .unwrap()
+        .get(0)
+}
+
+/// pgpour's prepared transactions of direct routing on the workers.
+fn direct_prepared(cluster: &CitusCluster) -> Vec<(u16, String)> {
+    let mut all = Vec::new();
+    for n in [1, 2] {
+        for row in cluster
+            .node_client(n)
+            .query(
+                "SELECT gid FROM pg_prepared_xacts WHERE gid LIKE 'pgpour:%:d:%'",
+                &[],
+            )
+            .unwrap()
+        {
+            all.push((n, row.get(0)));
+        }
+    }
+    all
+}
+
+/// The coordinator's sessions waiting for a lock on the journal's chunks.
+fn journal_waiters(cluster: &CitusCluster) -> Vec<i32> {
+    cluster
+        .client()
+        .query(
+            "SELECT pid FROM pg_locks WHERE relation = 'pgpour.chunks'::regclass AND NOT granted",
+            &[],
+        )
+        .unwrap()
+        .iter()
+        .map(|r| r.get(0))
+        .collect()
+}
+
+/// Waits until `ready()`, failing after 30 s or if `child` ends first.
+fn wait_until(what: &str, child: &mut Child, mut ready: impl FnMut() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !ready() {
+        assert!(Instant::now() < deadline, "never: {what}");
+        assert!(
+            child.try_wait().unwrap().is_none(),
+            "the load ended before: {what}"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Moves every shard of `table` on worker 1 to worker 2, writes blocked
+/// meanwhile (`block_writes`, which copies what is committed).
+fn move_worker_1_away(cluster: &CitusCluster, table: &str) {
+    let (_, from) = cluster.worker(1);
+    let (_, to) = cluster.worker(2);
+    cluster
+        .client()
+        .execute(
+            "SELECT citus_move_shard_placement(s.shardid, '127.0.0.1', $2, '127.0.0.1', $3, \
+                    shard_transfer_mode := 'block_writes') \
+             FROM pg_dist_shard s JOIN pg_dist_placement p USING (shardid) \
+             JOIN pg_dist_node n USING (groupid) \
+             WHERE s.logicalrelid = $1::text::regclass AND n.nodeport = $2",
+            &[&table, &i32::from(from), &i32::from(to)],
+        )
+        .unwrap();
+}
+
+/// The journal exists before a test locks its table.
+fn journal_made(cluster: &CitusCluster, dir: &tempfile::TempDir) {
+    let file = dir.path().join("warm.csv");
+    std::fs::write(&file, keyed(&[1, 2, 3])).unwrap();
+    table(cluster, "faults_warm", false);
+    let (ok, stderr) = finished(start_load(cluster, &file, "faults_warm", &[]));
+    assert!(ok, "{stderr}");
+}
+
+/// A batch's decision is its journal rows, committed with a check that
+/// the guard still holds off shard moves. When the decision's session
+/// died, the decision was written again on a new session without that
+/// check: if the guard's session had died too (sessions terminated, a
+/// restart), a shard move could copy the shard meanwhile, and the batch
+/// was committed into the old placement, its rows lost. Stopped at known
+/// points: the decisions wait for a lock on the journal the test holds;
+/// every pgpour session on the coordinator is terminated; the replayed
+/// decisions wait again; the shards move; the lock goes.
+#[test]
+fn a_decision_replayed_after_the_guard_died_does_not_commit_into_moved_shards() {
+    let Some(cluster) = citus_cluster() else {
+        return;
+    };
+    let _alone = one_at_a_time();
+    let dir = tempfile::tempdir().unwrap();
+    journal_made(cluster, &dir);
+    let ids: Vec<i64> = (1..=20_000).collect();
+    let body = keyed(&ids);
+    let file = dir.path().join("keyed.csv");
+    std::fs::write(&file, &body).unwrap();
+    let want = copied(cluster, "replayed", &body);
+    table(cluster, "replayed", true);
+    let mut blocker = cluster.client();
+    blocker
+        .batch_execute("BEGIN; LOCK TABLE pgpour.chunks IN SHARE MODE")
+        .unwrap();
+    let blocker_pid: i32 = blocker
+        .query_one("SELECT pg_backend_pid()", &[])
+        .unwrap()
+        .get(0);
+    let mut child = start_load(
+        cluster,
+        &file,
+        "replayed",
+        &["--workers", "2", "--chunk-size", "64KiB"],
+    );
+    wait_until("a decision waits", &mut child, || {
+        !direct_prepared(cluster).is_empty() && !journal_waiters(cluster).is_empty()
+    });
+    let terminated: Vec<i32> = cluster
+        .client()
+        .query(
+            "SELECT pid FROM (SELECT pid FROM pg_stat_activity \
+                WHERE backend_type = 'client backend' AND pid <> pg_backend_pid() \
+                  AND pid <> $1 OFFSET 0) others WHERE pg_terminate_backend(pid)",
+            &[&blocker_pid],
+        )
+        .unwrap()
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    assert!(!terminated.is_empty());
+    wait_until("a decision is written again", &mut child, || {
+        journal_waiters(cluster)
+            .iter()
+            .any(|pid| !terminated.contains(pid))
+    });
+    // The guard is gone: the moves do not wait for the load.
+    move_worker_1_away(cluster, "replayed");
+    blocker.batch_execute("COMMIT").unwrap();
+    let (ok, stderr) = finished(child);
+    assert!(ok, "{stderr}");
+    assert_eq!(contents(cluster, "replayed"), want);
+    assert_eq!(misplaced(cluster, "replayed"), 0);
+    assert_eq!(direct_prepared(cluster), Vec::new());
+}
+
+/// A run killed after a batch's decision and before its `COMMIT
+/// PREPARED`s leaves the batch prepared on the nodes, decided. Nothing
+/// holds off shard moves between runs, and a move does not copy prepared
+/// rows: the resume committed them into the old placement, which Citus
+/// no longer reads, and said done with rows missing. It must refuse.
+/// Stopped at known points: the decision waits for a lock on the journal
+/// the test holds; pgpour is killed (kill -9); the lock goes and the
+/// decision commits; the shards of the first worker move away.
+#[test]
+fn a_resume_does_not_commit_prepared_rows_into_shards_that_moved_away() {
+    let Some(cluster) = citus_cluster() else {
+        return;
+    };
+    let _alone = one_at_a_time();
+    let dir = tempfile::tempdir().unwrap();
+    journal_made(cluster, &dir);
+    let ids: Vec<i64> = (1..=5_000).collect();
+    let file = dir.path().join("keyed.csv");
+    std::fs::write(&file, keyed(&ids)).unwrap();
+    table(cluster, "moved_before_resume", true);
+    let mut blocker = cluster.client();
+    blocker
+        .batch_execute("BEGIN; LOCK TABLE pgpour.chunks IN SHARE MODE")
+        .unwrap();
+    let load_id = "moved-before-resume";
+    let mut child = start_load(
+        cluster,
+        &file,
+        "moved_before_resume",
+        &["--workers", "1", "--load-id", load_id],
+    );
+    wait_until("the decision waits", &mut child, || {
+        direct_prepared(cluster).len() == 2 && !journal_waiters(cluster).is_empty()
+    });
+    let _ = child.kill(); // SIGKILL
+    child.wait().unwrap();
+    blocker.batch_execute("COMMIT").unwrap();
+    // The decision's session had the whole query: it commits, then finds
+    // its client gone.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while journaled_rows(cluster, load_id) == 0 {
+        assert!(Instant::now() < deadline, "the decision never committed");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let prepared = direct_prepared(cluster);
+    assert_eq!(prepared.len(), 2, "{prepared:?}");
+    move_worker_1_away(cluster, "moved_before_resume");
+    let out = common::pgpour(&["resume", load_id, "-d", &cluster.conninfo()], None);
+    let stderr = common::text(&out.stderr);
+    assert!(!out.status.success(), "the resume reported done: {stderr}");
+    assert!(
+        stderr.contains("have since moved to another node"),
+        "{stderr}"
+    );
+    // Nothing of the batch went where Citus no longer reads it.
+    let left_on_worker_1 = direct_prepared(cluster)
+        .iter()
+        .filter(|(n, _)| *n == 1)
+        .count();
+    assert_eq!(left_on_worker_1, 1);
+    for (n, gid) in direct_prepared(cluster) {
+        cluster
+            .node_client(n)
+            .batch_execute(&format!("ROLLBACK PREPARED '{gid}'"))
+            .unwrap();
+    }
+}
+
+/// A run killed while a node still worked on its batch left a backend
+/// there that prepared the batch after `forget` had settled the load: a
+/// prepared transaction nothing would ever settle, holding its locks.
+/// `forget` now ends the earlier runs' node sessions first. Stopped at a
+/// known point: a CHECK on the table waits, at the batch's last row, for
+/// an advisory lock the test holds on worker 1, at the last row that node
+/// copies (it has nothing left to say to the client before it prepares).
+#[test]
+fn forget_after_a_kill_leaves_nothing_prepared_by_a_node_still_working() {
+    let Some(cluster) = citus_cluster() else {
+        return;
+    };
+    let _alone = one_at_a_time();
+    let dir = tempfile::tempdir().unwrap();
+    journal_made(cluster, &dir);
+    table(cluster, "late_prepare", true);
+    // The node copies its shards in the order of their ids: the wait is
+    // at the last row of the last shard a node copies.
+    let worker = 1;
+    let (_, port) = cluster.worker(worker);
+    let ids: Vec<i64> = (1..=5_000).collect();
+    let last: i64 = cluster
+        .client()
+        .query_one(
+            "SELECT max(id) FROM generate_series(1, 5000::int8) id \
+             WHERE get_shard_id_for_distribution_column('late_prepare', id) = \
+               (SELECT max(shardid) FROM citus_shards \
+                 WHERE table_name = 'late_prepare'::regclass AND nodeport = $1)",
+            &[&i32::from(port)],
+        )
+        .unwrap()
+        .get(0);
+    let file = dir.path().join("keyed.csv");
+    std::fs::write(&file, keyed(&ids)).unwrap();
+    let wait_at = format!(
+        "SET citus.enable_ddl_propagation = off; \
+         CREATE OR REPLACE FUNCTION public.wait_at_last(id bigint) RETURNS boolean \
+         LANGUAGE plpgsql AS $$ BEGIN IF id = {last} THEN \
+           PERFORM pg_advisory_lock_shared(4242); PERFORM pg_advisory_unlock_shared(4242); \
+         END IF; RETURN true; END $$"
+    );
+    for n in [0, 1, 2] {
+        cluster.node_client(n).batch_execute(&wait_at).unwrap();
+    }
+    cluster
+        .client()
+        .batch_execute("ALTER TABLE late_prepare ADD CONSTRAINT slow CHECK (wait_at_last(id))")
+        .unwrap();
+    let mut holder = cluster.node_client(worker);
+    holder
+        .batch_execute("SELECT pg_advisory_lock(4242)")
+        .unwrap();
+    let load_id = "late-prepare";
+    let mut child = start_load(
+        cluster,
+        &file,
+        "late_prepare",
+        &["--workers", "1", "--load-id", load_id],
+    );
+    wait_for_a_lock_wait(cluster, &mut child);
+    let _ = child.kill(); // SIGKILL
+    child.wait().unwrap();
+    let out = common::pgpour(&["forget", load_id, "-d", &cluster.conninfo()], None);
+    assert!(out.status.success(), "{}", common::text(&out.stderr));
+    holder
+        .batch_execute("SELECT pg_advisory_unlock(4242)")
+        .unwrap();
+    // Whatever still worked on the batch is done with it.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let busy = "SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'client backend' \
+                AND state = 'active' AND pid <> pg_backend_pid()";
+    while cluster
+        .node_client(worker)
+        .query_one(busy, &[])
+        .unwrap()
+        .get::<_, i64>(0)
+        > 0
+    {
+        assert!(Instant::now() < deadline, "the worker stayed busy");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let left = direct_prepared(cluster);
+    for (n, gid) in &left {
+        cluster
+            .node_client(*n)
+            .batch_execute(&format!("ROLLBACK PREPARED '{gid}'"))
+            .unwrap();
+    }
+    assert_eq!(left, Vec::new());
+    assert_eq!(contents(cluster, "late_prepare").0, 0);
 }

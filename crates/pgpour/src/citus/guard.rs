@@ -12,6 +12,15 @@
 //! decision checks that the lock is still held (`pid`): a guard whose
 //! session ended (a restart of the coordinator) stops the routing.
 //!
+//! A batch's `COMMIT PREPARED`s go to the nodes after its decision: they
+//! are covered by the next decision's check (its worker reads their
+//! answers first), or, for the last ones and the end of the run's
+//! settling, by `confirm`, before the lock is released. A shard whose
+//! commit no check covered, because the guard was lost meanwhile, is
+//! confirmed by taking the lock again and finding the shard where the
+//! rows went: if it moved, the load fails rather than report rows a move
+//! may have left behind.
+//!
 //! Before the lock, the load is marked `routed` in the journal: from then
 //! on its runs settle what its nodes may hold (`leftovers`).
 
@@ -20,6 +29,7 @@ use std::sync::{Mutex, OnceLock};
 use postgres::Client;
 
 use super::route::Routing;
+use crate::error::{Error, Result};
 use crate::server::conn::ConnectOptions;
 use crate::table::plan::Target;
 
@@ -30,6 +40,9 @@ pub(crate) struct Guard {
     /// when it may not.
     held: OnceLock<Result<i32, String>>,
     session: Mutex<Option<Client>>,
+    /// Shards (indexes in the routing) committed on their nodes with no
+    /// check of the lock after.
+    unconfirmed: Mutex<Vec<usize>>,
 }
 
 impl Guard {
@@ -57,6 +70,82 @@ impl Guard {
     /// refused.
     pub fn refused(&self) -> Option<&str> {
         self.held.get()?.as_ref().err().map(String::as_str)
+    }
+
+    /// Notes shards committed on their nodes that no check of the lock
+    /// covered.
+    pub fn in_doubt(&self, shards: Vec<usize>) {
+        self.unconfirmed
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .extend(shards);
+    }
+
+    /// Checks, before the lock is released, that no shard move can have
+    /// copied a shard while rows were being committed into it on its old
+    /// node: the guard's session still answers in its transaction (then
+    /// it held all along), or, taken again, the lock finds every shard in
+    /// doubt where the rows went. Waits up to `wait` for a move under way.
+    pub fn confirm(
+        &self,
+        connect: &ConnectOptions,
+        (target, routing): (&Target, &Routing),
+        wait: std::time::Duration,
+    ) -> Result<()> {
+        let mut doubts =
+            std::mem::take(&mut *self.unconfirmed.lock().unwrap_or_else(|p| p.into_inner()));
+        doubts.sort_unstable();
+        doubts.dedup();
+        if doubts.is_empty() {
+            return Ok(());
+        }
+        let mut session = self.session.lock().unwrap_or_else(|p| p.into_inner());
+        // A statement fails in a transaction that an error ended (and
+        // with it the lock), and on a session that is gone.
+        if let Some(client) = session.as_mut() {
+            if client.batch_execute("SELECT 1").is_ok() {
+                return Ok(());
+            }
+        }
+        *session = None;
+        drop(session);
+        let names = |shards: &[usize]| -> String {
+            let names: Vec<&str> = shards
+                .iter()
+                .map(|&s| routing.shards[s].name.as_str())
+                .collect();
+            names.join(", ")
+        };
+        let mut client = connect.connect()?;
+        let sql = format!(
+            "SET lock_timeout = '{}ms'; BEGIN; SET LOCAL citus.enable_ddl_propagation = off; \
+             LOCK TABLE {} IN SHARE UPDATE EXCLUSIVE MODE",
+            wait.as_millis().max(1),
+            routing.table
+        );
+        let unconfirmed = |why: String| Error::ShardsUnconfirmed {
+            shards: names(&doubts),
+            why,
+        };
+        client
+            .batch_execute(&sql)
+            .map_err(|e| unconfirmed(format!("holding off shard moves failed: {e}")))?;
+        let now = match Routing::read_shards(&mut client, target, routing)? {
+            Ok(now) => now,
+            Err(why) => return Err(unconfirmed(why)),
+        };
+        let moved: Vec<usize> = doubts
+            .iter()
+            .copied()
+            .filter(|&s| !now.same_placement(routing, s))
+            .collect();
+        let _ = client.batch_execute("COMMIT");
+        match moved.is_empty() {
+            true => Ok(()),
+            false => Err(Error::ShardsMovedUnderLoad {
+                shards: names(&moved),
+            }),
+        }
     }
 
     /// Releases the lock, ending its transaction. (A session that broke
