@@ -604,3 +604,99 @@ fn forget_after_a_kill_leaves_nothing_prepared_by_a_node_still_working() {
     assert_eq!(left, Vec::new());
     assert_eq!(contents(cluster, "late_prepare").0, 0);
 }
+
+/// A batch declined after a node prepared it (another node refused a
+/// row) is rolled back on that node before it goes through the
+/// coordinator. When the node's session was gone, the ROLLBACK PREPARED
+/// failed, the transaction stayed prepared, and the coordinator's insert
+/// of the same keys waited on it for ever. Stopped at known points:
+/// worker 1 waits for a lock the test holds on one of its shards, worker
+/// 2 prepares, its session is terminated, the lock goes, worker 1 refuses
+/// a bad row.
+#[test]
+fn a_declined_batch_whose_node_session_died_does_not_wait_for_ever() {
+    let Some(cluster) = citus_cluster() else {
+        return;
+    };
+    let _alone = one_at_a_time();
+    let dir = tempfile::tempdir().unwrap();
+    journal_made(cluster, &dir);
+    let name = "declined_lost";
+    let mut client = cluster.client();
+    client
+        .batch_execute(&format!(
+            "DROP TABLE IF EXISTS {name}; \
+             CREATE TABLE {name} (id bigint PRIMARY KEY, payload int); \
+             SET citus.shard_count = 8; \
+             SELECT create_distributed_table('{name}', 'id', colocate_with => 'none')"
+        ))
+        .unwrap();
+    let (_, port) = cluster.worker(1);
+    let row = client
+        .query_one(
+            &format!(
+                "SELECT shard_name('{name}'::regclass, shardid), \
+                        (SELECT max(id) FROM generate_series(1, 5000::int8) id \
+                          WHERE get_shard_id_for_distribution_column('{name}', id) = s.shardid) \
+                 FROM citus_shards s WHERE table_name = '{name}'::regclass AND nodeport = $1 \
+                 ORDER BY shardid LIMIT 1"
+            ),
+            &[&i32::from(port)],
+        )
+        .unwrap();
+    let (shard, bad): (String, i64) = (row.get(0), row.get(1));
+    let body: String = (1..=5_000i64)
+        .map(|i| match i == bad {
+            true => format!("{i},lots\n"),
+            false => format!("{i},{}\n", i % 97),
+        })
+        .collect();
+    let file = dir.path().join("declined.csv");
+    std::fs::write(&file, &body).unwrap();
+    let mut holder = cluster.node_client(1);
+    holder
+        .batch_execute(&format!(
+            "SET citus.enable_manual_changes_to_shards = on; BEGIN; \
+             LOCK TABLE {shard} IN SHARE MODE"
+        ))
+        .unwrap();
+    let mut child = start_load(
+        cluster,
+        &file,
+        name,
+        &["--workers", "1", "--max-errors", "all"],
+    );
+    wait_until("worker 2 prepares", &mut child, || {
+        direct_prepared(cluster).iter().any(|(n, _)| *n == 2)
+    });
+    let ended: i64 = cluster
+        .node_client(2)
+        .query_one(
+            "SELECT count(*) FROM pg_stat_activity \
+             WHERE application_name LIKE 'pgpour%' AND pg_terminate_backend(pid, 10000)",
+            &[],
+        )
+        .unwrap()
+        .get(0);
+    assert_eq!(ended, 1);
+    holder.batch_execute("COMMIT").unwrap();
+    // Bounded: a load that waits for ever is killed, and fails the test.
+    let deadline = Instant::now() + Duration::from_secs(90);
+    while child.try_wait().unwrap().is_none() {
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let left = direct_prepared(cluster);
+            for (n, gid) in &left {
+                let _ = cluster
+                    .node_client(*n)
+                    .batch_execute(&format!("ROLLBACK PREPARED '{gid}'"));
+            }
+            panic!("the load waited on its own leftover: {left:?}");
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let (_, stderr) = finished(child);
+    let (rows, _) = contents(cluster, name);
+    assert_eq!(rows, 4_999, "{stderr}");
+    assert_eq!(direct_prepared(cluster), Vec::new());
+}
