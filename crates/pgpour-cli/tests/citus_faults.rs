@@ -700,3 +700,81 @@ fn a_declined_batch_whose_node_session_died_does_not_wait_for_ever() {
     assert_eq!(rows, 4_999, "{stderr}");
     assert_eq!(direct_prepared(cluster), Vec::new());
 }
+
+/// DDL on the table during a load that holds off shard moves queued
+/// behind the guard's lock, and the load's next batch through the
+/// coordinator queued behind the DDL: a wait without end that no deadlock
+/// detector sees. The guard now gives way to DDL. Stopped at known
+/// points: the decisions wait for a lock the test holds on the journal;
+/// the ALTER TABLE starts and waits; the lock goes. A key with a blank
+/// (which the client does not route) sends a later batch through the
+/// coordinator.
+#[test]
+fn ddl_during_a_load_straight_to_the_shards_does_not_wait_for_ever() {
+    let Some(cluster) = citus_cluster() else {
+        return;
+    };
+    let _alone = one_at_a_time();
+    let dir = tempfile::tempdir().unwrap();
+    journal_made(cluster, &dir);
+    let name = "ddl_during";
+    let body: String = (1..=20_000i64)
+        .map(|i| match i == 15_000 {
+            true => format!(" {i},p\n"),
+            false => format!("{i},p{}\n", i % 97),
+        })
+        .collect();
+    let file = dir.path().join("ddl.csv");
+    std::fs::write(&file, &body).unwrap();
+    let want = copied(cluster, name, &body);
+    table(cluster, name, true);
+    let mut blocker = cluster.client();
+    blocker
+        .batch_execute("BEGIN; LOCK TABLE pgpour.chunks IN SHARE MODE")
+        .unwrap();
+    let mut child = start_load(
+        cluster,
+        &file,
+        name,
+        &["--workers", "1", "--chunk-size", "64KiB"],
+    );
+    wait_until("a decision waits", &mut child, || {
+        !journal_waiters(cluster).is_empty()
+    });
+    let conninfo = cluster.conninfo();
+    let ddl = std::thread::spawn(move || {
+        let mut client = postgres::Client::connect(&conninfo, postgres::NoTls).unwrap();
+        client
+            .batch_execute(&format!("ALTER TABLE {name} ADD COLUMN later int"))
+            .map_err(|e| e.to_string())
+    });
+    let waiting = format!(
+        "SELECT count(*) FROM pg_locks WHERE relation = '{name}'::regclass \
+         AND mode = 'AccessExclusiveLock' AND NOT granted"
+    );
+    wait_until("the ALTER TABLE waits", &mut child, || {
+        cluster
+            .client()
+            .query_one(&waiting, &[])
+            .unwrap()
+            .get::<_, i64>(0)
+            > 0
+    });
+    blocker.batch_execute("COMMIT").unwrap();
+    // Bounded: a load that waits for ever is killed, and fails the test.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while child.try_wait().unwrap().is_none() {
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("the load and the ALTER TABLE waited for each other");
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let (ok, stderr) = finished(child);
+    assert!(ok, "{stderr}");
+    ddl.join().unwrap().unwrap();
+    assert_eq!(contents(cluster, name), want);
+    assert_eq!(misplaced(cluster, name), 0);
+    assert_eq!(direct_prepared(cluster), Vec::new());
+}
