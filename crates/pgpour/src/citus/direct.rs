@@ -21,9 +21,10 @@
 //! speaks for; between 2 and 3, ones it does: `leftovers` rolls back the
 //! first and commits the second, before a resumed run loads anything and
 //! before a run ends. The attempt number keeps a batch declined once and
-//! sent again apart from its first try. A batch whose records the client cannot route
-//! exactly, or that a node refuses, is rolled back on the nodes and goes
-//! through the coordinator instead, where the careful path finds bad rows.
+//! sent again apart from its first try. A batch whose records the client
+//! cannot route exactly, or that a node refuses, is rolled back on the
+//! nodes (`fence`, also where a node's session was lost) and goes through
+//! the coordinator instead, where the careful path finds bad rows.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
