@@ -778,3 +778,66 @@ fn ddl_during_a_load_straight_to_the_shards_does_not_wait_for_ever() {
     assert_eq!(misplaced(cluster, name), 0);
     assert_eq!(direct_prepared(cluster), Vec::new());
 }
+
+/// Citus passes a worker's integrity violation on as SQLSTATE XX000, with
+/// the worker's message: `--max-errors all` rejected no such row, and the
+/// load stopped at the first. A row that repeats a key, or fails a CHECK,
+/// is a bad row with its line, through the coordinator and on the route
+/// straight to the shards (whose batches go through the coordinator when
+/// a node refuses a row).
+#[test]
+fn rows_a_worker_refuses_for_a_key_or_a_check_are_rejected_on_both_routes() {
+    let Some(cluster) = citus_cluster() else {
+        return;
+    };
+    let _alone = one_at_a_time();
+    let dir = tempfile::tempdir().unwrap();
+    journal_made(cluster, &dir);
+    // Line 301 repeats the key of line 7; line 600 fails the CHECK.
+    let body: String = (1..=1_000i64)
+        .map(|i| match i {
+            301 => "7,again\n".to_string(),
+            600 => format!("{i},\"\"\n"),
+            _ => format!("{i},p{i}\n"),
+        })
+        .collect();
+    let file = dir.path().join("refused.csv");
+    std::fs::write(&file, &body).unwrap();
+    for route in ["coordinator", "auto"] {
+        let name = format!("refused_{route}");
+        let mut client = cluster.client();
+        client
+            .batch_execute(&format!(
+                "DROP TABLE IF EXISTS {name}; \
+                 CREATE TABLE {name} (id bigint PRIMARY KEY, payload text CHECK (payload <> '')); \
+                 SET citus.shard_count = 8; \
+                 SELECT create_distributed_table('{name}', 'id', colocate_with => 'none')"
+            ))
+            .unwrap();
+        let rejects = dir.path().join(format!("{name}.rejects.csv"));
+        let out = common::pgpour(
+            &[
+                "load",
+                file.to_str().unwrap(),
+                "-t",
+                &name,
+                "-d",
+                &cluster.conninfo(),
+                "--citus-route",
+                route,
+                "--max-errors",
+                "all",
+                "--reject-file",
+                rejects.to_str().unwrap(),
+            ],
+            None,
+        );
+        let stderr = common::text(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{route}: {stderr}");
+        assert_eq!(contents(cluster, &name).0, 998, "{route}");
+        let rejected = std::fs::read_to_string(&rejects).unwrap();
+        assert!(rejected.contains("7,again"), "{route}: {rejected}");
+        assert!(rejected.contains("600,"), "{route}: {rejected}");
+        assert_eq!(direct_prepared(cluster), Vec::new());
+    }
+}

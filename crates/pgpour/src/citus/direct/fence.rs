@@ -18,7 +18,12 @@ impl DirectStream<'_> {
     /// would hold the rows' keys, and the coordinator's insert of the same
     /// rows would wait on it for ever. An error, and the load stops, when a
     /// node cannot be reached to do so.
-    pub(super) fn decline(&mut self, prepared: &[usize], sent: &[usize], first: &Chunk) -> Result<Direct> {
+    pub(super) fn decline(
+        &mut self,
+        prepared: &[usize],
+        sent: &[usize],
+        first: &Chunk,
+    ) -> Result<Direct> {
         self.roll_back(prepared, first);
         for &node in sent {
             if self.nodes[node].is_none() {
