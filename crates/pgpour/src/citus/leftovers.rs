@@ -72,9 +72,10 @@ pub(crate) fn gid_and_token(
     )
 }
 
-/// Commits or rolls back, on every active primary node (one whose shards
-/// all moved away may still hold some; the coordinator, listed without
-/// shards, holds none), the
+/// Commits or rolls back, on every active primary worker node (one whose
+/// shards all moved away may still hold some) and on the coordinator if it
+/// holds shards (its address in `pg_dist_node` may be one only the nodes
+/// reach), the
 /// prepared transactions of the load `load_id`'s direct routing, when the
 /// load ever routed rows. `own_token`: the run settling; `None` when no run
 /// of the load is live (`forget`, which holds the run lock), to settle
@@ -114,7 +115,9 @@ pub(crate) fn settle(
     let nodes = tx
         .query_typed(
             "SELECT DISTINCT n.nodename, n.nodeport, n.groupid FROM pg_catalog.pg_dist_node n \
-             WHERE n.noderole = 'primary' AND n.isactive ORDER BY 1, 2",
+             WHERE n.noderole = 'primary' AND n.isactive AND (n.groupid <> 0 \
+               OR EXISTS (SELECT 1 FROM pg_catalog.pg_dist_placement p WHERE p.groupid = n.groupid)) \
+             ORDER BY 1, 2",
             &[],
         )
         .map_err(Error::db("listing Citus' nodes"))?;
