@@ -1,21 +1,22 @@
 #!/usr/bin/env bash
 # What synchronous chunk commits cost on a Citus table through the
 # coordinator: psql \copy, and two pgpour binaries (an older one whose
-# chunks committed asynchronously, and this tree's), each loading with
+# chunks committed asynchronously, and a newer one), each loading with
 # --citus-route coordinator, runs alternating, on a throwaway cluster (a
 # coordinator and two workers on this machine, ../shared/citus/cluster.sh).
 # votes (username, link, score) distributed by link into 32 shards. Wall
 # seconds per run; medians come from the lines printed.
 #
-#   bench/citus-sync.sh OLD_PGPOUR [ROWS] [RUNS] [PORT]
+# Both binaries built with `cargo build --release --bin pgpour`.
+#
+#   bench/citus-sync.sh OLD_PGPOUR NEW_PGPOUR [ROWS] [RUNS] [PORT]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 old=$1
-rows=${2:-2000000}
-runs=${3:-5}
-port=${4:-9750}
-cargo build --release --quiet --bin pgpour
-new=$(pwd)/target/release/pgpour
+new=$2
+rows=${3:-2000000}
+runs=${4:-5}
+port=${5:-9750}
 dir=$(mktemp -d)
 chmod 755 "$dir"
 cleanup() { bash ../shared/citus/cluster.sh "$dir/cluster" stop; rm -rf "$dir"; }
