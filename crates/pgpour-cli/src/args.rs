@@ -301,7 +301,8 @@ order, or whose reference is then missing, is rejected (naming both lines, or th
 load when no more rows may be rejected; --explain says which keys.
 
 Exactly once: each chunk commits together with its entry in the load journal (schema pgpour in the \
-target database, created on first use; `DROP SCHEMA pgpour CASCADE` removes it). A load that stops \
+target database, created on first use; `DROP SCHEMA pgpour CASCADE` removes it, once `pgpour \
+forget` has settled what its loads left prepared). A load that stops \
 for any reason continues with `pgpour resume <load-id>` and ends with every good row loaded once.
 
 Exit codes: 0 loaded everything, 1 finished with rejected rows, 2 error (the summary says what was \

@@ -102,14 +102,35 @@ impl CitusCluster {
             .unwrap_or_else(|e| panic!("cannot connect to the Citus coordinator: {e}"))
     }
 
-    /// The data directory and port of worker node `n` (1 or 2).
+    /// The data directory and port of worker node `n` (1 or 2; 0 is the
+    /// coordinator).
     pub fn worker(&self, n: u16) -> (PathBuf, u16) {
         let port = self.port + n;
         (self.dir.path().join(format!("node-{port}")), port)
     }
 
+    /// A session on node `n` (0 the coordinator, 1 and 2 the workers).
+    pub fn node_client(&self, n: u16) -> postgres::Client {
+        let conninfo = format!(
+            "host=127.0.0.1 port={} user=postgres dbname=postgres",
+            self.port + n
+        );
+        postgres::Client::connect(&conninfo, postgres::NoTls)
+            .unwrap_or_else(|e| panic!("cannot connect to Citus node {n}: {e}"))
+    }
+
     /// Stops worker `n` at once (as a crash would) and starts it again.
     pub fn restart_worker(&self, n: u16) -> Result<(), String> {
+        self.restart_node(n)
+    }
+
+    /// Stops the coordinator at once (as a crash would: what it had not
+    /// written of its WAL is lost) and starts it again.
+    pub fn restart_coordinator(&self) -> Result<(), String> {
+        self.restart_node(0)
+    }
+
+    fn restart_node(&self, n: u16) -> Result<(), String> {
         let (data, _) = self.worker(n);
         let bin = std::fs::read_dir("/usr/lib/postgresql")
             .map_err(|e| e.to_string())?

@@ -21,9 +21,10 @@
 //! speaks for; between 2 and 3, ones it does: `leftovers` rolls back the
 //! first and commits the second, before a resumed run loads anything and
 //! before a run ends. The attempt number keeps a batch declined once and
-//! sent again apart from its first try. A batch whose records the client cannot route
-//! exactly, or that a node refuses, is rolled back on the nodes and goes
-//! through the coordinator instead, where the careful path finds bad rows.
+//! sent again apart from its first try. A batch whose records the client
+//! cannot route exactly, or that a node refuses, is rolled back on the
+//! nodes (`fence`, also where a node's session was lost) and goes through
+//! the coordinator instead, where the careful path finds bad rows.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -35,6 +36,8 @@ use crate::server::wire::Wire;
 use crate::source::chunk::{Batch, Chunk};
 use crate::source::format::FormatOptions;
 use crate::table::plan::Target;
+
+mod fence;
 
 use super::guard::Guard;
 use super::leftovers::gid_and_token;
@@ -76,6 +79,17 @@ enum Decided {
     Unknown(Error),
 }
 
+/// The statement that fails (division by zero) unless the guard's session
+/// (`guard_pid`) still holds its lock on the table `oid`.
+fn guard_check(guard_pid: i32, oid: u32) -> String {
+    format!(
+        "SELECT 1 OPERATOR(pg_catalog./) (SELECT pg_catalog.count(*)::pg_catalog.int4 \
+         FROM pg_catalog.pg_locks WHERE pid OPERATOR(pg_catalog.=) {guard_pid} \
+         AND relation OPERATOR(pg_catalog.=) {oid}::pg_catalog.oid \
+         AND mode OPERATOR(pg_catalog.=) 'ShareUpdateExclusiveLock' AND granted)"
+    )
+}
+
 /// One worker's sessions to the nodes and to the coordinator's journal.
 pub(crate) struct DirectStream<'a> {
     setup: DirectSetup<'a>,
@@ -94,9 +108,17 @@ pub(crate) struct DirectStream<'a> {
     scratch: Vec<u8>,
     /// Nodes sent `COMMIT PREPARED`, whose answer is still to read.
     committing: Vec<usize>,
+    /// The shards of the last batch committed on the nodes, until a later
+    /// check of the guard shows that it held all along (and so that no
+    /// move could have copied them meanwhile).
+    unconfirmed: Vec<usize>,
     /// Whether anything went to a node: the run must then settle what
     /// its nodes hold before it ends.
     pub used: bool,
+    /// The application name of this stream's node sessions,
+    /// `pgpour <run token> <stream>`: a later run, or `forget`, ends the
+    /// sessions of a run that died before settling (`leftovers`).
+    session_name: String,
 }
 
 impl<'a> DirectStream<'a> {
@@ -109,6 +131,8 @@ impl<'a> DirectStream<'a> {
             .unwrap_or_default()
             .to_string();
         let (nodes, shards) = (setup.routing.nodes.len(), setup.routing.shards.len());
+        let stream = setup.attempts.fetch_add(1, Ordering::Relaxed);
+        let session_name = format!("pgpour {} {stream}", setup.run_token);
         DirectStream {
             setup,
             copy_tail,
@@ -120,7 +144,9 @@ impl<'a> DirectStream<'a> {
             guard_lost: false,
             scratch: Vec::new(),
             committing: Vec::new(),
+            unconfirmed: Vec::new(),
             used: false,
+            session_name,
         }
     }
 
@@ -159,23 +185,22 @@ impl<'a> DirectStream<'a> {
             .sum();
         let records: u64 = journaled.iter().sum();
         if prepared.len() != sent.len() || !all_counted || covered != records {
-            self.roll_back(&prepared, first);
-            return Ok(Direct::Declined);
+            return self.decline(&prepared, &sent, first);
         }
         match self.decide(batch, &journaled, guard_pid) {
             Decided::Committed => {}
-            Decided::Refused => {
-                self.roll_back(&prepared, first);
-                return Ok(Direct::Declined);
-            }
+            Decided::Refused => return self.decline(&prepared, &sent, first),
             Decided::Stop(e) => {
-                self.roll_back(&prepared, first);
+                self.decline(&prepared, &sent, first)?;
                 return Err(e);
             }
             // What the nodes prepared stays for the run's end, or a
             // resume, to settle by the journal.
             Decided::Unknown(e) => return Err(e),
         }
+        self.unconfirmed = (0..routing.shards.len())
+            .filter(|&s| self.shard_records[s] > 0)
+            .collect();
         for &node in &prepared {
             let sql = format!("COMMIT PREPARED {}", quote_literal(&self.gid(first, node)));
             if let Some(wire) = self.nodes[node].as_mut() {
@@ -302,7 +327,7 @@ impl<'a> DirectStream<'a> {
         }
         let mut sent = Vec::new();
         for (node, shards) in with_rows {
-            let settings = crate::server::warm::chunk_settings_sql(self.setup.load_id);
+            let settings = crate::server::warm::chunk_settings_sql(self.setup.load_id, false);
             let mut sql = format!("BEGIN;\n{settings};\n");
             for &s in &shards {
                 sql.push_str(&format!(
@@ -339,6 +364,7 @@ impl<'a> DirectStream<'a> {
                 .setup
                 .connect
                 .for_node(&n.host, n.port)
+                .with_application_name(&self.session_name)
                 .open_wire()
                 .ok()?;
             self.nodes[node] = Some(wire);
@@ -394,25 +420,6 @@ impl<'a> DirectStream<'a> {
         (prepared, all_counted)
     }
 
-    /// Rolls back what `prepared` nodes prepared for the batch; what a
-    /// lost session leaves, the run's end rolls back (no journal row
-    /// speaks for it).
-    fn roll_back(&mut self, prepared: &[usize], first: &Chunk) {
-        for &node in prepared {
-            let sql = format!(
-                "ROLLBACK PREPARED {}",
-                quote_literal(&self.gid(first, node))
-            );
-            let Some(wire) = self.nodes[node].as_mut() else {
-                continue;
-            };
-            let done = wire.query(&sql).and_then(|()| wire.answer());
-            if !done.is_ok_and(|answer| answer.error.is_none()) {
-                self.nodes[node] = None;
-            }
-        }
-    }
-
     /// Commits the batch's journal rows on the coordinator, synchronously,
     /// if the guard (process `guard_pid`) still holds its lock. A lost
     /// answer is asked again (`replay`).
@@ -425,13 +432,7 @@ impl<'a> DirectStream<'a> {
             journaled,
             Some(&token),
         );
-        let guarded = format!(
-            "SELECT 1 OPERATOR(pg_catalog./) (SELECT pg_catalog.count(*)::pg_catalog.int4 \
-             FROM pg_catalog.pg_locks WHERE pid OPERATOR(pg_catalog.=) {guard_pid} \
-             AND relation OPERATOR(pg_catalog.=) {oid}::pg_catalog.oid \
-             AND mode OPERATOR(pg_catalog.=) 'ShareUpdateExclusiveLock' AND granted)",
-            oid = setup.target.oid
-        );
+        let guarded = guard_check(guard_pid, setup.target.oid);
         let sql = format!("SET LOCAL synchronous_commit = on; {guarded}; {rows}");
         if self.journal.is_none() {
             match setup.connect.open_wire() {
@@ -446,15 +447,19 @@ impl<'a> DirectStream<'a> {
             .map(|wire| wire.query(&sql).and_then(|()| wire.answer()));
         let Some(Ok(answer)) = answer else {
             self.journal = None;
-            return self.replay(batch, &rows, &token);
+            return self.replay(batch, &rows, &token, &guarded);
         };
         let Some(server) = answer.error else {
+            // The guard held when the check ran: the batches committed
+            // before this one were committed on the nodes (their answers
+            // were read first) before any move could begin.
+            self.unconfirmed.clear();
             return Decided::Committed;
         };
         // The guard's check failed before the journal rows were tried: its
         // lock is gone, and shards may move.
         if answer.tags.len() < 2 {
-            self.guard_lost = true;
+            self.lose_guard();
             return Decided::Refused;
         }
         let journal =
@@ -469,9 +474,12 @@ impl<'a> DirectStream<'a> {
 
     /// Writes the journal rows `rows` again on a new session after the
     /// first answer was lost: the insert waits for a commit of the first
-    /// still under way, and meets its row if it committed. (Without the
-    /// guard's check: the lock was held when the first was sent.)
-    fn replay(&mut self, batch: &[Chunk], rows: &str, token: &str) -> Decided {
+    /// still under way, and meets its row if it committed. If it did not,
+    /// the guard's check `guarded` follows the insert, in its transaction:
+    /// the session that died may have been the guard's too (a restart of
+    /// the coordinator, sessions terminated), and a shard move may have
+    /// begun since.
+    fn replay(&mut self, batch: &[Chunk], rows: &str, token: &str, guarded: &str) -> Decided {
         let setup = &self.setup;
         let lost = |context: &str, source| {
             Decided::Unknown(Error::Stream {
@@ -483,15 +491,24 @@ impl<'a> DirectStream<'a> {
             Ok(wire) => wire,
             Err(e) => return Decided::Unknown(e),
         };
-        let sql = format!("SET LOCAL synchronous_commit = on; {rows}");
+        let sql = format!("SET LOCAL synchronous_commit = on; {rows}; {guarded}");
         let answer = match wire.query(&sql).and_then(|()| wire.answer()) {
             Ok(answer) => answer,
             Err(e) => return lost("deciding a batch sent to the shards", e),
         };
         let Some(server) = answer.error else {
             self.journal = Some(wire);
+            self.unconfirmed.clear();
             return Decided::Committed;
         };
+        if answer.tags.len() >= 2 {
+            // The rows went in, so the first try never committed; the
+            // guard's check then failed: nothing committed, and nothing may
+            // go straight any more.
+            self.journal = Some(wire);
+            self.lose_guard();
+            return Decided::Refused;
+        }
         if server.sqlstate != "23505" {
             return Decided::Unknown(Error::Server {
                 context: "deciding a batch sent to the shards".into(),
@@ -526,9 +543,23 @@ impl<'a> DirectStream<'a> {
         }
     }
 
-    /// Reads what is still due, and ends the sessions.
+    /// The guard's lock was found gone: nothing goes straight any more,
+    /// and the shards committed since the last check that passed are left
+    /// for the end of the run to confirm.
+    fn lose_guard(&mut self) {
+        self.guard_lost = true;
+        self.setup
+            .guard
+            .in_doubt(std::mem::take(&mut self.unconfirmed));
+    }
+
+    /// Reads what is still due, and ends the sessions. The last batch's
+    /// shards are for the end of the run to confirm (`Guard::confirm`).
     pub fn close(mut self) {
         self.read_commits();
+        self.setup
+            .guard
+            .in_doubt(std::mem::take(&mut self.unconfirmed));
         for wire in self.nodes.drain(..).flatten() {
             wire.close();
         }

@@ -12,6 +12,12 @@
 //! The load's row is locked for update while the decisions are read, which
 //! waits for every journal row being committed (they hold it `FOR KEY
 //! SHARE`): a decision in flight is never read as missing.
+//!
+//! A decided transaction is committed only where its shards still live:
+//! between runs nothing holds off shard moves, and a move copies a shard
+//! without the rows still prepared in it. One whose shards (the shard
+//! tables it holds locks on) have left its node is not committed: the
+//! settling stops with `Error::PreparedShardMoved`.
 
 use std::time::{Duration, Instant};
 
@@ -66,18 +72,21 @@ pub(crate) fn gid_and_token(
     )
 }
 
-/// Commits or rolls back, on every primary node that holds shards, the
+/// Commits or rolls back, on every active primary worker node (one whose
+/// shards all moved away may still hold some) and on the coordinator if it
+/// holds shards (its address in `pg_dist_node` may be one only the nodes
+/// reach), the
 /// prepared transactions of the load `load_id`'s direct routing, when the
 /// load ever routed rows. `own_token`: the run settling; `None` when no run
 /// of the load is live (`forget`, which holds the run lock), to settle
 /// every run's. An error when a node cannot be reached: what it holds
-/// stays for a resume.
+/// stays for a resume. How many it committed.
 pub(crate) fn settle(
     client: &mut Client,
     connect: &ConnectOptions,
     load_id: &str,
     own_token: Option<&str>,
-) -> Result<()> {
+) -> Result<usize> {
     let mut tx = client
         .transaction()
         .map_err(Error::db("settling rows sent to Citus' shards"))?;
@@ -88,35 +97,62 @@ pub(crate) fn settle(
         )
         .map_err(Error::db("reading the journal"))?;
     let Some(row) = row.filter(|r| r.get::<_, bool>(0)) else {
-        return Ok(());
+        return Ok(0);
     };
     let owner: Option<String> = row.get(1);
+    // The earlier runs, whose node sessions may still be at work: a run
+    // killed while a node read its batch leaves a backend that prepares
+    // it later, after this settling, where nothing would find it.
+    let earlier: Vec<String> = tx
+        .query_typed(
+            "SELECT token FROM pgpour.runs WHERE load_id = $1 AND token IS DISTINCT FROM $2",
+            &[(&load_id, Type::TEXT), (&own_token, Type::TEXT)],
+        )
+        .map_err(Error::db("reading the journal"))?
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
     let nodes = tx
         .query_typed(
-            "SELECT DISTINCT n.nodename, n.nodeport FROM pg_catalog.pg_dist_node n \
-             WHERE n.noderole = 'primary' AND n.isactive \
-               AND EXISTS (SELECT 1 FROM pg_catalog.pg_dist_placement p WHERE p.groupid = n.groupid) \
+            "SELECT DISTINCT n.nodename, n.nodeport, n.groupid FROM pg_catalog.pg_dist_node n \
+             WHERE n.noderole = 'primary' AND n.isactive AND (n.groupid <> 0 \
+               OR EXISTS (SELECT 1 FROM pg_catalog.pg_dist_placement p WHERE p.groupid = n.groupid)) \
              ORDER BY 1, 2",
             &[],
         )
         .map_err(Error::db("listing Citus' nodes"))?;
+    let mut committed = 0;
     for node in nodes {
-        let (host, port): (String, i32) = (node.get(0), node.get(1));
+        let (host, port, group): (String, i32, i32) = (node.get(0), node.get(1), node.get(2));
         // A node restarting (shutting down, starting up, gone for a
         // moment) is waited for, as a chunk's retries wait for the server.
         let deadline = Instant::now() + RETRY_FOR;
         let mut delay = Duration::from_millis(200);
         loop {
-            let settled: Result<()> = (|| {
+            let settled: Result<usize> = (|| {
                 let mut wire = connect.for_node(&host, port as u16).open_wire()?;
+                end_sessions_of(&mut wire, &earlier)?;
                 let found = prepared_on(&mut wire)?;
                 let decided = decisions(&mut tx, load_id, &found, (own_token, owner.as_deref()))?;
+                for (gid, _) in decided.iter().filter(|(_, commit)| *commit) {
+                    let moved = moved_away(&mut wire, &mut tx, gid, group)?;
+                    if !moved.is_empty() {
+                        return Err(Error::PreparedShardMoved {
+                            node: format!("{host}:{port}"),
+                            gid: gid.clone(),
+                            shards: moved.join(", "),
+                        });
+                    }
+                }
                 finish(&mut wire, &decided)?;
                 wire.close();
-                Ok(())
+                Ok(decided.iter().filter(|(_, commit)| *commit).count())
             })();
             match settled {
-                Ok(()) => break,
+                Ok(n) => {
+                    committed += n;
+                    break;
+                }
                 Err(e) if e.is_transient() && Instant::now() < deadline => {
                     std::thread::sleep(delay);
                     delay = (delay * 2).min(Duration::from_secs(2));
@@ -131,7 +167,111 @@ pub(crate) fn settle(
         }
     }
     tx.commit()
-        .map_err(Error::db("settling rows sent to Citus' shards"))
+        .map_err(Error::db("settling rows sent to Citus' shards"))?;
+    Ok(committed)
+}
+
+/// The shards whose tables the prepared transaction `gid` of a node of
+/// group `group` holds locks on (it wrote to them) and that no longer
+/// have a placement in that group.
+fn moved_away(
+    wire: &mut Wire,
+    tx: &mut postgres::Transaction<'_>,
+    gid: &str,
+    group: i32,
+) -> Result<Vec<String>> {
+    let stream_error = |source| Error::Stream {
+        context: "reading what a prepared transaction holds".into(),
+        source,
+    };
+    // A prepared transaction's locks share the virtual transaction of its
+    // lock on its own xid. Citus hides shards from queries of pg_class:
+    // the names come from regclass.
+    wire.query(&format!(
+        "WITH x AS (SELECT l.virtualtransaction FROM pg_catalog.pg_prepared_xacts p \
+           JOIN pg_catalog.pg_locks l ON l.locktype OPERATOR(pg_catalog.=) 'transactionid' \
+            AND l.transactionid OPERATOR(pg_catalog.=) p.transaction AND l.pid IS NULL \
+          WHERE p.gid OPERATOR(pg_catalog.=) {}) \
+         SELECT DISTINCT l.relation::pg_catalog.regclass::pg_catalog.text FROM pg_catalog.pg_locks l \
+           JOIN x ON l.virtualtransaction OPERATOR(pg_catalog.=) x.virtualtransaction \
+         WHERE l.pid IS NULL AND l.locktype OPERATOR(pg_catalog.=) 'relation' \
+           AND l.database OPERATOR(pg_catalog.=) (SELECT oid FROM pg_catalog.pg_database \
+                WHERE datname OPERATOR(pg_catalog.=) pg_catalog.current_database())",
+        quote_literal(gid)
+    ))
+    .map_err(stream_error)?;
+    let answer = wire.answer().map_err(stream_error)?;
+    if let Some(server) = answer.error {
+        return Err(Error::Server {
+            context: "reading what a prepared transaction holds".into(),
+            server: Box::new(server),
+        });
+    }
+    // A shard's table (or index) is named `<table>_<shard id>`; the
+    // catalogs' own are not shards.
+    let ids: Vec<i64> = answer
+        .rows
+        .iter()
+        .filter_map(|row| row.first().cloned().flatten())
+        .filter(|name| !name.starts_with("pg_"))
+        .filter_map(|name| name.trim_end_matches('"').rsplit_once('_')?.1.parse().ok())
+        .collect();
+    if ids.is_empty() {
+        return Ok(Vec::new());
+    }
+    let rows = tx
+        .query_typed(
+            "SELECT s.shardid::text FROM pg_catalog.pg_dist_shard s \
+             WHERE s.shardid = ANY($1::int8[]) AND NOT EXISTS (SELECT 1 \
+               FROM pg_catalog.pg_dist_placement p WHERE p.shardid = s.shardid AND p.groupid = $2) \
+             ORDER BY s.shardid",
+            &[(&ids, Type::INT8_ARRAY), (&group, Type::INT4)],
+        )
+        .map_err(Error::db("reading where the shards live"))?;
+    Ok(rows.iter().map(|r| r.get(0)).collect())
+}
+
+/// Ends the node's sessions of the runs `tokens` (named `pgpour <token>
+/// <stream>` by `direct`), waiting for each to be gone: what they were
+/// doing is then prepared, or never will be.
+fn end_sessions_of(wire: &mut Wire, tokens: &[String]) -> Result<()> {
+    if tokens.is_empty() {
+        return Ok(());
+    }
+    let names: Vec<String> = tokens.iter().map(|t| quote_literal(t)).collect();
+    let sql = format!(
+        "SELECT pg_catalog.count(*) FROM (SELECT pid FROM pg_catalog.pg_stat_activity \
+           WHERE pid OPERATOR(pg_catalog.<>) pg_catalog.pg_backend_pid() \
+             AND application_name OPERATOR(pg_catalog.~) '^pgpour [0-9a-f]+ [0-9]+$' \
+             AND pg_catalog.split_part(application_name, ' ', 2) \
+                 OPERATOR(pg_catalog.=) ANY (ARRAY[{}]::pg_catalog.text[]) OFFSET 0) s \
+         WHERE NOT pg_catalog.pg_terminate_backend(s.pid, 10000)",
+        names.join(", ")
+    );
+    let stream_error = |source| Error::Stream {
+        context: "ending the node sessions of an earlier run".into(),
+        source,
+    };
+    wire.query(&sql).map_err(stream_error)?;
+    let answer = wire.answer().map_err(stream_error)?;
+    if let Some(server) = answer.error {
+        return Err(Error::Server {
+            context: "ending the node sessions of an earlier run".into(),
+            server: Box::new(server),
+        });
+    }
+    let lingering = answer
+        .rows
+        .first()
+        .and_then(|row| row.first().cloned().flatten())
+        .unwrap_or_default();
+    match lingering.as_str() {
+        "0" => Ok(()),
+        _ => Err(Error::Stream {
+            context: "ending the node sessions of an earlier run".into(),
+            source: std::io::Error::other(format!("{lingering} did not end within 10 s")),
+        }),
+    }
 }
 
 /// The node's prepared transactions of direct routing, any load's.

@@ -356,6 +356,14 @@ impl Routing {
         self.starts == other.starts && self.shards == other.shards && self.nodes == other.nodes
     }
 
+    /// Whether shard `s` of `before` still lives on the node it did there.
+    pub(super) fn same_placement(&self, before: &Routing, s: usize) -> bool {
+        let shard = &before.shards[s];
+        self.shards
+            .iter()
+            .any(|now| now.id == shard.id && self.nodes[now.node] == before.nodes[shard.node])
+    }
+
     /// Whether the client puts sample values in the shards Citus does.
     fn agrees_with_citus(&self, client: &mut Client, oid: u32) -> Result<bool> {
         let probes = self.key.probes();

@@ -462,6 +462,42 @@ pub enum Error {
     )]
     Unsettled { node: String, reason: String },
 
+    /// Rows sent straight to Citus' shards were committed on their nodes
+    /// after the lock that holds off shard moves was lost, and those
+    /// shards have moved since: a move may have copied them before the
+    /// rows were in.
+    #[error(
+        "rows sent straight to Citus' shards {shards} were committed on their nodes after \
+         the load lost its hold on shard moves, and those shards have moved since: rows of \
+         them may be missing from the table, so the load is not reported done"
+    )]
+    ShardsMovedUnderLoad { shards: String },
+
+    /// As `ShardsMovedUnderLoad`, but whether the shards moved could not
+    /// be learned.
+    #[error(
+        "rows sent straight to Citus' shards {shards} were committed on their nodes after \
+         the load lost its hold on shard moves, and whether those shards moved since could \
+         not be learned ({why}): rows of them may be missing from the table, so the load is \
+         not reported done"
+    )]
+    ShardsUnconfirmed { shards: String, why: String },
+
+    /// A prepared transaction of this load, decided, holds rows of shards
+    /// that no longer live on its node: committed, they would be left in a
+    /// placement Citus no longer reads.
+    #[error(
+        "Citus node {node} holds the prepared transaction {gid} of this load, decided to \
+         commit, for shards that have since moved to another node ({shards}): committed \
+         there, its rows would be left where Citus no longer reads them, so it was left \
+         prepared and the settling stopped"
+    )]
+    PreparedShardMoved {
+        node: String,
+        gid: String,
+        shards: String,
+    },
+
     /// Any other failure talking to the server.
     #[error("{context}: {}", driver_message(source))]
     Db {

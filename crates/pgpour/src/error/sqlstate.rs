@@ -37,8 +37,18 @@ pub(crate) fn blame_error(sqlstate: &str, message: &str) -> Blame {
         "connection not open",
         "no connection to the server",
     ];
+    // A worker's integrity violation, which Citus passes on as XX000 with
+    // the worker's message (in the server's language: English here).
+    let row_refused = [
+        " violates unique constraint",
+        " violates foreign key constraint",
+        " violates check constraint",
+        " violates not-null constraint",
+        " violates exclusion constraint",
+    ];
     match sqlstate {
         "XX000" if node_lost.iter().any(|m| message.contains(m)) => Blame::Transient,
+        "XX000" if row_refused.iter().any(|m| message.contains(m)) => Blame::Row,
         "58030" if message.starts_with("failed to COPY to shard") => Blame::Transient,
         _ => blame(sqlstate),
     }
@@ -75,6 +85,17 @@ mod tests {
         assert_eq!(blame_error("58030", copy), Blame::Transient);
         assert_eq!(blame_error("58030", "could not read block"), Blame::Load);
         assert_eq!(blame_error("22P02", lost), Blame::Row);
+    }
+
+    #[test]
+    fn a_worker_refusing_a_row_through_citus_blames_the_row() {
+        for message in [
+            "duplicate key value violates unique constraint \"t_pkey_102008\"",
+            "new row for relation \"t_102008\" violates check constraint \"t_check\"",
+            "insert or update on table \"t_102008\" violates foreign key constraint \"fk\"",
+        ] {
+            assert_eq!(blame_error("XX000", message), Blame::Row, "{message}");
+        }
     }
 
     #[test]

@@ -188,6 +188,18 @@ fn every_error() -> Vec<Error> {
             node: "10.0.0.7:5432".into(),
             reason: "connection refused".into(),
         },
+        Error::ShardsMovedUnderLoad {
+            shards: "public.votes_102008".into(),
+        },
+        Error::ShardsUnconfirmed {
+            shards: "public.votes_102008".into(),
+            why: "lock timeout".into(),
+        },
+        Error::PreparedShardMoved {
+            node: "10.0.0.7:5432".into(),
+            gid: "pgpour:00ab:d:0:0:1:3".into(),
+            shards: "public.votes_102008".into(),
+        },
         Error::Db {
             context: "reading the journal".into(),
             source: driver_error(),
@@ -458,6 +470,9 @@ fn covers(error: &Error) {
         | Error::UndoRefused { .. }
         | Error::InDoubt { .. }
         | Error::Unsettled { .. }
+        | Error::ShardsMovedUnderLoad { .. }
+        | Error::ShardsUnconfirmed { .. }
+        | Error::PreparedShardMoved { .. }
         | Error::Db { .. } => {}
     }
 }

@@ -99,13 +99,32 @@ pub(crate) fn pinned(mut client: Client) -> Result<Client> {
 
 /// A worker session of a journaled load. Chunks commit asynchronously: the
 /// journal shares their fate, and the load reports success only after a
-/// synchronous final commit. `pgpour.load` names the load, which lets the
-/// session write to a table whose unique keys the load dropped.
-pub(crate) fn journaled_session(client: &mut Client, load_id: &str) -> Result<()> {
+/// synchronous final commit. Not on a table Citus knows (`durable`): there
+/// the chunk's commit also commits other nodes, which a crash of the
+/// coordinator cannot take back (see `chunk_commit`). `pgpour.load` names
+/// the load, which lets the session write to a table whose unique keys the
+/// load dropped.
+pub(crate) fn journaled_session(client: &mut Client, load_id: &str, durable: bool) -> Result<()> {
     client
         .batch_execute(&format!(
-            "SET synchronous_commit = off; SET pgpour.load = {}",
+            "SET synchronous_commit = {}; SET pgpour.load = {}",
+            chunk_commit(durable),
             crate::sql::quote_literal(load_id)
         ))
         .map_err(Error::db("setting up the session"))
+}
+
+/// How a journaled chunk commits: `off` where the journal row shares the
+/// rows' fate (a crash loses both, and the load's synchronous final check
+/// loads them again); `on` (`durable`) for a table Citus knows. There Citus
+/// sends `COMMIT PREPARED` to the worker nodes from its commit callback,
+/// which runs once the coordinator's commit record is written, but, with
+/// `off`, before it is flushed: a crash of the coordinator then keeps the
+/// rows on the workers and loses the journal row, and the chunk would be
+/// loaded twice. With `on` the record is on disk first.
+pub(crate) fn chunk_commit(durable: bool) -> &'static str {
+    match durable {
+        true => "on",
+        false => "off",
+    }
 }

@@ -17,10 +17,12 @@ use crate::server::wire::Wire;
 /// round trip of their own). The journal shares the chunks' fate and the
 /// load ends with a synchronous commit, so chunks commit asynchronously;
 /// `pgpour.load` names the load, which lets the chunk write to a table
-/// whose unique keys the load dropped.
-pub(crate) fn chunk_settings_sql(load_id: &str) -> String {
+/// whose unique keys the load dropped. A `durable` chunk (a table Citus
+/// knows) commits synchronously: see `sessions::chunk_commit`.
+pub(crate) fn chunk_settings_sql(load_id: &str, durable: bool) -> String {
     format!(
-        "SET LOCAL synchronous_commit = off; SET LOCAL pgpour.load = {}",
+        "SET LOCAL synchronous_commit = {}; SET LOCAL pgpour.load = {}",
+        crate::server::sessions::chunk_commit(durable),
         crate::quote::quote_literal(load_id)
     )
 }

@@ -17,7 +17,7 @@ use std::ops::Range;
 use postgres::{GenericClient, Transaction};
 
 use crate::encode::{Encoded, RowEncoder};
-use crate::error::sqlstate::{blame, Blame};
+use crate::error::sqlstate::{blame_error, Blame};
 use crate::error::{BadRow, Error, ServerError};
 use crate::journal::Written;
 use crate::pipeline::copy::context::CopyContext;
@@ -673,7 +673,7 @@ impl ChunkLoader<'_> {
     /// names the COPY line an error happened on (a backend terminated
     /// mid-COPY does): `Err` when the row is not to blame.
     fn classify_server(&self, server: ServerError) -> Option<Failure> {
-        if blame(&server.sqlstate) != Blame::Row {
+        if blame_error(&server.sqlstate, &server.message) != Blame::Row {
             return None;
         }
         let server = Box::new(server);

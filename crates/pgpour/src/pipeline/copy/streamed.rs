@@ -35,6 +35,10 @@ pub(crate) struct StreamSetup<'a> {
     pub warm: &'a WarmSessions,
     /// Sends batches in binary when it can.
     pub binary: Option<&'a RowEncoder>,
+    /// Each batch commits synchronously (a table Citus knows, see
+    /// `sessions::chunk_commit`), in its own transaction: the sessions
+    /// opened ahead start with asynchronous commits.
+    pub durable: bool,
 }
 
 /// How a batch sent on the fast path ended.
@@ -252,7 +256,7 @@ impl<'a> ChunkStream<'a> {
     fn batch_sql(&self, copy_sql: &str, batch: &Batch, journaled: &[u64]) -> String {
         let setup = &self.setup;
         let rows = journal_rows_sql((setup.load_id, setup.run_token), batch, journaled, None);
-        let settings = chunk_settings_sql(setup.load_id);
+        let settings = chunk_settings_sql(setup.load_id, setup.durable);
         format!("{settings};\n{copy_sql};\n{rows}")
     }
 

@@ -213,8 +213,6 @@ pub(super) fn run(
         drop(tx);
         end.map_err(record_error).ok()
     });
-    // Shard moves may go on once nothing goes to the shards any more.
-    guard.release();
     if let Some(why) = guard.refused() {
         *setup
             .progress
@@ -224,14 +222,25 @@ pub(super) fn run(
     }
     if routed.load(Ordering::SeqCst) {
         // A node that missed its COMMIT PREPARED, or a batch rolled back
-        // on a lost session, left a prepared transaction: settled now.
+        // on a lost session, left a prepared transaction: settled now,
+        // under the guard, which then confirms that no move overlapped a
+        // commit.
         let settled = connect_retrying(setup.connect, setup.cancel).and_then(|mut client| {
             crate::citus::leftovers::settle(&mut client, setup.connect, load_id, own)
         });
-        if let Err(e) = settled {
-            record_error(e);
+        match settled {
+            Ok(0) => {}
+            Ok(_) => guard.in_doubt((0..routing.map_or(0, |r| r.shards.len())).collect()),
+            Err(e) => record_error(e),
+        }
+        if let Some(routing) = routing {
+            if let Err(e) = guard.confirm(setup.connect, (target, routing), RETRY_FOR) {
+                record_error(e);
+            }
         }
     }
+    // Shard moves may go on once nothing goes to the shards any more.
+    guard.release();
     Ran {
         read_end,
         error: first_error.into_inner().unwrap_or_else(|p| p.into_inner()),
@@ -393,10 +402,17 @@ impl Worker<'_> {
             None => connect_retrying(self.connect, self.cancel)?,
         };
         if let Some(load_id) = self.loader.journal {
-            journaled_session(&mut client, load_id)?;
+            journaled_session(&mut client, load_id, self.durable_chunks())?;
         }
         self.stage(&mut client)?;
         Ok(client)
+    }
+
+    /// Whether chunks commit synchronously: on a table Citus knows, whose
+    /// commit through the coordinator commits the worker nodes too (see
+    /// `sessions::chunk_commit`).
+    fn durable_chunks(&self) -> bool {
+        self.plan.citus.is_some()
     }
 
     /// A chunk is in: progress and the count of chunks committed. With
@@ -576,7 +592,7 @@ impl Worker<'_> {
         let Some(load_id) = self.loader.journal else {
             return Ok(None);
         };
-        journaled_session(client, load_id)?;
+        journaled_session(client, load_id, self.durable_chunks())?;
         self.committed_after_all(client, chunk)
     }
 

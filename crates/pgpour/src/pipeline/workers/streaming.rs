@@ -52,6 +52,7 @@ impl Worker<'_> {
             run_token: self.loader.run_token,
             warm: self.warm,
             binary: self.plan.wire.encoder.as_ref(),
+            durable: self.durable_chunks(),
         }));
         let mut direct = self.direct.map(|routed| {
             DirectStream::new(DirectSetup {
