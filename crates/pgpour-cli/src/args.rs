@@ -672,7 +672,8 @@ pub struct LoadArgs {
 /// COPY's format options, with COPY's names and meanings.
 #[derive(Debug, Args, Default, PartialEq)]
 pub struct FormatArgs {
-    /// Default from the file name (.csv -> csv; .tsv, .txt, .tab -> text),
+    /// Default: parquet or arrow when the first file's first bytes say so,
+    /// else from the file name (.csv -> csv; .tsv, .txt, .tab -> text),
     /// else csv (stdin too).
     #[arg(long, short = 'f', value_name = "FORMAT")]
     pub format: Option<FormatArg>,

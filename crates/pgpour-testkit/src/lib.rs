@@ -28,6 +28,7 @@ mod citus;
 mod client_cert;
 mod compare;
 pub mod datasets;
+pub mod parquet;
 
 pub use citus::{citus_cluster, CitusCluster};
 pub use client_cert::{CertificateLogin, ClientCertificate};

@@ -67,6 +67,7 @@ pub use sniff::{
     given_type as sniff_given_type, sniff, sql_name, table_from_file as sniffed_table_name,
     table_sql as sniffed_table_sql, Dialect, Hints, Sniffed, SniffedColumn, SniffedType,
 };
+pub use source::arrow::InputKind;
 pub use source::csv::frame;
 pub use source::csv::frame::MAX_RECORD_BYTES;
 pub use source::csv::reader::header_names;
