@@ -37,7 +37,7 @@ fn rows(db: &TestDb, table: &str) -> Vec<String> {
 
 const COLUMNS: &str = "id bigint, i2 smallint, i4 integer, i8 bigint, n numeric, \
     f4 real, f8 double precision, f4w real, f8n double precision, \
-    d numeric, d2 numeric(10,2), dneg numeric, d256 numeric, \
+    d numeric, d2 numeric(10,2), d256 numeric, \
     dt date, tm time, ts timestamp, tstz timestamptz, b boolean, \
     s text, ls varchar(20), dict text, by bytea, u uuid, j jsonb";
 

@@ -369,7 +369,12 @@ pub(super) fn writer(array: &dyn Array, column: Option<ColumnType>) -> Option<Wr
         DataType::Dictionary(_, _) => {
             let dictionary = array.as_any_dictionary();
             let values = writer(dictionary.values().as_ref(), Some(column))?;
-            Some(Writer::Dict(dictionary.normalized_keys(), Box::new(values)))
+            // No values (every key NULL, or an empty array): no key is read.
+            let keys = match dictionary.values().is_empty() {
+                true => vec![0; array.len()],
+                false => dictionary.normalized_keys(),
+            };
+            Some(Writer::Dict(keys, Box::new(values)))
         }
         _ => None,
     }
