@@ -672,9 +672,9 @@ pub struct LoadArgs {
 /// COPY's format options, with COPY's names and meanings.
 #[derive(Debug, Args, Default, PartialEq)]
 pub struct FormatArgs {
-    /// Default: parquet or arrow when the first file's first bytes say so,
-    /// else from the file name (.csv -> csv; .tsv, .txt, .tab -> text),
-    /// else csv (stdin too).
+    /// Default from the file name (.csv -> csv; .tsv, .txt, .tab -> text),
+    /// else csv (stdin too). parquet and arrow (Arrow IPC files) are for
+    /// load, which knows them by their first bytes without this.
     #[arg(long, short = 'f', value_name = "FORMAT")]
     pub format: Option<FormatArg>,
 

@@ -79,7 +79,7 @@ impl LoadConfig {
 /// and `--create`.
 fn load_request(args: &LoadArgs) -> Result<LoadRequest> {
     let mut request = LoadRequest::new(args.inputs.clone(), &args.table);
-    request.format = format_request(&args.format)?;
+    request.format = format_request_of(&args.format)?;
     request.columns = args.columns.as_deref().map(parse_column_list).transpose()?;
     request.columns_from_header = args.columns_from_header;
     request.skip_lines = args.skip_lines;
@@ -151,13 +151,20 @@ pub fn expand_inputs(args: &[String]) -> Result<Vec<InputSpec>> {
     Ok(inputs)
 }
 
-/// COPY's format options as given on the command line.
+/// COPY's format options as given on the command line (`--format parquet`
+/// and `arrow` are for `load`, which reads them as another kind of input).
 pub fn format_request(args: &FormatArgs) -> Result<FormatRequest> {
+    if let Some(FormatArg::Parquet | FormatArg::Arrow) = args.format {
+        anyhow::bail!("--format parquet and --format arrow are for pgpour load only");
+    }
+    format_request_of(args)
+}
+
+fn format_request_of(args: &FormatArgs) -> Result<FormatRequest> {
     let mut request = FormatRequest::default();
     request.format = args.format.and_then(|f| match f {
         FormatArg::Csv => Some(Format::Csv),
         FormatArg::Text => Some(Format::Text),
-        // Not COPY formats: `load` reads them as another kind of input.
         FormatArg::Parquet | FormatArg::Arrow => None,
     });
     request.delimiter = args.delimiter;

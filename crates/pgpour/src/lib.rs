@@ -44,7 +44,7 @@ mod sql;
 mod table;
 
 pub use citus::{CitusRoute, CitusTable};
-pub use encode::{EncoderBench, WireFormat};
+pub use encode::{ArrowEncoderBench, EncoderBench, WireFormat};
 pub use error::{
     delimiter_name, BadRow, ConnectionProblem, Error, FormatProblem, InputChange, Mismatch,
     OptionsProblem, Position, RequestProblem, Result, RowHint, ServerError,

@@ -23,6 +23,7 @@ mod swar;
 mod times;
 mod worth;
 
+pub use arrow::ArrowEncoderBench;
 pub use choice::WireFormat;
 pub(crate) use choice::{choose, ColumnType, WireChoice};
 

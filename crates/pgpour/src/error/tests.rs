@@ -417,6 +417,11 @@ fn covers(error: &Error) {
         | Error::DuplicateColumn { .. }
         | Error::Input { .. }
         | Error::StdinNotRereadable
+        | Error::ColumnarInput { .. }
+        | Error::ColumnarColumnMissing { .. }
+        | Error::ColumnarExtraColumn { .. }
+        | Error::ColumnarType { .. }
+        | Error::ColumnarOption { .. }
         | Error::InputChanged { .. }
         | Error::HeaderMismatch { .. }
         | Error::Data { .. }

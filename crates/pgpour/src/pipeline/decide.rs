@@ -94,6 +94,7 @@ pub(crate) struct Plan {
     pub route_required: bool,
     /// For Parquet and Arrow inputs: how their arrays become binary COPY.
     pub arrow: Option<ArrowEncoder>,
+    /// Which kind of input the load reads.
     pub input_kind: crate::source::arrow::InputKind,
 }
 
@@ -304,13 +305,6 @@ pub(super) fn decide(
     plan.route_required = options.citus_route == CitusRoute::Shards;
     plan.arrow = arrow;
     Ok((client, plan))
-}
-
-impl Plan {
-    /// Which kind of columnar input the load reads.
-    pub fn options_kind(&self) -> crate::source::arrow::InputKind {
-        self.input_kind
-    }
 }
 
 /// A Parquet or Arrow load: its COPY in binary, and the first input's

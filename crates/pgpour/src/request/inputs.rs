@@ -100,6 +100,18 @@ pub(super) fn format_from_names(inputs: &[InputSpec]) -> Result<Format> {
     Ok(found.map_or(Format::Csv, |(f, _)| f))
 }
 
+/// Parquet or Arrow when the first input file's first bytes say so; else
+/// delimited text.
+pub(super) fn kind_from_bytes(inputs: &[InputSpec]) -> InputKind {
+    inputs
+        .iter()
+        .find_map(|i| match i {
+            InputSpec::File(path) => Some(InputKind::of_file(path).unwrap_or_default()),
+            InputSpec::Stdin => None,
+        })
+        .unwrap_or_default()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -147,16 +159,4 @@ mod tests {
             Err(Error::InvalidRequest(RequestProblem::NoInputs))
         ));
     }
-}
-
-/// Parquet or Arrow when the first input file's first bytes say so; else
-/// delimited text.
-pub(super) fn kind_from_bytes(inputs: &[InputSpec]) -> InputKind {
-    inputs
-        .iter()
-        .find_map(|i| match i {
-            InputSpec::File(path) => Some(InputKind::of_file(path).unwrap_or_default()),
-            InputSpec::Stdin => None,
-        })
-        .unwrap_or_default()
 }

@@ -135,3 +135,46 @@ pub(crate) fn encode_batch(
     out.extend_from_slice(TRAILER);
     Ok(encoded)
 }
+
+/// The Arrow encoder alone, for its benchmark: encodes a record batch for
+/// columns of the named built-in types (`int8`, `numeric`, `date`... as
+/// `pg_type` names them), again and again, into the buffer a worker keeps.
+#[doc(hidden)]
+pub struct ArrowEncoderBench {
+    encoder: ArrowEncoder,
+    batch: RecordBatch,
+    out: Vec<u8>,
+}
+
+impl ArrowEncoderBench {
+    /// `None` for a type name the encoder does not know, or a column that
+    /// cannot go into its type.
+    pub fn new(batch: RecordBatch, type_names: &[&str]) -> Option<Self> {
+        let types = type_names
+            .iter()
+            .map(|name| Some((Some(ColumnType::of_name(name)?), name.to_string())))
+            .collect::<Option<Vec<_>>>()?;
+        let columns = batch
+            .schema()
+            .fields()
+            .iter()
+            .map(|f| f.name().clone())
+            .collect();
+        let encoder = ArrowEncoder { columns, types };
+        encoder.check("bench", &batch.schema()).ok()?;
+        Some(ArrowEncoderBench {
+            encoder,
+            batch,
+            out: Vec::new(),
+        })
+    }
+
+    /// The binary COPY's size.
+    pub fn encode(&mut self) -> usize {
+        self.out.clear();
+        match encode_batch(&self.encoder, &self.batch, "bench", &mut self.out) {
+            Ok(_) => self.out.len(),
+            Err(_) => 0,
+        }
+    }
+}

@@ -191,7 +191,7 @@ pub(super) fn run(
         if plan.arrow.is_some() {
             let reader = crate::source::arrow::read::ArrowReader {
                 inputs: &plan.inputs,
-                kind: plan.options_kind(),
+                kind: plan.input_kind,
                 columns: &target.columns,
                 segments,
                 chunk_size: plan.chunk_size,
