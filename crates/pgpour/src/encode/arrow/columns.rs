@@ -187,6 +187,8 @@ impl Writer<'_> {
                     }
                 }
             }
+            Writer::Decimal128(array, scale, false)
+                if scalars::short_decimal(array.value(i), *scale, out) => {}
             Writer::Decimal128(array, scale, text) => {
                 scratch.digits.clear();
                 std::fmt::Write::write_fmt(&mut scratch.digits, format_args!("{}", array.value(i)))
