@@ -17,7 +17,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use arrow_array::RecordBatch;
 use arrow_schema::{Schema, SchemaRef};
 use crossbeam_channel::Sender;
-use parquet::arrow::arrow_reader::{ParquetRecordBatchReaderBuilder, RowSelection, RowSelector};
+use parquet::arrow::arrow_reader::{
+    ArrowReaderMetadata, ArrowReaderOptions, ParquetRecordBatchReaderBuilder, RowSelection,
+    RowSelector,
+};
 use parquet::arrow::ProjectionMask;
 
 use super::{Columnar, InputKind};
@@ -131,9 +134,11 @@ impl ArrowReader<'_> {
         };
         let file = open(path)?;
         let size = file.metadata().map(|m| m.len()).unwrap_or(0);
-        let builder = ParquetRecordBatchReaderBuilder::try_new(file).map_err(unreadable)?;
-        let metadata = builder.metadata().clone();
-        let order = self.column_indexes(&name, builder.schema())?;
+        // The footer, read once for all the row groups' readers.
+        let footer =
+            ArrowReaderMetadata::load(&file, ArrowReaderOptions::default()).map_err(unreadable)?;
+        let metadata = footer.metadata().clone();
+        let order = self.column_indexes(&name, footer.schema())?;
         let total_rows = metadata.file_metadata().num_rows().max(1) as u64;
         let mut group_start = 0u64;
         for (group, meta) in metadata.row_groups().iter().enumerate() {
@@ -145,8 +150,12 @@ impl ArrowReader<'_> {
                 }
                 let row_bytes = meta.total_byte_size() as usize / (rows.max(1) as usize);
                 let batch_rows = self.rows_per_chunk(row_bytes);
-                let file = open(path)?;
-                let builder = ParquetRecordBatchReaderBuilder::try_new(file).map_err(unreadable)?;
+                let file = file.try_clone().map_err(|source| Error::Input {
+                    path: path.to_path_buf(),
+                    source,
+                })?;
+                let builder =
+                    ParquetRecordBatchReaderBuilder::new_with_metadata(file, footer.clone());
                 // The projection gives the columns in the file's order: put
                 // in the load's after.
                 let mut roots = order.clone();
