@@ -97,6 +97,25 @@ fn parquet_and_arrow_files_load_and_bad_values_go_to_the_reject_file() {
     assert_eq!(second["row_in_group"], 199, "{second}");
     assert_eq!(second["column"], "small", "{second}");
 
+    let out = common::pgpour(
+        &[
+            "load",
+            path(&parquet),
+            "-t",
+            "t",
+            "-d",
+            &conninfo,
+            "--explain",
+        ],
+        None,
+    );
+    let said = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(
+        said.contains("Arrow arrays"),
+        "--explain says how rows go: {said}"
+    );
+
     // An Arrow IPC file, named as anything, and --format parquet on it.
     db.client().batch_execute("TRUNCATE t").unwrap();
     let arrow = dir.path().join("batches.bin");
