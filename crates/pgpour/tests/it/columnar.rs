@@ -5,7 +5,7 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use arrow_array::builder::{FixedSizeBinaryBuilder, StringDictionaryBuilder};
+use arrow_array::builder::FixedSizeBinaryBuilder;
 use arrow_array::types::Int32Type;
 use arrow_array::*;
 use arrow_schema::{DataType, Field, Schema};
@@ -50,10 +50,12 @@ fn typed_batch() -> (RecordBatch, String) {
     uuids
         .append_value(*b"\x00\x01\x02\x03\x04\x05\x06\x07\x08\x09\x0a\x0b\x0c\x0d\x0e\x0f")
         .unwrap();
-    let mut dict = StringDictionaryBuilder::<Int32Type>::new();
-    dict.append_value("red");
-    dict.append_null();
-    dict.append_value("red");
+    // NULL by its key (row 2) and by its value (row 3).
+    let dict = DictionaryArray::<Int32Type>::try_new(
+        Int32Array::from(vec![Some(0), None, Some(1)]),
+        Arc::new(StringArray::from(vec![Some("red"), None])),
+    )
+    .unwrap();
     let d128 = |p, s, v: Vec<Option<i128>>| {
         Arc::new(
             Decimal128Array::from(v)
@@ -184,7 +186,7 @@ fn typed_batch() -> (RecordBatch, String) {
             "ls",
             Arc::new(LargeStringArray::from(vec![Some("élan"), None, Some("ok")])),
         ),
-        ("dict", Arc::new(dict.finish())),
+        ("dict", Arc::new(dict)),
         (
             "by",
             Arc::new(BinaryArray::from(vec![
@@ -220,7 +222,7 @@ fn typed_batch() -> (RecordBatch, String) {
         "1969-12-31 23:59:59.999+00,false,\"with \"\"quotes\"\", commas\nand a line\",,,\\x,,\n",
         "3,127,,7,9223372036854775807,1.5e-40,-0,,1e-45,0.0000000000,0.005,,",
         "2022-01-08,12:34:56.0000025,1969-12-30 23:59:59.9999995,",
-        "2023-11-14 22:13:20.123+00,,\"\",ok,red,,00010203-0405-0607-0809-0a0b0c0d0e0f,\"\"\"x\"\"\"\n",
+        "2023-11-14 22:13:20.123+00,,\"\",ok,,,00010203-0405-0607-0809-0a0b0c0d0e0f,\"\"\"x\"\"\"\n",
     );
     (batch, csv.to_string())
 }

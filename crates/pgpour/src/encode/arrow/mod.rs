@@ -102,6 +102,8 @@ pub(crate) fn encode_batch(
         ends: Vec::with_capacity(rows + 1),
         problems: Vec::new(),
     };
+    // Logical nulls: a dictionary's NULL may be in its values, not its keys.
+    let nulls: Vec<_> = arrays.iter().map(|a| a.logical_nulls()).collect();
     let fields = (arrays.len() as i16).to_be_bytes();
     let mut scratch = Scratch::default();
     out.extend_from_slice(HEADER);
@@ -111,7 +113,7 @@ pub(crate) fn encode_batch(
         let start = out.len();
         out.extend_from_slice(&fields);
         for (k, (array, writer)) in arrays.iter().zip(&writers).enumerate() {
-            if array.is_null(row) {
+            if nulls[k].as_ref().is_some_and(|n| n.is_null(row)) {
                 super::put_null(out);
                 continue;
             }

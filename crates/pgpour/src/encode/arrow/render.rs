@@ -27,7 +27,7 @@ pub(crate) fn row_json(batch: &RecordBatch, row: usize, columns: &[String]) -> V
 
 /// Value `i` of `array` as text; `None` for NULL.
 pub(crate) fn value_text(array: &dyn Array, i: usize) -> Option<String> {
-    if array.is_null(i) {
+    if array.logical_nulls().is_some_and(|n| n.is_null(i)) {
         return None;
     }
     macro_rules! shown {
