@@ -740,7 +740,8 @@ pub struct LoadArgs {
 #[derive(Debug, Args, Default, PartialEq)]
 pub struct FormatArgs {
     /// Default from the file name (.csv -> csv; .tsv, .txt, .tab -> text),
-    /// else csv (stdin too).
+    /// else csv (stdin too). parquet and arrow (Arrow IPC files) are for
+    /// load, which knows them by their first bytes without this.
     #[arg(long, short = 'f', value_name = "FORMAT")]
     pub format: Option<FormatArg>,
 

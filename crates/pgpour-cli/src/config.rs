@@ -2,7 +2,7 @@
 
 use anyhow::Result;
 use pgpour::{parse_column_list, CreateRequest, FormatRequest, LoadRequest, Notice, TypeRequest};
-use pgpour::{ConnectOptions, Format, FormatOptions, Header, InputSpec, LoadOptions};
+use pgpour::{ConnectOptions, Format, FormatOptions, Header, InputKind, InputSpec, LoadOptions};
 
 use crate::args::{FormatArg, FormatArgs, HeaderArg, LoadArgs, TypeArgs};
 
@@ -80,10 +80,16 @@ impl LoadConfig {
 /// and `--create`.
 fn load_request(args: &LoadArgs) -> Result<LoadRequest> {
     let mut request = LoadRequest::new(args.inputs.clone(), &args.table);
-    request.format = format_request(&args.format)?;
+    request.format = format_request_of(&args.format)?;
     request.columns = args.columns.as_deref().map(parse_column_list).transpose()?;
     request.columns_from_header = args.columns_from_header;
     request.skip_lines = args.skip_lines;
+    request.input_kind = match args.format.format {
+        Some(FormatArg::Parquet) => Some(InputKind::Parquet),
+        Some(FormatArg::Arrow) => Some(InputKind::Arrow),
+        Some(FormatArg::Csv | FormatArg::Text) => Some(InputKind::Delimited),
+        None => None,
+    };
     if args.create {
         let mut create = CreateRequest::default();
         create.types = type_request(&args.types)?;
@@ -146,12 +152,21 @@ pub fn expand_inputs(args: &[String]) -> Result<Vec<InputSpec>> {
     Ok(inputs)
 }
 
-/// COPY's format options as given on the command line.
+/// COPY's format options as given on the command line (`--format parquet`
+/// and `arrow` are for `load`, which reads them as another kind of input).
 pub fn format_request(args: &FormatArgs) -> Result<FormatRequest> {
+    if let Some(FormatArg::Parquet | FormatArg::Arrow) = args.format {
+        anyhow::bail!("--format parquet and --format arrow are for pgpour load only");
+    }
+    format_request_of(args)
+}
+
+fn format_request_of(args: &FormatArgs) -> Result<FormatRequest> {
     let mut request = FormatRequest::default();
-    request.format = args.format.map(|f| match f {
-        FormatArg::Csv => Format::Csv,
-        FormatArg::Text => Format::Text,
+    request.format = args.format.and_then(|f| match f {
+        FormatArg::Csv => Some(Format::Csv),
+        FormatArg::Text => Some(Format::Text),
+        FormatArg::Parquet | FormatArg::Arrow => None,
     });
     request.delimiter = args.delimiter;
     request.quote = args.quote;

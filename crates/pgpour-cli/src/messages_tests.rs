@@ -240,6 +240,7 @@ fn rejects_name_the_flags() {
             value: Some("x".into()),
             sqlstate: "22P02".into(),
             message: "invalid input syntax for type integer: \"x\"".into(),
+            group_row: None,
             bytes: b"a,x\n".to_vec(),
         })
     };

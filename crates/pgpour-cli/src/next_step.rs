@@ -130,6 +130,7 @@ mod tests {
             value: Some("x".into()),
             sqlstate: "22P02".into(),
             message: "invalid input syntax for type integer".into(),
+            group_row: None,
             bytes: b"x\n".to_vec(),
         };
         let rejected = Error::Rejected {

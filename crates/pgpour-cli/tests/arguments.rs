@@ -74,7 +74,7 @@ fn a_bad_value_is_refused_naming_its_flag_before_connecting() {
     );
     let format = pgpour(&["load", file, "-t", "t", "--format", "tsv"], None);
     assert!(
-        text(&format.stderr).contains("[possible values: csv, text]"),
+        text(&format.stderr).contains("[possible values: csv, text, parquet, arrow]"),
         "{}",
         text(&format.stderr)
     );
@@ -284,7 +284,12 @@ fn help_lists_the_possible_values() {
         assert!(help.contains(needle), "load --help lacks {needle}: {help}");
     }
     let short = text(&pgpour(&["load", "-h"], None).stdout);
-    assert!(short.contains("[possible values: csv, text]"), "{short}");
+    // Words as printed, whatever the wrapping.
+    let words = short.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(
+        words.contains("[possible values: csv, text, parquet, arrow]"),
+        "{short}"
+    );
     assert!(
         short.contains("[possible values: true, false, match]"),
         "{short}"

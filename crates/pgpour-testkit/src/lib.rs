@@ -30,6 +30,7 @@ mod citus;
 mod client_cert;
 mod compare;
 pub mod datasets;
+pub mod parquet;
 mod pgbouncer;
 
 pub use citus::{citus_cluster, CitusCluster};

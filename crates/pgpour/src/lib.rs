@@ -45,7 +45,7 @@ mod table;
 pub mod tune;
 
 pub use citus::{CitusRoute, CitusTable};
-pub use encode::{EncoderBench, WireFormat};
+pub use encode::{ArrowEncoderBench, EncoderBench, WireFormat};
 pub use error::{
     delimiter_name, BadRow, ConnectionProblem, Error, FormatProblem, InputChange, Mismatch,
     OptionsProblem, Position, RequestProblem, Result, RowHint, ServerError,
@@ -68,6 +68,7 @@ pub use sniff::{
     given_type as sniff_given_type, sniff, sql_name, table_from_file as sniffed_table_name,
     table_sql as sniffed_table_sql, Dialect, Hints, Sniffed, SniffedColumn, SniffedType,
 };
+pub use source::arrow::InputKind;
 pub use source::csv::frame;
 pub use source::csv::frame::MAX_RECORD_BYTES;
 pub use source::csv::reader::header_names;

@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use crate::error::{Error, OptionsProblem, Result};
 use crate::reject::RejectSink;
+use crate::source::arrow::InputKind;
 use crate::source::format::FormatOptions;
 use crate::source::input::{InputSpec, StdinStream};
 use crate::sql::TableName;
@@ -21,6 +22,10 @@ pub struct LoadOptions {
     /// Table columns in file order; `None` for all columns in table order.
     pub columns: Option<Vec<String>>,
     pub format: FormatOptions,
+    /// Delimited text, or Parquet or Arrow files (whose columns are then
+    /// matched to the table's by name, and `format` means nothing).
+    #[serde(default)]
+    pub input_kind: InputKind,
     /// Parallel connections; `None` lets pgpour choose.
     pub workers: Option<usize>,
     /// Empty the table in the transaction of the first chunk.
@@ -150,6 +155,9 @@ impl LoadOptions {
         if merging && self.atomic {
             return Err(Error::InvalidOptions(OptionsProblem::OnConflictAtomic));
         }
+        if self.input_kind.is_columnar() {
+            self.validate_columnar()?;
+        }
         if self.limit.is_some() && self.where_clause.is_some() {
             return Err(Error::InvalidOptions(OptionsProblem::LimitWithWhere));
         }
@@ -165,12 +173,51 @@ impl LoadOptions {
         Ok(())
     }
 
+    /// What a Parquet or Arrow load cannot do (yet): the options of text
+    /// input, and those that need a row's text (merging, Citus routing).
+    fn validate_columnar(&self) -> Result<()> {
+        let refuse = |option: &str| {
+            Err(Error::ColumnarOption {
+                option: option.to_string(),
+            })
+        };
+        if self.inputs.contains(&InputSpec::Stdin) {
+            return refuse("reading stdin");
+        }
+        if self.skip_lines > 0 {
+            return refuse("skipping lines");
+        }
+        if self.where_clause.is_some() {
+            return refuse("WHERE");
+        }
+        if self.limit.is_some() {
+            return refuse("a row limit");
+        }
+        if self.on_conflict != OnConflict::Error {
+            return refuse("merging rows on conflict");
+        }
+        if self.citus_route == CitusRoute::Shards {
+            return refuse("routing rows to Citus shards");
+        }
+        if self.create_table.is_some() {
+            return refuse("creating the table");
+        }
+        if self.format.header != crate::source::format::Header::None {
+            return refuse("HEADER");
+        }
+        Ok(())
+    }
+
     /// Where the load's rejected rows go: the reject file, or beside the
-    /// first input when none is named.
+    /// first input when none is named (for Parquet or Arrow, a JSON-lines
+    /// file of the rows' values).
     pub(crate) fn reject_path(&self) -> PathBuf {
         self.reject_file
             .clone()
-            .unwrap_or_else(|| RejectSink::default_path(&self.inputs, self.format.format))
+            .unwrap_or_else(|| match self.input_kind {
+                InputKind::Delimited => RejectSink::default_path(&self.inputs, self.format.format),
+                _ => RejectSink::default_columnar_path(&self.inputs),
+            })
     }
 
     /// The options of `pgpour load inputs --table table` with nothing else
@@ -182,6 +229,7 @@ impl LoadOptions {
             table,
             columns: None,
             format,
+            input_kind: InputKind::Delimited,
             workers: None,
             truncate: false,
             chunk_size: DEFAULT_CHUNK_SIZE,

@@ -145,6 +145,19 @@ impl RejectSink {
         path.with_file_name(format!("{stem}.rejected.{ext}"))
     }
 
+    /// Beside the first Parquet or Arrow input: `data/trips.parquet`
+    /// gives `data/trips.rejected.jsonl`, each rejected row's values a line.
+    pub fn default_columnar_path(inputs: &[InputSpec]) -> PathBuf {
+        let path = Self::default_path(inputs, Format::Csv);
+        let name = path
+            .file_name()
+            .map_or_else(String::new, |n| n.to_string_lossy().into_owned());
+        match name.rsplit_once(".rejected.") {
+            Some((stem, _)) => path.with_file_name(format!("{stem}.rejected.jsonl")),
+            None => path,
+        }
+    }
+
     /// Whether a file's name is one `default_path` gives (`votes.rejected.csv`
     /// or its `.jsonl` log): a glob of inputs leaves such files out, so that
     /// a second run never loads the first run's rejects as data.

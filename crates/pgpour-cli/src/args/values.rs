@@ -16,6 +16,11 @@ pub enum FormatArg {
     Csv,
     /// PostgreSQL's text format (tab-separated, \N for NULL).
     Text,
+    /// Apache Parquet files (known by their first bytes without this).
+    Parquet,
+    /// Arrow IPC files or streams, Feather v2 (known by their first bytes
+    /// without this).
+    Arrow,
 }
 
 /// `--wire-format`.

@@ -14,6 +14,7 @@
 //! a 32-bit length (-1 for NULL) and the value's bytes; a 16-bit -1 at the
 //! end.
 
+pub(crate) mod arrow;
 mod choice;
 mod numbers;
 mod others;
@@ -22,6 +23,7 @@ mod swar;
 mod times;
 mod worth;
 
+pub use arrow::ArrowEncoderBench;
 pub use choice::WireFormat;
 pub(crate) use choice::{choose, ColumnType, WireChoice};
 
@@ -42,8 +44,8 @@ pub(crate) fn exact_uuid(text: &[u8]) -> Option<[u8; 16]> {
     out[4..].try_into().ok()
 }
 
-const HEADER: &[u8] = b"PGCOPY\n\xff\r\n\0\0\0\0\0\0\0\0\0";
-const TRAILER: &[u8] = &[0xff, 0xff];
+pub(crate) const HEADER: &[u8] = b"PGCOPY\n\xff\r\n\0\0\0\0\0\0\0\0\0";
+pub(crate) const TRAILER: &[u8] = &[0xff, 0xff];
 
 /// Appends a value: its length, then its bytes. Always inlined: with the
 /// length known at the call (an int4's 4 bytes), the copies become moves
@@ -290,6 +292,7 @@ impl EncoderBench {
             eol: Some(crate::source::csv::frame::Eol::Lf),
             lines: 0,
             data: data.to_vec(),
+            columnar: None,
         };
         Some(EncoderBench {
             encoder,
@@ -321,6 +324,7 @@ mod tests {
             eol: Some(Eol::Lf),
             lines: 1,
             data: data.to_vec(),
+            columnar: None,
         }
     }
 

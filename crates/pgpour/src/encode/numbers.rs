@@ -352,7 +352,13 @@ fn short_numeric(negative: bool, groups: u64, scale: usize, out: &mut Vec<u8>) {
 /// (`int_groups` of them before it) and its display scale: leading and
 /// trailing zero groups dropped, as the server stores it.
 #[inline(always)]
-fn put_numeric(negative: bool, groups: &[u16], int_groups: usize, scale: usize, out: &mut Vec<u8>) {
+pub(super) fn put_numeric(
+    negative: bool,
+    groups: &[u16],
+    int_groups: usize,
+    scale: usize,
+    out: &mut Vec<u8>,
+) {
     let leading_zeros = groups.iter().take_while(|&&g| g == 0).count();
     let mut digits = &groups[leading_zeros..];
     while let Some((0, rest)) = digits.split_last() {

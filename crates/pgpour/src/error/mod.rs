@@ -99,13 +99,33 @@ pub struct BadRow {
     pub value: Option<String>,
     pub sqlstate: String,
     pub message: String,
+    /// For a Parquet or Arrow input: the row group and the row within it
+    /// (`line` is then the row's 1-based index within the file, `byte` its
+    /// 0-based one).
+    #[serde(flatten, skip_serializing_if = "Option::is_none")]
+    pub group_row: Option<GroupRow>,
     #[serde(skip)]
     pub bytes: Vec<u8>,
 }
 
+/// Where a row of a Parquet or Arrow input is: its row group (an Arrow
+/// file's record batch) and its index in it, both from 0.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct GroupRow {
+    pub row_group: u64,
+    pub row_in_group: u64,
+}
+
 impl fmt::Display for BadRow {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}:{}", self.file, self.line)?;
+        match self.group_row {
+            Some(at) => write!(
+                f,
+                "{}: row group {}, row {} (row {} of the file)",
+                self.file, at.row_group, at.row_in_group, self.line
+            )?,
+            None => write!(f, "{}:{}", self.file, self.line)?,
+        }
         if let Some(column) = &self.column {
             write!(f, ", column {column}")?;
         }
@@ -200,6 +220,43 @@ pub enum Error {
     /// A load that read stdin cannot read it again to resume.
     #[error("stdin cannot be read again: this load can only be resumed from files")]
     StdinNotRereadable,
+
+    /// A Parquet or Arrow input that cannot be read as one.
+    #[error("cannot read {file} as Parquet or Arrow: {message}")]
+    ColumnarInput { file: String, message: String },
+
+    /// A column to load that a Parquet or Arrow input does not have.
+    #[error("{file} has no column {}", quote_ident(column))]
+    ColumnarColumnMissing { file: String, column: String },
+
+    /// A column of a Parquet or Arrow input that the load has no place
+    /// for (the table lacks it, or the column list leaves it out).
+    #[error(
+        "{file} has a column {} that the table {table} does not have",
+        quote_ident(column)
+    )]
+    ColumnarExtraColumn {
+        file: String,
+        column: String,
+        table: String,
+    },
+
+    /// An Arrow type that cannot go into the column's type.
+    #[error(
+        "{file}: column {} holds {arrow_type}, which cannot be loaded into a column of type \
+         {column_type}",
+        quote_ident(column)
+    )]
+    ColumnarType {
+        file: String,
+        column: String,
+        arrow_type: String,
+        column_type: String,
+    },
+
+    /// An option that means nothing for Parquet or Arrow inputs.
+    #[error("{option} does not apply to Parquet or Arrow inputs")]
+    ColumnarOption { option: String },
 
     /// An input changed while the load read it: the rows loaded may not be
     /// what it holds now, so the load is not done.

@@ -12,6 +12,7 @@ fn display_names_place_reason_and_value() {
         value: Some("abc".into()),
         sqlstate: "22P02".into(),
         message: "invalid input syntax for type integer: \"abc\"".into(),
+        group_row: None,
         bytes: b"x,y,abc\n".to_vec(),
     };
     assert_eq!(
@@ -34,6 +35,7 @@ fn bad_row() -> Box<BadRow> {
         value: Some("x".into()),
         sqlstate: "22P02".into(),
         message: "invalid input syntax for type integer: \"x\"".into(),
+        group_row: None,
         bytes: b"a,x\n".to_vec(),
     })
 }
@@ -69,6 +71,28 @@ fn every_error() -> Vec<Error> {
             source: io(),
         },
         Error::StdinNotRereadable,
+        Error::ColumnarInput {
+            file: "data.parquet".into(),
+            message: "Parquet magic bytes not found in footer".into(),
+        },
+        Error::ColumnarColumnMissing {
+            file: "data.parquet".into(),
+            column: "score".into(),
+        },
+        Error::ColumnarExtraColumn {
+            file: "data.parquet".into(),
+            column: "extra".into(),
+            table: "public.t".into(),
+        },
+        Error::ColumnarType {
+            file: "data.parquet".into(),
+            column: "at".into(),
+            arrow_type: "Boolean".into(),
+            column_type: "date".into(),
+        },
+        Error::ColumnarOption {
+            option: "HEADER".into(),
+        },
         Error::HeaderMismatch {
             file: "v.csv".into(),
             line: 1,
@@ -439,6 +463,11 @@ fn covers(error: &Error) {
         | Error::DuplicateColumn { .. }
         | Error::Input { .. }
         | Error::StdinNotRereadable
+        | Error::ColumnarInput { .. }
+        | Error::ColumnarColumnMissing { .. }
+        | Error::ColumnarExtraColumn { .. }
+        | Error::ColumnarType { .. }
+        | Error::ColumnarOption { .. }
         | Error::InputChanged { .. }
         | Error::HeaderMismatch { .. }
         | Error::Data { .. }

@@ -61,6 +61,16 @@ fn bad_row(reason: &str, bytes: Vec<u8>) -> Option<BadRow> {
         value: reason["value"].as_str().map(str::to_string),
         sqlstate: reason["sqlstate"].as_str()?.to_string(),
         message: reason["message"].as_str()?.to_string(),
+        group_row: match (
+            reason["row_group"].as_u64(),
+            reason["row_in_group"].as_u64(),
+        ) {
+            (Some(row_group), Some(row_in_group)) => Some(crate::error::GroupRow {
+                row_group,
+                row_in_group,
+            }),
+            _ => None,
+        },
         bytes,
     })
 }

@@ -10,6 +10,7 @@ use postgres::Client;
 
 use crate::citus::route::{Asked, Route, Routing};
 use crate::citus::{CitusRoute, CitusTable};
+use crate::encode::arrow::ArrowEncoder;
 use crate::encode::WireChoice;
 use crate::error::{Error, Result};
 use crate::journal::OptionsRecord;
@@ -94,6 +95,10 @@ pub(crate) struct Plan {
     pub route: Option<Route>,
     /// `--citus-route shards`: rows must go straight to the shards.
     pub route_required: bool,
+    /// For Parquet and Arrow inputs: how their arrays become binary COPY.
+    pub arrow: Option<ArrowEncoder>,
+    /// Which kind of input the load reads.
+    pub input_kind: crate::source::arrow::InputKind,
 }
 
 /// The load's first session: it decides, prepares, and ends the load.
@@ -267,7 +272,20 @@ pub(super) fn decide(
         options.on_conflict,
         options.conflict_key.as_deref(),
     )?;
-    let mut wire = crate::encode::choose(options.wire_format, &target, &options.format)?;
+    let columnar = options.input_kind.is_columnar();
+    let arrow = match columnar {
+        true => Some(columnar_target(&mut target, options)?),
+        false => None,
+    };
+    // Parquet and Arrow go binary, their own way: no text to encode.
+    let asked = match columnar {
+        true => crate::options::WireFormat::Text,
+        false => options.wire_format,
+    };
+    let mut wire = crate::encode::choose(asked, &target, &options.format)?;
+    if columnar {
+        wire.why = "binary, from the Arrow arrays".into();
+    }
     if let Some(encoder) = wire.encoder.as_mut() {
         encoder.copy_sql = crate::table::plan::with_where(&encoder.copy_sql, condition);
         if merge.is_some() {
@@ -294,6 +312,9 @@ pub(super) fn decide(
         }
         _ => None,
     };
+    // Through the coordinator: the client hashes a row's text, which an
+    // Arrow row does not have.
+    let route = route.filter(|_| !columnar);
     if options.citus_route == CitusRoute::Shards && !matches!(route, Some(Ok(_))) {
         let why = match &route {
             Some(Err(why)) => why.as_str(),
@@ -307,7 +328,28 @@ pub(super) fn decide(
     plan.merge = merge;
     plan.route = route;
     plan.route_required = options.citus_route == CitusRoute::Shards;
+    plan.arrow = arrow;
     Ok((client, plan))
+}
+
+/// A Parquet or Arrow load: its COPY in binary, and the first input's
+/// columns checked against the table's types before anything is sent.
+fn columnar_target(target: &mut Target, options: &LoadOptions) -> Result<ArrowEncoder> {
+    target.copy_sql = target.binary_copy_sql();
+    let encoder = ArrowEncoder::new(target);
+    if let Some(InputSpec::File(path)) = options.inputs.first() {
+        let schema = crate::source::arrow::schema_of(path, options.input_kind)?;
+        let in_order: Vec<_> = target
+            .columns
+            .iter()
+            .filter_map(|c| schema.field_with_name(c).ok().cloned())
+            .collect();
+        encoder.check(
+            &path.display().to_string(),
+            &arrow_schema::Schema::new(in_order),
+        )?;
+    }
+    Ok(encoder)
 }
 
 impl Plan {
@@ -391,6 +433,8 @@ impl Plan {
             },
             citus,
             route: None,
+            arrow: None,
+            input_kind: options.input_kind,
             route_required: false,
         }
     }
@@ -420,6 +464,9 @@ impl Plan {
     pub(crate) fn file_keys_kept(&self) -> Option<&'static str> {
         match () {
             _ if self.filtering => Some("--where leaves rows out"),
+            _ if self.input_kind.is_columnar() => {
+                Some("a Parquet or Arrow row is not read again to find a duplicate's row")
+            }
             _ if self.inputs.iter().any(|i| matches!(i, InputSpec::Stdin)) => {
                 Some("stdin cannot be read again to find a duplicate's line")
             }
@@ -493,6 +540,9 @@ fn foreign_keys_left_alone(options: &LoadOptions) -> Option<LeftAlone> {
         )),
         _ if stdin => Some(LeftAlone::Because(
             "stdin cannot be read again to find a refused row's line".into(),
+        )),
+        _ if options.input_kind.is_columnar() => Some(LeftAlone::Because(
+            "a Parquet or Arrow row is not read again to find a refused row".into(),
         )),
         _ => None,
     }

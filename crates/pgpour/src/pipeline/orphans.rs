@@ -268,6 +268,7 @@ impl Orphans<'_> {
             ),
             value: Some(refused.value.clone()),
             sqlstate: "23503".into(),
+            group_row: None,
             bytes: Vec::new(),
         }
     }

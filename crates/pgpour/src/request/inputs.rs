@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 use super::Notice;
 use crate::error::{Error, RequestProblem, Result};
 use crate::reject::RejectSink;
+use crate::source::arrow::InputKind;
 use crate::source::format::Format;
 use crate::source::input::{without_compression_suffix, InputSpec};
 
@@ -97,6 +98,18 @@ pub(super) fn format_from_names(inputs: &[InputSpec]) -> Result<Format> {
         }
     }
     Ok(found.map_or(Format::Csv, |(f, _)| f))
+}
+
+/// Parquet or Arrow when the first input file's first bytes say so; else
+/// delimited text.
+pub(super) fn kind_from_bytes(inputs: &[InputSpec]) -> InputKind {
+    inputs
+        .iter()
+        .find_map(|i| match i {
+            InputSpec::File(path) => Some(InputKind::of_file(path).unwrap_or_default()),
+            InputSpec::Stdin => None,
+        })
+        .unwrap_or_default()
 }
 
 #[cfg(test)]

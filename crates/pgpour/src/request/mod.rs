@@ -27,6 +27,7 @@ use crate::error::{Error, RequestProblem, Result};
 use crate::options::LoadOptions;
 use crate::server::conn::ConnectOptions;
 use crate::sniff::{Hints, Sniffed};
+use crate::source::arrow::InputKind;
 use crate::source::format::{Format, FormatOptions, Header};
 use crate::source::input::InputSpec;
 use crate::sql::TableName;
@@ -92,6 +93,9 @@ pub struct LoadRequest {
     pub create: Option<CreateRequest>,
     /// Plain lines skipped at the start of each input.
     pub skip_lines: u64,
+    /// Parquet or Arrow; `None` to tell from the first input's first bytes
+    /// (delimited text unless they are Parquet's or Arrow's).
+    pub input_kind: Option<InputKind>,
 }
 
 /// Something a front end should tell the user about a resolved request.
@@ -136,6 +140,7 @@ impl LoadRequest {
             columns_from_header: false,
             create: None,
             skip_lines: 0,
+            input_kind: None,
         }
     }
 
@@ -155,6 +160,12 @@ impl LoadRequest {
         let table = TableName::parse(&self.table)?;
         let mut notices = Vec::new();
         let inputs = expand_inputs(&self.inputs, &mut notices)?;
+        let kind = self
+            .input_kind
+            .unwrap_or_else(|| inputs::kind_from_bytes(&inputs));
+        if kind.is_columnar() {
+            return self.resolve_columnar(inputs, table, kind, notices);
+        }
         let (mut format, create_table, sniffed) = match &self.create {
             Some(create) => {
                 let made = create::for_create(self, create, &inputs, &table.quoted())?;
@@ -188,6 +199,59 @@ impl LoadRequest {
             options,
             notices,
             sniffed,
+        })
+    }
+
+    /// A Parquet or Arrow load: the columns given, or the first input's;
+    /// every input must have them, and without a column list no others.
+    fn resolve_columnar(
+        &self,
+        inputs: Vec<InputSpec>,
+        table: TableName,
+        kind: InputKind,
+        notices: Vec<Notice>,
+    ) -> Result<Resolved> {
+        let refuse = |option: &str| {
+            Err(Error::ColumnarOption {
+                option: option.to_string(),
+            })
+        };
+        if self.create.is_some() {
+            return refuse("creating the table");
+        }
+        if self.columns_from_header {
+            return refuse("HEADER");
+        }
+        let mut columns = self.columns.clone();
+        for input in &inputs {
+            let InputSpec::File(path) = input else {
+                return refuse("reading stdin");
+            };
+            let schema = crate::source::arrow::schema_of(path, kind)?;
+            let names: Vec<String> = schema.fields().iter().map(|f| f.name().clone()).collect();
+            let wanted = columns.get_or_insert_with(|| names.clone());
+            if let Some(missing) = wanted.iter().find(|c| !names.contains(c)) {
+                return Err(Error::ColumnarColumnMissing {
+                    file: input.name(),
+                    column: missing.clone(),
+                });
+            }
+            let extra = names.iter().find(|n| !wanted.contains(n));
+            if let (None, Some(extra)) = (&self.columns, extra) {
+                return Err(Error::ColumnarExtraColumn {
+                    file: input.name(),
+                    column: extra.clone(),
+                    table: table.quoted(),
+                });
+            }
+        }
+        let mut options = LoadOptions::new(inputs, table, FormatOptions::new(Format::Csv));
+        options.columns = columns;
+        options.input_kind = kind;
+        Ok(Resolved {
+            options,
+            notices,
+            sniffed: None,
         })
     }
 

@@ -7,6 +7,7 @@
 //! journal records each input's range, and a batch the server refuses can
 //! be split back into chunks that are loaded as they would be alone.
 
+use crate::source::arrow::Columnar;
 use crate::source::chunk_range::ChunkRange;
 use crate::source::csv::frame::{ends_terminated, first_terminator, Eol, Syntax};
 
@@ -26,6 +27,11 @@ pub struct Chunk {
     /// Physical lines in `data`.
     pub lines: u64,
     pub data: Vec<u8>,
+    /// Rows of a Parquet or Arrow input: their arrays, and once a worker
+    /// encoded them, where each row lies in `data` (a whole binary COPY).
+    /// For such a chunk `offset` and `first_line` count rows, not bytes
+    /// and lines: the journal's byte range is its row range.
+    pub columnar: Option<Box<Columnar>>,
 }
 
 impl Chunk {
@@ -34,9 +40,18 @@ impl Chunk {
         ChunkRange {
             input: self.input,
             byte_start: self.offset,
-            byte_end: self.offset + self.data.len() as u64,
+            byte_end: self.end(),
             first_line: self.first_line,
             lines: self.lines,
+        }
+    }
+
+    /// Just past the chunk in its input: a byte offset, or for a Parquet
+    /// or Arrow chunk a row index.
+    pub fn end(&self) -> u64 {
+        match &self.columnar {
+            Some(_) => self.offset + self.lines,
+            None => self.offset + self.data.len() as u64,
         }
     }
 
@@ -132,6 +147,7 @@ mod tests {
             eol,
             lines: 1,
             data: data.to_vec(),
+            columnar: None,
         }
     }
 

@@ -2,6 +2,7 @@
 //! the chunks of whole records they are cut into. `csv/` frames
 //! delimited text (COPY's csv and text formats).
 
+pub(crate) mod arrow;
 pub(crate) mod chunk;
 pub(crate) mod chunk_range;
 pub(crate) mod csv;

@@ -3,6 +3,7 @@
 
 mod binary;
 mod client_certificate;
+mod columnar;
 mod conflicts;
 mod connection;
 mod faults;

@@ -152,8 +152,13 @@ impl<'a> ChunkLoader<'a> {
     /// Whether the chunk must take the careful path from the start: one
     /// that starts with a stray line ending, which sent first would be
     /// taken for the input's, the good records after it refused.
+    /// So does a Parquet or Arrow chunk with a value its column cannot
+    /// take (found as it was encoded), whose rejection must be recorded.
     pub fn needs_care(&self, chunk: &Chunk) -> bool {
-        chunk.starts_with_stray_line_ending(self.syntax)
+        match encoded_rows(chunk) {
+            Some(rows) => !rows.problems.is_empty(),
+            None => chunk.starts_with_stray_line_ending(self.syntax),
+        }
     }
 
     /// Loads a chunk whose COPY the server refused (`server` says why) on
@@ -213,7 +218,9 @@ impl<'a> ChunkLoader<'a> {
                 let k = records.index_of_copy_line(self.syntax, &all, copy_line, &chunk.data)?;
                 Some((k, server))
             });
-        let utf8_checked = !self.validator.utf8
+        let columnar = encoded_rows(chunk);
+        let utf8_checked = columnar.is_some()
+            || !self.validator.utf8
             || (std::str::from_utf8(&chunk.data).is_ok() && !chunk.data.contains(&0));
         let mut pending: Vec<usize> = Vec::with_capacity(records.ranges.len());
         let at = Rejecting {
@@ -223,8 +230,10 @@ impl<'a> ChunkLoader<'a> {
         };
         for (i, range) in records.ranges.iter().enumerate() {
             let record = &chunk.data[range.clone()];
-            let refusal = match &known_bad {
-                Some((k, server)) if *k == i => Some(self.refusal(server)),
+            let refusal = match (&known_bad, columnar) {
+                (Some((k, server)), _) if *k == i => Some(self.refusal(server)),
+                // Arrow values are checked as they are encoded, not here.
+                (_, Some(rows)) => rows.problems.iter().find(|p| p.row == i).map(Refusal::from),
                 _ => records.stray_line_break(self.syntax, record).or_else(|| {
                     self.validator
                         .check(record, utf8_checked)
@@ -323,7 +332,7 @@ impl<'a> ChunkLoader<'a> {
             chunk: format!(
                 "{file} bytes {}..{} (lines {} to {})",
                 chunk.offset,
-                chunk.offset + chunk.data.len() as u64,
+                chunk.end(),
                 chunk.first_line,
                 chunk.first_line + chunk.lines.max(1) - 1
             ),
@@ -405,7 +414,7 @@ impl<'a> ChunkLoader<'a> {
         why: Refusal,
     ) -> Result<(), Error> {
         let range = at.records.ranges[i].clone();
-        let bad = BadRow {
+        let mut bad = BadRow {
             file: at.file.to_string(),
             line: at.records.lines[i],
             byte: at.chunk.offset + range.start as u64,
@@ -413,8 +422,24 @@ impl<'a> ChunkLoader<'a> {
             value: why.value,
             sqlstate: why.sqlstate,
             message: why.message,
-            bytes: at.chunk.data[range].to_vec(),
+            group_row: None,
+            bytes: Vec::new(),
         };
+        match &at.chunk.columnar {
+            // A row of a Parquet or Arrow input: its row within the input,
+            // its row group, and its values as text.
+            Some(columnar) => {
+                let (row_group, row_in_group) = columnar.position(i);
+                bad.byte = at.chunk.offset + i as u64;
+                bad.group_row = Some(crate::error::GroupRow {
+                    row_group,
+                    row_in_group,
+                });
+                bad.bytes =
+                    crate::encode::arrow::render::row_json(&columnar.batch, i, self.columns);
+            }
+            None => bad.bytes = at.chunk.data[range].to_vec(),
+        }
         self.budget.take(&bad)?;
         loaded.rejected.push(bad);
         Ok(())
@@ -429,7 +454,13 @@ impl<'a> ChunkLoader<'a> {
         list: &[usize],
     ) -> Result<Result<Copied, Failure>, Error> {
         let mut savepoint = tx.savepoint("pgpour_rows").map_err(fatal)?;
-        let ranges = at.records.runs(list);
+        let mut ranges = at.records.runs(list);
+        if encoded_rows(at.chunk).is_some() {
+            // A binary COPY of its own: the chunk's header, then its trailer.
+            let data = at.chunk.data.len();
+            ranges.insert(0, 0..crate::encode::HEADER.len());
+            ranges.push(data - crate::encode::TRAILER.len()..data);
+        }
         let result = self.copy(
             &mut savepoint,
             (self.copy_sql, at.chunk.seq),
@@ -578,10 +609,23 @@ pub(crate) struct Records {
     pub ranges: Vec<Range<usize>>,
     pub lines: Vec<u64>,
     eol: Option<Eol>,
+    /// Rows of a binary COPY (a Parquet or Arrow chunk): each is one line
+    /// of the COPY.
+    binary: bool,
 }
 
 impl Records {
     pub(crate) fn new(syntax: Syntax, chunk: &Chunk) -> Self {
+        if let Some(rows) = encoded_rows(chunk) {
+            return Records {
+                ranges: (0..rows.rows()).map(|i| rows.row(i)).collect(),
+                lines: (0..rows.rows() as u64)
+                    .map(|i| chunk.first_line + i)
+                    .collect(),
+                eol: None,
+                binary: true,
+            };
+        }
         Records::of(syntax, (chunk.eol, chunk.first_line), &chunk.data)
     }
 
@@ -600,7 +644,12 @@ impl Records {
             line += count_byte(&data[pos..pos + n], eol_byte) as u64;
             pos += n;
         }
-        Records { ranges, lines, eol }
+        Records {
+            ranges,
+            lines,
+            eol,
+            binary: false,
+        }
     }
 
     /// The listed records as byte ranges, neighbours merged.
@@ -625,6 +674,10 @@ impl Records {
         copy_line: u64,
         data: &[u8],
     ) -> Option<usize> {
+        if self.binary {
+            let k = usize::try_from(copy_line).ok()?.checked_sub(1)?;
+            return (k < list.len()).then_some(k);
+        }
         let mut before = 0;
         for (k, &i) in list.iter().enumerate() {
             before += copy_lines(syntax, self.eol, k == 0, &data[self.ranges[i].clone()]);
@@ -731,6 +784,22 @@ impl From<Problem> for Refusal {
             value: p.value,
         }
     }
+}
+
+impl From<&crate::source::arrow::RowProblem> for Refusal {
+    fn from(p: &crate::source::arrow::RowProblem) -> Self {
+        Refusal {
+            sqlstate: p.sqlstate.to_string(),
+            message: p.message.clone(),
+            column: Some(p.column.clone()),
+            value: p.value.clone(),
+        }
+    }
+}
+
+/// Where the rows of an encoded Parquet or Arrow chunk lie.
+fn encoded_rows(chunk: &Chunk) -> Option<&crate::source::arrow::EncodedRows> {
+    chunk.columnar.as_ref()?.encoded.as_ref()
 }
 
 /// An error that ends the load; the worker says where it was.

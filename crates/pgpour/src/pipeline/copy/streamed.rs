@@ -137,7 +137,11 @@ impl<'a> ChunkStream<'a> {
         let journaled: Vec<u64> = match binary {
             Some(_) => self.encoded.records.clone(),
             None => {
-                let records = |c: &Chunk| count_records(self.setup.syntax, c.eol, &c.data);
+                // A Parquet or Arrow chunk's lines are its rows.
+                let records = |c: &Chunk| match &c.columnar {
+                    Some(_) => c.lines,
+                    None => count_records(self.setup.syntax, c.eol, &c.data),
+                };
                 batch.iter().map(records).collect()
             }
         };

@@ -124,6 +124,7 @@ impl Dedupe<'_> {
                 ),
                 value: Some(value),
                 sqlstate: "23505".into(),
+                group_row: None,
                 bytes: Vec::new(),
             });
         }

@@ -188,6 +188,21 @@ pub(super) fn run(
             });
         }
         drop(rx);
+        if plan.arrow.is_some() {
+            let reader = crate::source::arrow::read::ArrowReader {
+                inputs: &plan.inputs,
+                kind: plan.input_kind,
+                columns: &target.columns,
+                segments,
+                chunk_size: plan.chunk_size,
+                progress: setup.progress,
+                stop: &stop,
+                cancel: setup.cancel,
+            };
+            let end = reader.run(&tx);
+            drop(tx);
+            return end.map_err(record_error).ok();
+        }
         let reader = Reader {
             inputs: &plan.inputs,
             stdin: &plan.stdin,
@@ -334,7 +349,8 @@ impl Worker<'_> {
         }
         let truncate = self.target.truncate_sql();
         // Without the fast path, the chunks of a batch go one by one.
-        for chunk in rx.into_iter().flatten() {
+        for mut chunk in rx.into_iter().flatten() {
+            self.encode(&mut chunk)?;
             let first = chunk.seq == 0;
             let Some(mut opener) = self.admit(&chunk) else {
                 break;
@@ -356,7 +372,7 @@ impl Worker<'_> {
             }
             if self.loader.journal.is_none() {
                 // What an in-doubt commit later says is certainly loaded.
-                let end = chunk.offset + chunk.data.len() as u64;
+                let end = chunk.end();
                 self.committed_ranges
                     .lock()
                     .unwrap_or_else(|p| p.into_inner())
@@ -365,6 +381,15 @@ impl Worker<'_> {
             self.count(&chunk, &loaded);
         }
         Ok(())
+    }
+
+    /// Turns a Parquet or Arrow chunk's arrays into its binary COPY: here,
+    /// on each worker, so that encoding runs beside the reader.
+    fn encode(&self, chunk: &mut Chunk) -> Result<()> {
+        match &self.plan.arrow {
+            Some(encoder) => encoder.encode(chunk, &self.plan.inputs[chunk.input].name()),
+            None => Ok(()),
+        }
     }
 
     /// Waits until `chunk` may be loaded; `None` when the load stops first.
@@ -475,10 +500,11 @@ impl Worker<'_> {
                 .map_err(Error::db("deferring the table's foreign keys"))?;
         }
         let truncate = self.target.truncate_sql();
-        for chunk in rx.into_iter().flatten() {
+        for mut chunk in rx.into_iter().flatten() {
             if self.stop.load(Ordering::SeqCst) || self.cancel.load(Ordering::SeqCst) {
                 return Ok(());
             }
+            self.encode(&mut chunk)?;
             let before = (chunk.seq == 0 && self.truncate).then_some(truncate.as_str());
             let file = self.plan.inputs[chunk.input].name();
             let loaded = self

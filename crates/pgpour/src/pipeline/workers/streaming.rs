@@ -141,6 +141,10 @@ impl Worker<'_> {
         careful: &mut CarefulSession,
         again: &mut Again,
     ) -> Result<bool> {
+        let mut batch = batch;
+        for chunk in &mut batch {
+            self.encode(chunk)?;
+        }
         let first = batch[0].seq == 0;
         let Some(mut opener) = self.admit(&batch[0]) else {
             return Ok(false);

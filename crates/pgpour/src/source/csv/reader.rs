@@ -469,6 +469,7 @@ impl Reader<'_> {
                 eol: framer.eol(),
                 lines,
                 data,
+                columnar: None,
             };
             offset += chunk.data.len() as u64;
             line += lines;

@@ -135,6 +135,7 @@ mod tests {
             value: None,
             sqlstate: "22P02".into(),
             message: "refused".into(),
+            group_row: None,
             bytes: bytes.to_vec(),
         }
     }

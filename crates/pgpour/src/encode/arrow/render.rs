@@ -1,0 +1,111 @@
+//! A rejected row's values as text, for the reject file: one JSON object a
+//! line, each column's value as the text a CSV export of the row would
+//! hold (`null` for NULL), so that the row can be read, mended and loaded
+//! again.
+
+use arrow_array::cast::AsArray;
+use arrow_array::temporal_conversions::{as_date, as_datetime, as_time};
+use arrow_array::types::*;
+use arrow_array::{Array, RecordBatch};
+use arrow_schema::{DataType, TimeUnit};
+
+/// The row's values as a JSON object, names in the load's order, and a
+/// line end.
+pub(crate) fn row_json(batch: &RecordBatch, row: usize, columns: &[String]) -> Vec<u8> {
+    let mut object = serde_json::Map::new();
+    for (name, array) in columns.iter().zip(batch.columns()) {
+        let value = match value_text(array.as_ref(), row) {
+            Some(text) => serde_json::Value::String(text),
+            None => serde_json::Value::Null,
+        };
+        object.insert(name.clone(), value);
+    }
+    let mut line = serde_json::to_vec(&serde_json::Value::Object(object)).unwrap_or_default();
+    line.push(b'\n');
+    line
+}
+
+/// Value `i` of `array` as text; `None` for NULL.
+pub(crate) fn value_text(array: &dyn Array, i: usize) -> Option<String> {
+    if array.logical_nulls().is_some_and(|n| n.is_null(i)) {
+        return None;
+    }
+    macro_rules! shown {
+        ($t:ty) => {
+            array.as_primitive::<$t>().value(i).to_string()
+        };
+    }
+    macro_rules! when {
+        ($t:ty, $convert:ident) => {{
+            let value = array.as_primitive::<$t>().value(i);
+            $convert::<$t>(value.into()).map_or_else(|| value.to_string(), |v| v.to_string())
+        }};
+    }
+    Some(match array.data_type() {
+        DataType::Int8 => shown!(Int8Type),
+        DataType::Int16 => shown!(Int16Type),
+        DataType::Int32 => shown!(Int32Type),
+        DataType::Int64 => shown!(Int64Type),
+        DataType::UInt8 => shown!(UInt8Type),
+        DataType::UInt16 => shown!(UInt16Type),
+        DataType::UInt32 => shown!(UInt32Type),
+        DataType::UInt64 => shown!(UInt64Type),
+        DataType::Float16 => shown!(Float16Type),
+        DataType::Float32 => shown!(Float32Type),
+        DataType::Float64 => shown!(Float64Type),
+        DataType::Decimal128(_, scale) => {
+            let mut text = String::new();
+            let digits = array.as_primitive::<Decimal128Type>().value(i).to_string();
+            super::scalars::decimal_text(&digits, (*scale).into(), &mut text);
+            text
+        }
+        DataType::Decimal256(_, scale) => {
+            let mut text = String::new();
+            let digits = array.as_primitive::<Decimal256Type>().value(i).to_string();
+            super::scalars::decimal_text(&digits, (*scale).into(), &mut text);
+            text
+        }
+        DataType::Boolean => array.as_boolean().value(i).to_string(),
+        DataType::Date32 => when!(Date32Type, as_date),
+        DataType::Date64 => when!(Date64Type, as_date),
+        DataType::Time32(TimeUnit::Second) => when!(Time32SecondType, as_time),
+        DataType::Time32(_) => when!(Time32MillisecondType, as_time),
+        DataType::Time64(TimeUnit::Microsecond) => when!(Time64MicrosecondType, as_time),
+        DataType::Time64(_) => when!(Time64NanosecondType, as_time),
+        DataType::Timestamp(unit, tz) => {
+            let shown = match unit {
+                TimeUnit::Second => when!(TimestampSecondType, as_datetime),
+                TimeUnit::Millisecond => when!(TimestampMillisecondType, as_datetime),
+                TimeUnit::Microsecond => when!(TimestampMicrosecondType, as_datetime),
+                TimeUnit::Nanosecond => when!(TimestampNanosecondType, as_datetime),
+            };
+            match tz {
+                Some(_) => format!("{shown}+00"),
+                None => shown,
+            }
+        }
+        DataType::Utf8 => array.as_string::<i32>().value(i).to_string(),
+        DataType::LargeUtf8 => array.as_string::<i64>().value(i).to_string(),
+        DataType::Utf8View => array.as_string_view().value(i).to_string(),
+        DataType::Binary => hex(array.as_binary::<i32>().value(i)),
+        DataType::LargeBinary => hex(array.as_binary::<i64>().value(i)),
+        DataType::BinaryView => hex(array.as_binary_view().value(i)),
+        DataType::FixedSizeBinary(_) => hex(array.as_fixed_size_binary().value(i)),
+        DataType::Dictionary(_, _) => {
+            let dictionary = array.as_any_dictionary();
+            let key = dictionary.normalized_keys()[i];
+            return value_text(dictionary.values().as_ref(), key);
+        }
+        other => format!("({other})"),
+    })
+}
+
+/// bytea's hex text: `\x` and two digits a byte.
+fn hex(bytes: &[u8]) -> String {
+    let mut text = String::with_capacity(2 + 2 * bytes.len());
+    text.push_str("\\x");
+    for b in bytes {
+        text.push_str(&format!("{b:02x}"));
+    }
+    text
+}

@@ -1,0 +1,346 @@
+//! The reader of Parquet and Arrow IPC inputs: each input's rows still to
+//! load (all of them, or on resume the gaps between the chunks an earlier
+//! run committed) cut into chunks of about a chunk's size, each a record
+//! batch of one row group, its columns in the load's order.
+//!
+//! A chunk's journal range is its rows: `byte_start..byte_end` counts rows
+//! of the input from 0, so that a resume reads exactly the rows that did
+//! not commit, whatever sizes the chunks of the earlier run had. Memory
+//! stays bounded as for text: the Parquet reader decodes one batch at a
+//! time, never a whole row group.
+
+use std::fs::File;
+use std::io::BufReader;
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use arrow_array::RecordBatch;
+use arrow_schema::{Schema, SchemaRef};
+use crossbeam_channel::Sender;
+use parquet::arrow::arrow_reader::{
+    ArrowReaderMetadata, ArrowReaderOptions, ParquetRecordBatchReaderBuilder, RowSelection,
+    RowSelector,
+};
+use parquet::arrow::ProjectionMask;
+
+use super::{Columnar, InputKind};
+use crate::error::{Error, Result};
+use crate::progress::Progress;
+use crate::source::chunk::{Batch, Chunk};
+use crate::source::csv::reader::{ReadEnd, Segment};
+use crate::source::input::InputSpec;
+
+/// Rows per chunk at most, however narrow: the row offsets the workers
+/// keep are a few bytes a row.
+const MOST_ROWS: usize = 1 << 20;
+
+pub(crate) struct ArrowReader<'a> {
+    pub inputs: &'a [InputSpec],
+    pub kind: InputKind,
+    /// The file's columns to load, in the load's order.
+    pub columns: &'a [String],
+    pub segments: &'a [Vec<Segment>],
+    pub chunk_size: usize,
+    pub progress: &'a Progress,
+    pub stop: &'a AtomicBool,
+    pub cancel: &'a AtomicBool,
+}
+
+/// Opens an input file, refusing anything but a file (stdin included: a
+/// Parquet footer is at the end).
+pub(crate) fn open(path: &Path) -> Result<File> {
+    File::open(path).map_err(|source| Error::Input {
+        path: path.to_path_buf(),
+        source,
+    })
+}
+
+/// The chunks the reader sends, numbered in order.
+struct Outbox<'a> {
+    tx: &'a Sender<Batch>,
+    seq: u64,
+}
+
+impl ArrowReader<'_> {
+    pub fn run(&self, tx: &Sender<Batch>) -> Result<ReadEnd> {
+        let mut out = Outbox { tx, seq: 0 };
+        for (index, input) in self.inputs.iter().enumerate() {
+            let InputSpec::File(path) = input else {
+                return Err(self.problem(
+                    input,
+                    "Parquet and Arrow inputs are read from files, not stdin",
+                ));
+            };
+            let wanted: Vec<(u64, Option<u64>)> = self.segments[index]
+                .iter()
+                .filter(|s| !s.committed)
+                .map(|s| (s.from, s.to))
+                .collect();
+            let sent = match self.kind {
+                InputKind::Parquet => self.read_parquet(index, path, &wanted, &mut out)?,
+                _ => self.read_ipc(index, path, &wanted, &mut out)?,
+            };
+            if !sent {
+                return Ok(ReadEnd::Stopped);
+            }
+        }
+        Ok(ReadEnd::Done { chunks: out.seq })
+    }
+
+    fn stopped(&self) -> bool {
+        self.stop.load(Ordering::SeqCst) || self.cancel.load(Ordering::SeqCst)
+    }
+
+    fn problem(&self, input: &InputSpec, message: impl Into<String>) -> Error {
+        Error::ColumnarInput {
+            file: input.name(),
+            message: message.into(),
+        }
+    }
+
+    /// The positions in `schema` of the load's columns, in the load's order.
+    fn column_indexes(&self, file: &str, schema: &Schema) -> Result<Vec<usize>> {
+        self.columns
+            .iter()
+            .map(|name| {
+                schema
+                    .index_of(name)
+                    .map_err(|_| Error::ColumnarColumnMissing {
+                        file: file.to_string(),
+                        column: name.clone(),
+                    })
+            })
+            .collect()
+    }
+
+    /// Rows per chunk for rows of about `row_bytes` decoded bytes.
+    fn rows_per_chunk(&self, row_bytes: usize) -> usize {
+        (self.chunk_size / row_bytes.max(1)).clamp(1, MOST_ROWS)
+    }
+
+    /// Reads the wanted row ranges of a Parquet file, a row group at a
+    /// time; false when the load stopped first.
+    fn read_parquet(
+        &self,
+        index: usize,
+        path: &Path,
+        wanted: &[(u64, Option<u64>)],
+        out: &mut Outbox<'_>,
+    ) -> Result<bool> {
+        let name = path.display().to_string();
+        let unreadable = |e: parquet::errors::ParquetError| Error::ColumnarInput {
+            file: name.clone(),
+            message: e.to_string(),
+        };
+        let file = open(path)?;
+        let size = file.metadata().map(|m| m.len()).unwrap_or(0);
+        // The footer, read once for all the row groups' readers.
+        let footer =
+            ArrowReaderMetadata::load(&file, ArrowReaderOptions::default()).map_err(unreadable)?;
+        let metadata = footer.metadata().clone();
+        let order = self.column_indexes(&name, footer.schema())?;
+        let total_rows = metadata.file_metadata().num_rows().max(1) as u64;
+        let mut group_start = 0u64;
+        for (group, meta) in metadata.row_groups().iter().enumerate() {
+            let rows = meta.num_rows() as u64;
+            let group_end = group_start + rows;
+            for (from, to) in overlaps(wanted, group_start, group_end) {
+                if self.stopped() {
+                    return Ok(false);
+                }
+                let row_bytes = meta.total_byte_size() as usize / (rows.max(1) as usize);
+                let batch_rows = self.rows_per_chunk(row_bytes);
+                let file = file.try_clone().map_err(|source| Error::Input {
+                    path: path.to_path_buf(),
+                    source,
+                })?;
+                let builder =
+                    ParquetRecordBatchReaderBuilder::new_with_metadata(file, footer.clone());
+                // The projection gives the columns in the file's order: put
+                // in the load's after.
+                let mut roots = order.clone();
+                roots.sort_unstable();
+                let in_projection: Vec<usize> = order
+                    .iter()
+                    .map(|i| roots.binary_search(i).unwrap_or_default())
+                    .collect();
+                let mask = ProjectionMask::roots(builder.parquet_schema(), roots);
+                let selection = RowSelection::from(vec![
+                    RowSelector::skip((from - group_start) as usize),
+                    RowSelector::select((to - from) as usize),
+                ]);
+                let reader = builder
+                    .with_row_groups(vec![group])
+                    .with_projection(mask)
+                    .with_row_selection(selection)
+                    .with_batch_size(batch_rows)
+                    .build()
+                    .map_err(unreadable)?;
+                let mut at = from;
+                for batch in reader {
+                    let batch = batch.map_err(|e| Error::ColumnarInput {
+                        file: name.clone(),
+                        message: e.to_string(),
+                    })?;
+                    let batch =
+                        batch
+                            .project(&in_projection)
+                            .map_err(|e| Error::ColumnarInput {
+                                file: name.clone(),
+                                message: e.to_string(),
+                            })?;
+                    let n = batch.num_rows() as u64;
+                    let bytes = size * n / total_rows;
+                    let position = (index, group as u64, at, at - group_start);
+                    if !self.send(out, position, batch, bytes) {
+                        return Ok(false);
+                    }
+                    at += n;
+                }
+            }
+            group_start = group_end;
+        }
+        Ok(true)
+    }
+
+    /// Reads the wanted row ranges of an Arrow IPC file or stream, a record
+    /// batch (its "row group") at a time, each cut to a chunk's size.
+    fn read_ipc(
+        &self,
+        index: usize,
+        path: &Path,
+        wanted: &[(u64, Option<u64>)],
+        out: &mut Outbox<'_>,
+    ) -> Result<bool> {
+        let name = path.display().to_string();
+        let unreadable = |e: arrow_schema::ArrowError| Error::ColumnarInput {
+            file: name.clone(),
+            message: e.to_string(),
+        };
+        let file = open(path)?;
+        let size = file.metadata().map(|m| m.len()).unwrap_or(0);
+        let mut reader = IpcReader::open(file).map_err(unreadable)?;
+        let order = self.column_indexes(&name, &reader.schema())?;
+        let mut group_start = 0u64;
+        let mut group = 0u64;
+        while let Some(batch) = reader.next_batch().map_err(unreadable)? {
+            let rows = batch.num_rows() as u64;
+            let group_end = group_start + rows;
+            let batch = batch.project(&order).map_err(unreadable)?;
+            let row_bytes = batch.get_array_memory_size() / (rows.max(1) as usize);
+            let step = self.rows_per_chunk(row_bytes) as u64;
+            for (from, to) in overlaps(wanted, group_start, group_end) {
+                let mut at = from;
+                while at < to {
+                    if self.stopped() {
+                        return Ok(false);
+                    }
+                    let n = step.min(to - at);
+                    let slice = batch.slice((at - group_start) as usize, n as usize);
+                    let bytes = size.min(row_bytes as u64 * n);
+                    if !self.send(out, (index, group, at, at - group_start), slice, bytes) {
+                        return Ok(false);
+                    }
+                    at += n;
+                }
+            }
+            group_start = group_end;
+            group += 1;
+        }
+        Ok(true)
+    }
+
+    /// Sends one chunk: `(input, row group, first row of the input, first
+    /// row of the group)`.
+    fn send(
+        &self,
+        out: &mut Outbox<'_>,
+        (input, row_group, first_row, group_first_row): (usize, u64, u64, u64),
+        batch: RecordBatch,
+        bytes: u64,
+    ) -> bool {
+        let rows = batch.num_rows() as u64;
+        if rows == 0 {
+            return true;
+        }
+        self.progress
+            .input_bytes_read
+            .fetch_add(bytes, Ordering::Relaxed);
+        let chunk = Chunk {
+            seq: out.seq,
+            input,
+            offset: first_row,
+            first_line: first_row + 1,
+            eol: None,
+            lines: rows,
+            data: Vec::new(),
+            columnar: Some(Box::new(Columnar {
+                batch,
+                row_group,
+                group_first_row,
+                encoded: None,
+            })),
+        };
+        out.seq += 1;
+        out.tx.send(vec![chunk]).is_ok()
+    }
+}
+
+/// The parts of the wanted row ranges within `start..end`.
+fn overlaps(wanted: &[(u64, Option<u64>)], start: u64, end: u64) -> Vec<(u64, u64)> {
+    wanted
+        .iter()
+        .filter_map(|&(from, to)| {
+            let (a, b) = (from.max(start), to.unwrap_or(u64::MAX).min(end));
+            (a < b).then_some((a, b))
+        })
+        .collect()
+}
+
+/// An Arrow IPC file (with its footer) or stream, read batch by batch.
+pub(crate) enum IpcReader {
+    File(arrow_ipc::reader::FileReader<BufReader<File>>),
+    Stream(arrow_ipc::reader::StreamReader<BufReader<File>>),
+}
+
+impl IpcReader {
+    pub fn open(file: File) -> std::result::Result<Self, arrow_schema::ArrowError> {
+        use std::io::{Read, Seek, SeekFrom};
+        let mut file = BufReader::new(file);
+        let mut magic = [0u8; 6];
+        let is_file = file.read_exact(&mut magic).is_ok() && &magic == b"ARROW1";
+        file.seek(SeekFrom::Start(0))
+            .map_err(|e| arrow_schema::ArrowError::IoError(e.to_string(), e))?;
+        Ok(match is_file {
+            true => IpcReader::File(arrow_ipc::reader::FileReader::try_new(file, None)?),
+            false => IpcReader::Stream(arrow_ipc::reader::StreamReader::try_new(file, None)?),
+        })
+    }
+
+    pub fn schema(&self) -> SchemaRef {
+        match self {
+            IpcReader::File(r) => r.schema(),
+            IpcReader::Stream(r) => r.schema(),
+        }
+    }
+
+    fn next_batch(&mut self) -> std::result::Result<Option<RecordBatch>, arrow_schema::ArrowError> {
+        match self {
+            IpcReader::File(r) => r.next().transpose(),
+            IpcReader::Stream(r) => r.next().transpose(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::overlaps;
+
+    #[test]
+    fn wanted_rows_are_cut_to_the_row_group() {
+        let wanted = [(0, Some(10)), (25, None)];
+        assert_eq!(overlaps(&wanted, 0, 20), vec![(0, 10)]);
+        assert_eq!(overlaps(&wanted, 20, 40), vec![(25, 40)]);
+        assert_eq!(overlaps(&wanted, 10, 25), Vec::<(u64, u64)>::new());
+    }
+}
