@@ -137,7 +137,7 @@ fn compare(
         "both tables hold the same {} rows; pgpour took {:.2} s vs {copy_secs:.2} s for one COPY stream: {:.2}x\n\
          (one run of each, so noisy; pgpour's fixed cost, about 0.1 s to start and end, weighs less \
          as loads grow: on 2 cores votes loaded 1.9x faster than psql \\copy at 1M rows, 2.2x at 3M \
-         and 7.5M; the README's Speed section has the figures and how they were taken)",
+         and 7.5M; docs/speed.md in the repository has the figures and how they were taken)",
         args.rows,
         summary.seconds,
         copy_secs / summary.seconds
