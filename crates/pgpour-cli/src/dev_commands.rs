@@ -10,7 +10,7 @@
 use std::ffi::OsString;
 use std::process::ExitCode;
 
-use clap::{Args, Parser, Subcommand};
+use clap::{Parser, Subcommand};
 
 #[derive(Debug, Parser)]
 #[command(name = "pgpour")]
@@ -22,16 +22,9 @@ struct DevCli {
 #[derive(Debug, Subcommand)]
 enum DevCommand {
     /// Write the Markdown command-line reference (docs/reference/).
-    Reference(ReferenceArgs),
+    Reference(crate::reference::ReferenceArgs),
     /// Say whether command lines (JSON on stdin) parse.
     CheckArgs,
-}
-
-#[derive(Debug, Args)]
-pub struct ReferenceArgs {
-    /// The directory of the pages (created if missing).
-    #[arg(long, value_name = "DIR")]
-    pub dir: std::path::PathBuf,
 }
 
 /// Runs a development command if `args` name one (`None` otherwise: the

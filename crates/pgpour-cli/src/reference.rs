@@ -10,7 +10,6 @@ use anyhow::{Context, Result};
 use clap::{Arg, ArgAction, Command, CommandFactory};
 
 use crate::args::Cli;
-use crate::dev_commands::ReferenceArgs;
 
 /// The command that writes the pages again, named on every page and by
 /// the test that finds them out of date.
@@ -19,6 +18,14 @@ pub const REGENERATE: &str = "cargo run --bin pgpour -- reference --dir docs/ref
 /// The first line of every page: marks the files this writes (and may
 /// replace or remove), and says how they are made.
 const MARKER: &str = "<!-- Generated from the clap definitions by";
+
+/// `pgpour reference`'s arguments.
+#[derive(Debug, clap::Args)]
+pub struct ReferenceArgs {
+    /// The directory of the pages (created if missing).
+    #[arg(long, value_name = "DIR")]
+    pub dir: std::path::PathBuf,
+}
 
 pub fn run(args: ReferenceArgs) -> Result<()> {
     let pages = pages();

@@ -7,7 +7,7 @@
 //! journal records each input's range, and a batch the server refuses can
 //! be split back into chunks that are loaded as they would be alone.
 
-use crate::source::arrow::Columnar;
+use crate::source::arrow::columnar::Columnar;
 use crate::source::chunk_range::ChunkRange;
 use crate::source::csv::frame::{ends_terminated, first_terminator, Eol, Syntax};
 

@@ -29,7 +29,7 @@ pub struct ForeignKeyPlan {
     /// Keys taken off before the load and added back, checked, after it.
     pub take_off: Vec<TakenOff>,
     /// Keys left in place, each with the reason.
-    pub kept: Vec<super::indexes::Kept>,
+    pub kept: Vec<super::left_alone::Kept>,
     /// Why all of them stay in place, when a reason holds for all.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub not_used: Option<LeftAlone>,
@@ -97,7 +97,7 @@ pub(crate) fn plan_from(
             _ => None,
         };
         if let Some(reason) = reason {
-            plan.kept.push(super::indexes::Kept {
+            plan.kept.push(super::left_alone::Kept {
                 name: key.name.clone(),
                 reason: reason.into(),
             });

@@ -18,6 +18,7 @@
 //!   moment leaves it for the end of the load, `pgpour resume` or `pgpour
 //!   forget`.
 
+pub use super::left_alone::Kept;
 use postgres::Client;
 
 use crate::error::Result;
@@ -63,12 +64,6 @@ pub struct Rebuild {
     /// Their equality operators (see `FileKey`).
     #[serde(skip)]
     key_equals: Vec<String>,
-}
-
-#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
-pub struct Kept {
-    pub name: String,
-    pub reason: String,
 }
 
 impl IndexPlan {

@@ -34,3 +34,9 @@ impl serde::Serialize for LeftAlone {
         serializer.collect_str(self)
     }
 }
+
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct Kept {
+    pub name: String,
+    pub reason: String,
+}

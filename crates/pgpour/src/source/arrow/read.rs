@@ -27,7 +27,7 @@ use super::{Columnar, InputKind};
 use crate::error::{Error, Result};
 use crate::progress::Progress;
 use crate::source::chunk::{Batch, Chunk};
-use crate::source::csv::reader::{ReadEnd, Segment};
+use crate::source::chunk_range::{ReadEnd, Segment};
 use crate::source::input::InputSpec;
 
 /// Rows per chunk at most, however narrow: the row offsets the workers

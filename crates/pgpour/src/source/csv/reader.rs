@@ -24,62 +24,7 @@ pub(crate) use preamble::header_line;
 pub use preamble::header_names;
 use preamble::{read_preamble, Lead};
 
-/// A stretch of one input to read: all of it, or on resume a gap between
-/// chunks an earlier run committed, or (`--limit`) a run of those chunks,
-/// read only to count its records.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) struct Segment {
-    /// Committed already: counted toward `--limit`, not sent. Its records
-    /// are counted as the reader frames them, not taken from the journal's
-    /// row counts (a trigger that skips rows makes those fewer).
-    pub committed: bool,
-    pub from: u64,
-    /// Where the next committed chunk starts; `None` for the end of input.
-    pub to: Option<u64>,
-    pub first_line: u64,
-}
-
-/// The segments still to read of each input, given the committed chunks;
-/// with `count_committed`, the committed chunks too, to be counted.
-pub(crate) fn segments(
-    inputs: usize,
-    committed: &[crate::source::chunk_range::CommittedChunk],
-    count_committed: bool,
-) -> Vec<Vec<Segment>> {
-    (0..inputs)
-        .map(|input| {
-            let mut segments = Vec::new();
-            let (mut from, mut line) = (0, 1);
-            for c in committed.iter().filter(|c| c.input == input) {
-                if c.byte_start > from {
-                    segments.push(Segment {
-                        committed: false,
-                        from,
-                        to: Some(c.byte_start),
-                        first_line: line,
-                    });
-                }
-                if count_committed {
-                    segments.push(Segment {
-                        committed: true,
-                        from: c.byte_start,
-                        to: Some(c.byte_end),
-                        first_line: c.first_line,
-                    });
-                }
-                from = c.byte_end;
-                line = c.first_line + c.lines;
-            }
-            segments.push(Segment {
-                committed: false,
-                from,
-                to: None,
-                first_line: line,
-            });
-            segments
-        })
-        .collect()
-}
+pub(crate) use crate::source::chunk_range::{segments, ReadEnd, Segment};
 
 /// Raw bytes of `inputs` that a resumed run does not read: the committed
 /// chunks of plain files, which it seeks over. (A compressed input is read
@@ -280,13 +225,6 @@ enum SegmentEnd {
     /// At `--limit`: nothing more of any input is read.
     Limit,
     /// The load was stopped meanwhile.
-    Stopped,
-}
-
-/// How the reader ended: all input sent, or stopped early.
-#[derive(Debug, PartialEq, Eq)]
-pub(crate) enum ReadEnd {
-    Done { chunks: u64 },
     Stopped,
 }
 
