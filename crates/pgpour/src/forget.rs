@@ -28,7 +28,7 @@ pub fn forget(
     connect: &ConnectOptions,
     load_id: &str,
 ) -> Result<Option<Vec<String>>> {
-    // The run lock it takes is the session's.
+    // Its journal statements run one session's settings.
     crate::server::pooler::refuse_shared(connect)?;
     crate::sql::with_pinned_search_path(client, |client| {
         if !crate::journal::exists(client)? {
@@ -66,7 +66,7 @@ pub fn forget_matching(
     })
 }
 
-/// Forgets `load_id` holding its run lock, if `filter` (when given) still
+/// Forgets `load_id` holding its run lease, if `filter` (when given) still
 /// picks it then.
 fn forget_locked(
     client: &mut postgres::Client,
@@ -74,7 +74,7 @@ fn forget_locked(
     load_id: &str,
     filter: Option<&LoadFilter>,
 ) -> Result<Option<Vec<String>>> {
-    crate::server::run_lock::while_locked(client, load_id, |client| {
+    let forgotten = crate::server::run_lock::while_claimed(client, load_id, |client| {
         if let Some(filter) = filter {
             if !still_picked(client, load_id, filter)? {
                 return Ok(None);
@@ -116,5 +116,6 @@ fn forget_locked(
             )
             .map_err(Error::db("forgetting the load"))?;
         Ok((n > 0).then_some(restored))
-    })
+    })?;
+    Ok(forgotten.flatten())
 }

@@ -10,6 +10,7 @@ use super::chunks::Totals;
 use crate::error::{Error, Mismatch, OptionsProblem, Result};
 use crate::options::LoadOptions;
 use crate::quote::quote_literal;
+use crate::server::run_lock::RunLock;
 use crate::source::chunk_range::CommittedChunk;
 use crate::source::input::InputSpec;
 
@@ -67,8 +68,8 @@ impl OptionsRecord {
 }
 
 /// Registers a new load, or checks a known one against these options and
-/// inputs and says how far it got; either way the run `run_token` becomes
-/// the load's current one. The caller holds the load's run lock. With
+/// inputs and says how far it got; either way `run` becomes the load's
+/// current one, with its lease (or another run's lease stops it). With
 /// `resuming`, a load the journal does not have (forgotten since the resume
 /// read its options) is [`Error::UnknownLoad`], not registered anew.
 pub(crate) fn begin(
@@ -77,9 +78,10 @@ pub(crate) fn begin(
     target: &str,
     options: &OptionsRecord,
     inputs: &[InputSpec],
-    run_token: &str,
+    run: &RunLock,
     resuming: bool,
 ) -> Result<Previous> {
+    let run_token = run.token.as_str();
     super::ensure_schema(client)?;
     let fingerprints = crate::source::fingerprint::fingerprints(inputs)?;
     let stored = options.0.as_ref().map_err(|reason| {
@@ -90,7 +92,7 @@ pub(crate) fn begin(
     let wanted = identity(stored);
     let row = client
         .query_typed_opt(
-            "SELECT options::text, inputs::text, state FROM pgpour.loads WHERE load_id = $1",
+            "SELECT options::text, inputs::text FROM pgpour.loads WHERE load_id = $1",
             &[(&load_id, Type::TEXT)],
         )
         .map_err(Error::db("reading the journal"))?;
@@ -100,10 +102,16 @@ pub(crate) fn begin(
                 load_id: load_id.to_string(),
             });
         }
+        let (lease_columns, lease_values) = run.insert_sql();
+        let sent = std::time::Instant::now();
         client
             .execute_typed(
-                "INSERT INTO pgpour.loads (load_id, target, target_oid, options, inputs, run_token) \
-                 VALUES ($1, $2, pg_catalog.to_regclass($2)::oid, $3::text::jsonb, $4::text::jsonb, $5)",
+                &format!(
+                    "INSERT INTO pgpour.loads \
+                       (load_id, target, target_oid, options, inputs, run_token, {lease_columns}) \
+                     VALUES ($1, $2, pg_catalog.to_regclass($2)::oid, $3::text::jsonb, \
+                             $4::text::jsonb, $5, {lease_values})"
+                ),
                 &[
                     (&load_id, Type::TEXT),
                     (&target, Type::TEXT),
@@ -113,11 +121,11 @@ pub(crate) fn begin(
                 ],
             )
             .map_err(Error::db("recording the load in the journal"))?;
+        run.taken(sent);
         record_run(client, load_id, run_token)?;
         return Ok(Previous::None);
     };
-    let (known_options, known_inputs, state): (&str, &str, &str) =
-        (row.get(0), row.get(1), row.get(2));
+    let (known_options, known_inputs): (&str, &str) = (row.get(0), row.get(1));
     let parse = |s: &str| serde_json::from_str::<serde_json::Value>(s).unwrap_or_default();
     if identity(&parse(known_options)) != wanted {
         return Err(Error::LoadMismatch {
@@ -134,6 +142,13 @@ pub(crate) fn begin(
             what: Mismatch::Inputs,
         });
     }
+    // The lease first: what follows may change the load.
+    let Some(state) = claim(client, run)? else {
+        return Err(Error::UnknownLoad {
+            load_id: load_id.to_string(),
+        });
+    };
+    let state = state.as_str();
     if state == "done" {
         return Ok(Previous::Done);
     }
@@ -159,7 +174,7 @@ pub(crate) fn begin(
     }
     let leftovers = super::two_phase::leftovers(client, load_id)?;
     super::two_phase::rollback(client, &leftovers);
-    take_over(client, load_id, run_token)?;
+    mark_running(client, load_id, run_token)?;
     let chunks = client
         .query_typed(
             "SELECT input, byte_start, byte_end, first_line, lines, rows_loaded, rows_rejected, \
@@ -184,7 +199,8 @@ pub(crate) fn begin(
     Ok(Previous::Unfinished(chunks))
 }
 
-/// The statement that registers a new load, with `run_token` as its run,
+/// The statement that registers a new load, with `run` as its run and its
+/// lease (see `RunLock::taken`),
 /// unless the journal has its id already: its one row counts the loads it
 /// made (0 for a known id, which `begin` then checks). For a message of
 /// several statements, after the journal's checks (see `checked`).
@@ -193,7 +209,7 @@ pub(crate) fn register_sql(
     target: &str,
     options: &OptionsRecord,
     inputs: &[InputSpec],
-    run_token: &str,
+    run: &RunLock,
 ) -> Result<String> {
     let fingerprints = crate::source::fingerprint::fingerprints(inputs)?;
     let stored = options.0.as_ref().map_err(|reason| {
@@ -201,11 +217,13 @@ pub(crate) fn register_sql(
             reason: reason.clone(),
         })
     })?;
+    let (lease_columns, lease_values) = run.insert_sql();
     Ok(format!(
         "WITH created AS ( \
-           INSERT INTO pgpour.loads (load_id, target, target_oid, options, inputs, run_token) \
+           INSERT INTO pgpour.loads \
+             (load_id, target, target_oid, options, inputs, run_token, {lease_columns}) \
            VALUES ({id}, {target}, pg_catalog.to_regclass({target})::oid, {options}::jsonb, \
-                   {inputs}::jsonb, {token}) \
+                   {inputs}::jsonb, {token}, {lease_values}) \
            ON CONFLICT (load_id) DO NOTHING RETURNING load_id), \
          run AS (INSERT INTO pgpour.runs (load_id, token) SELECT load_id, {token} FROM created) \
          SELECT pg_catalog.count(*) FROM created",
@@ -213,7 +231,7 @@ pub(crate) fn register_sql(
         target = quote_literal(target),
         options = quote_literal(&stored.to_string()),
         inputs = quote_literal(&fingerprints.to_string()),
-        token = quote_literal(run_token),
+        token = quote_literal(&run.token),
     ))
 }
 
@@ -260,32 +278,32 @@ pub(crate) fn reject_path_of(
     Ok(options_of(client, load_id)?.map(|stored| stored.reject_path()))
 }
 
-/// Makes `run_token` the load's current run. The row lock waits for chunks
-/// that an earlier run of the load (one whose run lock was lost with its
-/// connection) is committing; after it, that run can commit no more.
-fn take_over(client: &mut impl GenericClient, load_id: &str, run_token: &str) -> Result<()> {
+/// Makes `run` the load's current run with its lease (see
+/// `RunLock::claim`), in a transaction of its own. Bounded: what could
+/// hold the row that long is a prepared transaction that did not roll
+/// back, and then the message says so. The load's state, `None` when the
+/// journal has no such load.
+fn claim(client: &mut impl GenericClient, run: &RunLock) -> Result<Option<String>> {
     let mut tx = client
         .transaction()
         .map_err(Error::db("updating the journal"))?;
-    // Bounded: what could hold the row that long is a prepared transaction
-    // that did not roll back, and then the message says so.
     tx.batch_execute("SET LOCAL lock_timeout = '60s'")
-        .and_then(|()| {
-            tx.execute_typed(
-                "SELECT 1 FROM pgpour.loads WHERE load_id = $1 FOR UPDATE",
-                &[(&load_id, Type::TEXT)],
-            )
-        })
-        .and_then(|_| {
-            tx.execute_typed(
-                // The end of a run before is no end of the load.
-                "UPDATE pgpour.loads SET state = 'running', run_token = $2, finished_at = NULL \
-                 WHERE load_id = $1",
-                &[(&load_id, Type::TEXT), (&run_token, Type::TEXT)],
-            )
-        })
         .map_err(Error::db("updating the journal"))?;
+    let state = run.claim(&mut tx)?;
     tx.commit().map_err(Error::db("updating the journal"))?;
+    Ok(state)
+}
+
+/// Marks the load running again: the end of a run before is no end of the
+/// load.
+fn mark_running(client: &mut impl GenericClient, load_id: &str, run_token: &str) -> Result<()> {
+    client
+        .execute_typed(
+            "UPDATE pgpour.loads SET state = 'running', finished_at = NULL \
+             WHERE load_id = $1 AND run_token = $2",
+            &[(&load_id, Type::TEXT), (&run_token, Type::TEXT)],
+        )
+        .map_err(Error::db("updating the journal"))?;
     record_run(client, load_id, run_token)
 }
 
@@ -337,12 +355,15 @@ pub struct Finish {
 /// Marks the load done, in a synchronous commit, if the journal has at
 /// least `expected` chunks of it (the commit makes every chunk before it
 /// durable too). One message with the journal's checks: one round trip.
+/// The run `run_token` lets its lease go with it when the load has no undo
+/// steps left (else the run's end does, after them).
 pub fn finish_if_complete(
     client: &mut postgres::Client,
-    load_id: &str,
+    (load_id, run_token): (&str, &str),
     expected: u64,
 ) -> Result<Finish> {
     let id = quote_literal(load_id);
+    let token = quote_literal(run_token);
     let sql = format!(
         "SET synchronous_commit = on; \
          WITH c AS (SELECT count(*) AS chunks, coalesce(sum(rows_loaded), 0)::int8 AS loaded, \
@@ -351,7 +372,10 @@ pub fn finish_if_complete(
                            coalesce(sum(rows_updated), 0)::int8 AS updated, \
                            coalesce(sum(rows_skipped), 0)::int8 AS skipped \
                     FROM pgpour.chunks WHERE load_id = {id}), \
-              done AS (UPDATE pgpour.loads SET state = 'done', finished_at = now() \
+              done AS (UPDATE pgpour.loads SET state = 'done', finished_at = now(), \
+                         lease_until = CASE WHEN run_token = {token} \
+                             AND NOT EXISTS (SELECT FROM pgpour.undo WHERE load_id = {id}) \
+                             THEN NULL ELSE lease_until END \
                        WHERE load_id = {id} AND (SELECT chunks FROM c) >= {expected} RETURNING 1) \
          SELECT (SELECT count(*) FROM done), loaded, rejected, bytes, \
                 EXISTS (SELECT FROM pgpour.undo WHERE load_id = {id}), updated, skipped FROM c;"

@@ -27,6 +27,7 @@ const MIGRATIONS: &[&str] = &[
     V7_ROUTED,
     V8_TUNED,
     V9_KEY_CHECKS,
+    V10_RUN_LEASE,
 ];
 
 /// The version this pgpour writes.
@@ -205,6 +206,14 @@ ALTER TABLE pgpour.undo DROP CONSTRAINT IF EXISTS undo_kind_check;
 ALTER TABLE pgpour.undo ADD CONSTRAINT undo_kind_check
     CHECK (kind IN ('index', 'constraint', 'guard_trigger', 'sequence_cache', 'statement', 'duplicates',
                     'foreign_key'))";
+
+/// The run lease on a load (see `server::run_lock`): until when the run
+/// `run_token` holds it, who that is, and its process, for telling a
+/// killed holder on the same machine.
+const V10_RUN_LEASE: &str = "
+ALTER TABLE pgpour.loads ADD COLUMN IF NOT EXISTS lease_until timestamptz,
+    ADD COLUMN IF NOT EXISTS lease_holder text,
+    ADD COLUMN IF NOT EXISTS lease_process text";
 
 /// Kept after every migration: the journal holds rejected rows, which may
 /// be personal data, for its owner only, whatever default privileges say.

@@ -8,7 +8,7 @@ use postgres::GenericClient;
 
 use crate::error::{Error, Result};
 use crate::options::LoadOptions;
-use crate::server::run_lock::HeldRunLocks;
+use crate::server::run_lock::lease_live;
 use crate::sql::TableName;
 
 /// Where a load stands, as its journal entry says.
@@ -238,11 +238,9 @@ fn status_of(client: &mut impl GenericClient, filter: &LoadFilter) -> Result<Vec
         .filter(|entry| filter.admits(entry))
         .map(|entry| entry.status)
         .collect();
-    let held = HeldRunLocks::read(client)?;
     picked
         .into_iter()
         .map(|mut load| {
-            load.live = held.holds(&load.load_id);
             load.pending = super::undo::pending(client, &load.load_id)?;
             Ok(load)
         })
@@ -272,7 +270,7 @@ pub(crate) fn still_picked(
 }
 
 /// Every load in the journal, or one, newest first, without its pending
-/// steps nor whether it is live.
+/// steps.
 fn entries(client: &mut impl GenericClient, load_id: Option<&str>) -> Result<Vec<Entry>> {
     let rows = client
         .query_typed(
@@ -295,7 +293,8 @@ fn entries(client: &mut impl GenericClient, load_id: Option<&str>) -> Result<Vec
                               WHERE k.virtualtransaction = '-1/' || p.transaction::text) k \
                           WHERE r.load_id = l.load_id AND p.database = pg_catalog.current_database() \
                           ORDER BY p.gid), \
-                    coalesce(c.rows_updated, 0), coalesce(c.rows_skipped, 0) \
+                    coalesce(c.rows_updated, 0), coalesce(c.rows_skipped, 0), \
+                    coalesce(l.lease_until > now(), false), l.lease_process \
              FROM pgpour.loads l \
              LEFT JOIN (SELECT load_id, count(*) AS chunks, sum(rows_loaded)::bigint AS rows_loaded, \
                                sum(rows_rejected)::bigint AS rows_rejected, \
@@ -344,7 +343,9 @@ fn entry_of(r: &postgres::Row) -> Entry {
             schema,
             table,
             state,
-            live: false,
+            // A run holds it: its lease has not run out, and its process
+            // is not known to be gone.
+            live: lease_live(r.get(18), r.get::<_, Option<&str>>(19)),
             started_at: r.get(3),
             finished_at: r.get::<_, Option<String>>(4).filter(|_| state.ended()),
             seconds,

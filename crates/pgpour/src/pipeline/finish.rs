@@ -124,11 +124,15 @@ pub(super) fn finish(
         keep_spare(spare, client);
     }
     let finish = on_spare(spare, connect, cancel, |client| {
-        crate::journal::finish_if_complete(client, &load_id, expected)
+        crate::journal::finish_if_complete(client, (&load_id, run_token), expected)
     })?;
     if !finish.undo_pending {
         // Only this run adds undo steps to the load, and it has no more to add.
         setup.undo_pending.store(false, Ordering::SeqCst);
+        if let (Some(run), Some(_)) = (run, &finish.totals) {
+            // The same statement let the lease go.
+            run.released();
+        }
     }
     let rejected = finish.totals.as_ref().is_some_and(|t| t.rows_rejected > 0);
     if finish.totals.is_some() && (rejected || sink.written() > 0 || own_reject_file) {

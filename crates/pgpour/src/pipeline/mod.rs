@@ -103,7 +103,7 @@ fn load_and_restore(
     let (run, opened, total) = match checked {
         Ok(total) => std::thread::scope(|s| {
             let opened = s.spawn(|| decide::first_session(connect));
-            let run = run_lock(connect, &options);
+            let run = run_lock(connect, &options, &warm);
             let opened = opened
                 .join()
                 .unwrap_or_else(|p| std::panic::resume_unwind(p));
@@ -125,6 +125,42 @@ fn load_and_restore(
             return Err(Box::new(LoadFailure { error, summary }));
         }
     };
+    // The lease is renewed while the run lives, and no longer.
+    let renewed = run.as_ref();
+    std::thread::scope(|s| {
+        let _renewing = renewed.map(|run| run.keep_renewed(s, connect));
+        let _ending = EndRenewals(renewed);
+        passes_then_undo(
+            (connect, progress, cancel, started),
+            &options,
+            (run.as_ref(), warm, opened, total),
+        )
+    })
+}
+
+/// Stops the renewals of a run's lease when dropped: however the run
+/// ends, panics included, the renewing thread ends with it.
+struct EndRenewals<'a>(Option<&'a RunLock>);
+
+impl Drop for EndRenewals<'_> {
+    fn drop(&mut self) {
+        if let Some(run) = self.0 {
+            run.end_renewals();
+        }
+    }
+}
+
+/// The passes of a load, then its undo steps however they ended.
+fn passes_then_undo(
+    (connect, progress, cancel, started): (&ConnectOptions, &Progress, &AtomicBool, Instant),
+    options: &LoadOptions,
+    (run, warm, opened, total): (
+        Option<&RunLock>,
+        WarmSessions,
+        Option<Result<postgres::Client>>,
+        Option<u64>,
+    ),
+) -> Result<LoadSummary, Box<LoadFailure>> {
     let undo_pending = AtomicBool::new(false);
     let ending = std::sync::Mutex::new(None);
     let spare = Spare::default();
@@ -138,11 +174,11 @@ fn load_and_restore(
         cancel,
         started,
         undo_pending: &undo_pending,
-        run: run.as_ref(),
+        run,
         spare: &spare,
         ending: &ending,
     };
-    let outcome = load_passes(&context, &options);
+    let outcome = load_passes(&context, options);
     // A load that failed before the journal had it (a missing file, a wrong
     // host) changed nothing: it does not even try to connect again. Nor
     // does one whose end found nothing to undo.
@@ -180,7 +216,7 @@ fn load_and_restore(
         .and_then(|client| {
             undo(
                 (connect, cancel, progress),
-                run.as_ref(),
+                run,
                 client,
                 (load_id, builders),
                 retry,
@@ -257,14 +293,9 @@ fn undo(
         refused.set(refused.get() + count);
         added
     };
-    let first = std::thread::scope(|s| {
-        let mut held = run.map(|run| s.spawn(move || run.ensure_held(connect)));
-        let mut still_held = || match held.take() {
-            Some(asked) => asked
-                .join()
-                .unwrap_or_else(|p| std::panic::resume_unwind(p)),
-            None => Ok(()),
-        };
+    let first = std::thread::scope(|_| {
+        // No question to the server while the lease has not run out.
+        let mut still_held = || run.map_or(Ok(()), |run| run.ensure_held(connect));
         // Plain indexes several at once; then the rest in order.
         let open = || connect.connect().and_then(pinned);
         let mut at_once = |client: &mut postgres::Client, indexes, done: &mut Vec<String>| {
@@ -317,6 +348,13 @@ fn undo(
         }
     };
     *rejected += refused.get();
+    // The lease goes once nothing of the load is left to undo: a run
+    // that comes next finds the table as the undo left it.
+    if let Some(run) = run {
+        if client.batch_execute(&run.release_sql()).is_ok() {
+            run.released();
+        }
+    }
     ended
 }
 
@@ -369,17 +407,22 @@ fn add_foreign_keys(
         .map(|()| true)
 }
 
-/// The run lock of a journaled load (whose options the caller checked);
-/// `None` without the journal (such a load has no id to resume).
-fn run_lock(connect: &ConnectOptions, options: &LoadOptions) -> Result<Option<RunLock>> {
+/// The run of a journaled load (whose options the caller checked), whose
+/// lease its registration in the journal takes; `None` without the
+/// journal (such a load has no id to resume).
+fn run_lock(
+    connect: &ConnectOptions,
+    options: &LoadOptions,
+    warm: &WarmSessions,
+) -> Result<Option<RunLock>> {
+    // Its first session pins its search path and names the load: not on a
+    // server session that other clients are given next.
+    crate::server::pooler::refuse_shared_on(connect, warm)?;
     if !options.journal {
-        // Its first session pins its search path: not on a server session
-        // that other clients are given next.
-        crate::server::pooler::refuse_shared(connect)?;
         return Ok(None);
     }
     let load_id = options.load_id.as_deref().unwrap_or_default();
-    RunLock::acquire(connect, load_id).map(Some)
+    Ok(Some(RunLock::new(load_id)))
 }
 
 /// What every pass of a load runs with.
@@ -474,7 +517,6 @@ fn load_pass(context: &Passes, options: &LoadOptions) -> Result<Pass, Box<LoadFa
         warm,
         ending,
     } = *context;
-    let run_token = run.map_or("", |r| r.token.as_str());
     let sink = RejectSink::new(options.reject_path()).replacing(options.replace_rejects);
     let opened = opened.lock().unwrap_or_else(|p| p.into_inner()).take();
     let first_pass = opened.is_some();
@@ -536,8 +578,8 @@ fn load_pass(context: &Passes, options: &LoadOptions) -> Result<Pass, Box<LoadFa
     if let (Some(run), false) = (run, first_pass) {
         run.ensure_held(connect).map_err(fail)?;
     }
-    let prepared = prepare::prepare_target(&mut client, &plan, &sink, run_token, undo_pending)
-        .map_err(fail)?;
+    let prepared =
+        prepare::prepare_target(&mut client, &plan, &sink, run, undo_pending).map_err(fail)?;
     let (done_chunks, own_reject_file) = match prepared {
         Prepared::AlreadyDone => {
             let mut summary = summary(false);

@@ -10,6 +10,7 @@ use super::decide::Plan;
 use crate::error::Result;
 use crate::journal::Previous;
 use crate::reject::RejectSink;
+use crate::server::run_lock::RunLock;
 use crate::source::chunk_range::CommittedChunk;
 use crate::table::indexes::IndexPlan;
 
@@ -35,17 +36,20 @@ pub(super) fn prepare_target(
     client: &mut Client,
     plan: &Plan,
     sink: &RejectSink,
-    run_token: &str,
+    run: Option<&RunLock>,
     undo_pending: &AtomicBool,
 ) -> Result<Prepared> {
     let Plan {
         load_id, target, ..
     } = plan;
+    // A journaled load has a run (see `pipeline::run_lock`).
+    let run = run.filter(|_| plan.journal);
     // A new load, the usual case, in one round trip (three when it drops
     // indexes); what that cannot do (a load id the journal knows, a refused
     // reject path) goes the steps below.
-    if plan.journal && !plan.resuming && sink.check_paths(&plan.inputs, false).is_ok() {
-        if let Some(prepared) = prepare_new_load(client, plan, run_token, undo_pending)? {
+    let new_load = run.filter(|_| !plan.resuming && sink.check_paths(&plan.inputs, false).is_ok());
+    if let Some(run) = new_load {
+        if let Some(prepared) = prepare_new_load(client, plan, run, undo_pending)? {
             return Ok(prepared);
         }
     }
@@ -65,19 +69,19 @@ pub(super) fn prepare_target(
     if state.as_deref() != Some("done") {
         sink.check_paths(&plan.inputs, own_reject_file)?;
     }
-    if !plan.journal {
+    let Some(run) = run else {
         return Ok(Prepared::Ready {
             done_chunks: Vec::new(),
             own_reject_file,
         });
-    }
+    };
     let previous = crate::journal::begin(
         client,
         load_id,
         &target.qualified,
         &plan.options_record,
         &plan.inputs,
-        run_token,
+        run,
         plan.resuming,
     )?;
     // From here the journal has the load, and may hold undo steps for it (a
@@ -135,7 +139,7 @@ pub(super) fn prepare_target(
 fn prepare_new_load(
     client: &mut Client,
     plan: &Plan,
-    run_token: &str,
+    run: &RunLock,
     undo_pending: &AtomicBool,
 ) -> Result<Option<Prepared>> {
     let Plan {
@@ -146,10 +150,11 @@ fn prepare_new_load(
         &target.qualified,
         &plan.options_record,
         &plan.inputs,
-        run_token,
+        run,
     )?;
     let facts_sql = crate::table::facts::facts_sql(target, false);
     let sql = format!("{register}; {facts_sql};");
+    let sent = std::time::Instant::now();
     let results = crate::journal::checked(client, &sql, "recording the load in the journal")?;
     let created = results
         .first()
@@ -158,6 +163,7 @@ fn prepare_new_load(
     if created.as_deref() != Some("1") {
         return Ok(None);
     }
+    run.taken(sent);
     undo_pending.store(true, Ordering::SeqCst);
     let facts = crate::table::facts::parse(results.last().map_or(&[], Vec::as_slice))?;
     let (mut indexes, mut sequences) = plan.changes(&facts);

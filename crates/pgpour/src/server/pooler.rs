@@ -4,9 +4,9 @@
 //! A direct session's cancel key names its backend: the process id the
 //! server sends at start-up is `pg_backend_pid()`. A pooler (PgBouncer,
 //! and the poolers of managed services) hands out keys of its own, since a
-//! client's statements may run on any of its server sessions. The run
-//! lock's first message asks `pg_backend_pid()` beside its lock, so a
-//! direct connection learns it is one at no cost (see `run_lock`).
+//! client's statements may run on any of its server sessions. A load asks
+//! `pg_backend_pid()` on a loading session it opened ahead, so a direct
+//! connection learns it is one in a round trip and no session of its own.
 //!
 //! Behind a pooler, `mode` tells session pooling (the server session is
 //! the client's until it leaves) from transaction and statement pooling
@@ -65,6 +65,33 @@ pub(crate) fn find(connect: &ConnectOptions) -> Result<Option<PoolMode>> {
 /// locks to other clients, where a pooler shares server sessions.
 pub(crate) fn refuse_shared(connect: &ConnectOptions) -> Result<Option<PoolMode>> {
     match find(connect)? {
+        Some(shared @ (PoolMode::Transaction | PoolMode::Statement)) => {
+            Err(Error::SessionsShared {
+                mode: shared.name(),
+            })
+        }
+        found => Ok(found),
+    }
+}
+
+/// `refuse_shared`, asked on a loading session opened ahead (see
+/// `warm`), which then goes back for a worker to take: one round trip on a
+/// direct connection, and no session of its own. Without one, on a session
+/// of its own.
+pub(crate) fn refuse_shared_on(
+    connect: &ConnectOptions,
+    warm: &crate::server::warm::WarmSessions,
+) -> Result<Option<PoolMode>> {
+    let Some(mut wire) = warm.take() else {
+        return refuse_shared(connect);
+    };
+    let found =
+        ask(&mut wire, "SELECT pg_catalog.pg_backend_pid()").and_then(|backend| match backend {
+            Some(pid) if Some(pid) != wire.key_pid => mode(connect, &mut wire, pid).map(Some),
+            _ => Ok(None),
+        });
+    warm.give_back(wire);
+    match found? {
         Some(shared @ (PoolMode::Transaction | PoolMode::Statement)) => {
             Err(Error::SessionsShared {
                 mode: shared.name(),

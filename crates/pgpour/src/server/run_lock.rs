@@ -1,35 +1,69 @@
-//! One run per load id at a time, across machines.
+//! One run per load id at a time, across machines: a lease on the load's
+//! journal row.
 //!
-//! A run holds a session-level advisory lock on its load id, on a connection
-//! of its own, from before it reads the journal until it has put the table
-//! back. A second run of the same id finds the lock taken and stops at once,
-//! naming the first. Should the lock's connection drop mid-run, the journal
+//! A run takes the lease in the statement that registers the load (or, for
+//! a load the journal knows, in the transaction that makes it the load's
+//! current run): `loads.run_token` names the run, `lease_until` says until
+//! when it holds the load. Another run may take the load over only once
+//! the lease has run out, or once its holder is known to be gone (a
+//! process of this machine that no longer exists: killed). While the run
+//! lives a thread renews the lease in a short transaction of its own, and
+//! the run's end lets it go in a statement it sends anyway.
+//!
+//! Nothing of this lives in a server session: no session lock stays on a
+//! backend that a pooler gives other clients, and no idle timeout of a
+//! pooler or proxy ends the run's hold. Should the lease run out all the
+//! same (the server unreachable for longer than it lasts), the journal
 //! still fences the run: each chunk commits only while the load's
 //! `run_token` is this run's (see `journal::record_chunk`).
-//!
-//! A session-level lock needs a session of pgpour's own: the lock's first
-//! message asks whether its session is the server's (`pooler`), and a
-//! pooler that shares server sessions between clients (transaction or
-//! statement pooling) stops the load before anything is read, as the lock
-//! would stay on a server session that other clients are given.
 
-use std::sync::Mutex;
+use std::sync::{Condvar, Mutex};
+use std::time::{Duration, Instant};
 
-use postgres::Client;
+use postgres::types::Type;
+use postgres::GenericClient;
 
 use crate::error::{Error, Result};
+use crate::quote::quote_literal;
 use crate::server::conn::ConnectOptions;
-use crate::server::wire::Wire;
-use crate::sql::{simple_rows, TextRow};
 
-/// The lock of one run on its load id; released when dropped.
+/// How long a lease lasts unrenewed. Longer than any pause a renewal may
+/// meet (a server restart, a failover), short enough that a run of
+/// another machine waits little for a killed one.
+pub(crate) const LEASE: Duration = Duration::from_secs(60);
+
+/// How often a live run renews its lease: three tries before it runs out.
+const RENEW_EVERY: Duration = Duration::from_secs(20);
+
+/// How long before its end this run counts its lease as gone: the clocks
+/// of this machine and of the server run at nearly the same rate, not the
+/// same.
+const MARGIN: Duration = Duration::from_secs(10);
+
+/// The lease as this run knows it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Held {
+    /// Not taken yet (the load is not registered yet).
+    NotYet,
+    /// Held: the statement that took or last renewed it was sent then.
+    Since(Instant),
+    /// Let go at the run's end, or taken over by another run.
+    Gone,
+}
+
+/// The lease of one run on its load id.
 pub(crate) struct RunLock {
-    /// `None` once closed.
-    session: Mutex<Option<LockSession>>,
     load_id: String,
     /// This run's token: it names the run in the journal and in the ids of
     /// the transactions it prepares.
     pub token: String,
+    /// `pgpour on HOST pid N`, which a second run quotes.
+    holder: String,
+    /// The process, for telling a killed holder (see `process_gone`).
+    process: String,
+    held: Mutex<Held>,
+    /// Set when the run ends, to stop the renewals.
+    ended: (Mutex<bool>, Condvar),
 }
 
 impl std::fmt::Debug for RunLock {
@@ -42,232 +76,248 @@ impl std::fmt::Debug for RunLock {
 }
 
 impl RunLock {
-    /// Takes the lock on `load_id`, or says which run holds it.
-    pub fn acquire(connect: &ConnectOptions, load_id: &str) -> Result<RunLock> {
-        Ok(RunLock {
-            session: Mutex::new(Some(lock_session(connect, load_id)?)),
+    /// A run of `load_id`, whose lease the journal's statements take.
+    pub fn new(load_id: &str) -> RunLock {
+        RunLock {
             load_id: load_id.to_string(),
             token: new_token(load_id),
+            holder: format!("pgpour on {} pid {}", host_name(), std::process::id()),
+            process: this_process(),
+            held: Mutex::new(Held::NotYet),
+            ended: (Mutex::new(false), Condvar::new()),
+        }
+    }
+
+    /// The columns a new load's row takes the lease with, and their values.
+    pub fn insert_sql(&self) -> (&'static str, String) {
+        (
+            "lease_until, lease_holder, lease_process",
+            format!(
+                "pg_catalog.now() OPERATOR(pg_catalog.+) {}, {}, {}",
+                lease_sql(),
+                quote_literal(&self.holder),
+                quote_literal(&self.process)
+            ),
+        )
+    }
+
+    /// Records that a statement sent at `sent` took or renewed the lease.
+    pub fn taken(&self, sent: Instant) {
+        let mut held = self.held.lock().unwrap_or_else(|p| p.into_inner());
+        if *held != Held::Gone {
+            *held = Held::Since(sent);
+        }
+    }
+
+    fn state(&self) -> Held {
+        *self.held.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn set(&self, state: Held) {
+        *self.held.lock().unwrap_or_else(|p| p.into_inner()) = state;
+    }
+
+    /// Makes this run the load's current one, with its lease, in `client`'s
+    /// transaction (which then holds the load's row until it commits):
+    /// unless another run holds an unexpired lease. The row lock waits for
+    /// chunks that an earlier run is committing; after it, that run can
+    /// commit no more. The load's state then, `None` when the journal has
+    /// no such load.
+    pub fn claim(&self, client: &mut impl GenericClient) -> Result<Option<String>> {
+        let sent = Instant::now();
+        let row = client
+            .query_typed_opt(
+                "SELECT run_token, coalesce(lease_until OPERATOR(pg_catalog.>) pg_catalog.now(), false), \
+                        lease_holder, lease_process, \
+                        pg_catalog.to_char(lease_until, 'YYYY-MM-DD HH24:MI:SS TZ'), state \
+                 FROM pgpour.loads WHERE load_id OPERATOR(pg_catalog.=) $1 FOR UPDATE",
+                &[(&self.load_id, Type::TEXT)],
+            )
+            .map_err(Error::db("reading the journal"))?;
+        let Some(row) = row else { return Ok(None) };
+        let (token, live): (Option<String>, bool) = (row.get(0), row.get(1));
+        let (holder, process): (Option<String>, Option<String>) = (row.get(2), row.get(3));
+        let until: Option<String> = row.get(4);
+        let ours = token.as_deref() == Some(self.token.as_str());
+        if live && !ours && !process.as_deref().is_some_and(process_gone) {
+            return Err(Error::LoadRunning {
+                load_id: self.load_id.clone(),
+                holder: holder.map(|h| match until {
+                    Some(until) => format!("{h}, its lease runs until {until}"),
+                    None => h,
+                }),
+            });
+        }
+        client
+            .execute_typed(
+                &format!(
+                    "UPDATE pgpour.loads SET run_token = $2, \
+                       lease_until = pg_catalog.now() OPERATOR(pg_catalog.+) {}, \
+                       lease_holder = $3, lease_process = $4 \
+                     WHERE load_id OPERATOR(pg_catalog.=) $1",
+                    lease_sql()
+                ),
+                &[
+                    (&self.load_id, Type::TEXT),
+                    (&self.token, Type::TEXT),
+                    (&self.holder, Type::TEXT),
+                    (&self.process, Type::TEXT),
+                ],
+            )
+            .map_err(Error::db("updating the journal"))?;
+        self.taken(sent);
+        Ok(Some(row.get(5)))
+    }
+
+    /// Renews the lease on `client`, in a transaction of its own;
+    /// `Error::TakenOver` when another run has the load now.
+    fn renew(&self, client: &mut impl GenericClient) -> Result<()> {
+        let sent = Instant::now();
+        let renewed = client
+            .execute_typed(
+                &format!(
+                    "UPDATE pgpour.loads \
+                     SET lease_until = pg_catalog.now() OPERATOR(pg_catalog.+) {} \
+                     WHERE load_id OPERATOR(pg_catalog.=) $1 AND run_token OPERATOR(pg_catalog.=) $2",
+                    lease_sql()
+                ),
+                &[(&self.load_id, Type::TEXT), (&self.token, Type::TEXT)],
+            )
+            .map_err(Error::db("renewing the run's lease on the load"))?;
+        if renewed == 0 {
+            self.set(Held::Gone);
+            return Err(Error::TakenOver {
+                load_id: self.load_id.clone(),
+            });
+        }
+        self.taken(sent);
+        Ok(())
+    }
+
+    /// Checks that the lease is still this run's: at no cost while it has
+    /// not run out by this machine's clock (no other run can have taken
+    /// it), else renewed on a session of its own.
+    pub fn ensure_held(&self, connect: &ConnectOptions) -> Result<()> {
+        match self.state() {
+            Held::Since(at) if at.elapsed() + MARGIN < LEASE => Ok(()),
+            Held::NotYet => Ok(()),
+            _ => {
+                let mut client = connect.connect()?;
+                self.renew(&mut client)
+            }
+        }
+    }
+
+    /// The statement that lets the lease go, unless another run has it.
+    pub fn release_sql(&self) -> String {
+        format!(
+            "UPDATE pgpour.loads SET lease_until = NULL \
+             WHERE load_id OPERATOR(pg_catalog.=) {} AND run_token OPERATOR(pg_catalog.=) {}",
+            quote_literal(&self.load_id),
+            quote_literal(&self.token)
+        )
+    }
+
+    /// Records that the lease was let go (by `release_sql`, or with the
+    /// end of the load): no more renewals.
+    pub fn released(&self) {
+        self.set(Held::Gone);
+        self.end_renewals();
+    }
+
+    /// Renews the lease every `RENEW_EVERY` while the run lives, on a
+    /// session opened at the first renewal (a load shorter than that opens
+    /// none) and opened again when lost. Stops at `end_renewals`.
+    pub fn keep_renewed<'s>(
+        &'s self,
+        scope: &'s std::thread::Scope<'s, '_>,
+        connect: &'s ConnectOptions,
+    ) -> std::thread::ScopedJoinHandle<'s, ()> {
+        scope.spawn(move || {
+            let mut client: Option<postgres::Client> = None;
+            let mut wait = RENEW_EVERY;
+            loop {
+                let (ended, woken) = &self.ended;
+                let guard = ended.lock().unwrap_or_else(|p| p.into_inner());
+                let (guard, _) = woken
+                    .wait_timeout_while(guard, wait, |ended| !*ended)
+                    .unwrap_or_else(|p| p.into_inner());
+                if *guard {
+                    return;
+                }
+                drop(guard);
+                match self.state() {
+                    Held::NotYet => continue,
+                    Held::Gone => return,
+                    Held::Since(_) => {}
+                }
+                let renewed = match client.as_mut() {
+                    Some(open) => self.renew(open),
+                    None => connect.connect().and_then(|mut open| {
+                        let renewed = self.renew(&mut open);
+                        client = Some(open);
+                        renewed
+                    }),
+                };
+                wait = match renewed {
+                    Ok(()) => RENEW_EVERY,
+                    Err(Error::TakenOver { .. }) => return,
+                    // Lost (a restart, an idle timeout): soon again, anew.
+                    Err(_) => {
+                        client = None;
+                        Duration::from_secs(2)
+                    }
+                };
+            }
         })
     }
 
-    /// Checks that the lock is still held, and takes it again on a new
-    /// session if its session was lost (a server restart ends it, and with
-    /// it the lock): then another run may have taken the load meanwhile,
-    /// which this says.
-    pub fn ensure_held(&self, connect: &ConnectOptions) -> Result<()> {
-        let mut session = self.session.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some(held) = session.as_mut() {
-            if held.ask("SELECT 1").is_ok() {
-                return Ok(());
-            }
-        }
-        *session = Some(lock_session(connect, &self.load_id)?);
-        Ok(())
+    /// Stops the renewals (the run has ended).
+    pub fn end_renewals(&self) {
+        let (ended, woken) = &self.ended;
+        *ended.lock().unwrap_or_else(|p| p.into_inner()) = true;
+        woken.notify_all();
     }
 }
 
-impl Drop for RunLock {
-    /// Lets the lock go with its session, without waiting. The protocol's
-    /// session goes with a Terminate message, which the backend
-    /// reads and exits on at once, its locks with it, sending nothing back
-    /// (an unlock sent with it was answered into a closed socket, which
-    /// the server logged as a broken pipe at every load's end). Another run
-    /// asking a moment later waits for that (`ENDING_RUN_GRACE`). The
-    /// driver's session is unlocked first: its close waits anyway.
-    fn drop(&mut self) {
-        let session = self.session.get_mut().unwrap_or_else(|p| p.into_inner());
-        let (high, low) = lock_key(&self.load_id);
-        let unlock = format!(
-            "SELECT pg_catalog.pg_advisory_unlock({}, {})",
-            high as i32, low as i32
-        );
-        match session.take() {
-            Some(LockSession::Wire(wire)) => wire.close(),
-            Some(LockSession::Driver(mut client)) => {
-                let _ = client.simple_query(&unlock);
-            }
-            None => {}
-        }
-    }
+/// `LEASE` as an SQL interval.
+fn lease_sql() -> String {
+    format!("pg_catalog.make_interval(secs => {})", LEASE.as_secs_f64())
 }
 
-/// The run lock's session: on the protocol's message level, where it ends
-/// without waiting for anything (see `Drop`); on
-/// the driver where that level cannot open one (an authentication it does
-/// not speak).
-enum LockSession {
-    Wire(Wire),
-    Driver(Client),
-}
-
-impl LockSession {
-    /// One simple query, and the rows it returned.
-    fn ask(&mut self, sql: &str) -> Result<Vec<TextRow>> {
-        let wire = match self {
-            LockSession::Driver(client) => {
-                return simple_rows(client, sql).map_err(Error::db("locking the load id"))
-            }
-            LockSession::Wire(wire) => wire,
-        };
-        let lost = |source| Error::Stream {
-            context: "asking the run's lock session".into(),
-            source,
-        };
-        wire.query(sql).map_err(lost)?;
-        let answer = wire.answer().map_err(lost)?;
-        match answer.error {
-            Some(server) => Err(Error::Server {
-                context: "locking the load id".into(),
-                server: Box::new(server),
-            }),
-            None => Ok(answer.rows),
-        }
-    }
-}
-
-/// A session for the run's lock, with the lock taken.
-fn lock_session(connect: &ConnectOptions, load_id: &str) -> Result<LockSession> {
-    // Other sessions see this name in pg_stat_activity; a second run
-    // quotes it to say who holds the load.
-    let name = format!("pgpour on {} pid {}", host_name(), std::process::id());
-    let connect = connect.with_application_name(&name);
-    let wire = match connect.open_wire() {
-        Ok(wire) => wire,
-        Err(e) if e.is_transient() => return Err(e),
-        Err(_) => {
-            let mut session = LockSession::Driver(connect.connect()?);
-            let settings = session_settings_sql(None);
-            take_lock(&mut |sql| session.ask(sql), load_id, &settings)?;
-            return Ok(session);
-        }
-    };
-    // The settings and the lock go in the first message, on condition
-    // that the session is the server's own (see `pooler`): a pooler's
-    // shared session must keep none of them. Its answer says which.
-    let direct = wire.key_pid;
-    let mut session = LockSession::Wire(wire);
-    let (high, low) = lock_key(load_id);
-    let first = session.ask(&format!(
-        "{}; SELECT pg_catalog.pg_backend_pid(), CASE WHEN pg_catalog.pg_backend_pid() \
-         OPERATOR(pg_catalog.=) {pid} THEN pg_catalog.pg_try_advisory_lock({}, {}) END",
-        session_settings_sql(direct),
-        high as i32,
-        low as i32,
-        pid = direct.unwrap_or_default(),
-    ))?;
-    let backend = crate::server::pooler::last_pid(&first);
-    if backend.is_some() && backend == direct {
-        let locked = first.last().and_then(|r| r.get(1)) == Some(&Some("t".to_string()));
-        if !locked {
-            take_lock(&mut |sql| session.ask(sql), load_id, "")?;
-        }
-        return Ok(session);
-    }
-    let LockSession::Wire(wire) = &mut session else {
-        unreachable!("a wire session was opened")
-    };
-    let mode = crate::server::pooler::mode(&connect, wire, backend.unwrap_or_default())?;
-    if mode != crate::server::pooler::PoolMode::Session {
-        return Err(Error::SessionsShared { mode: mode.name() });
-    }
-    // A session pooler's session is this client's until it leaves, and
-    // reset when it does: it takes the settings as the server would.
-    let settings = session_settings_sql(None);
-    take_lock(&mut |sql| session.ask(sql), load_id, &settings)?;
-    Ok(session)
-}
-
-/// The lock session's settings, as one statement; with `only_on`, set
-/// only if the session's backend is that process.
-/// The session sits idle for the whole run: a server's idle timeout must
-/// not end it (and the lock with it). Its own statements name pg_catalog's
-/// objects, which no other role's may shadow.
-fn session_settings_sql(only_on: Option<i32>) -> String {
-    let condition = match only_on {
-        Some(pid) => format!(" WHERE pg_catalog.pg_backend_pid() OPERATOR(pg_catalog.=) {pid}"),
-        None => String::new(),
-    };
-    format!(
-        "SELECT pg_catalog.set_config('idle_session_timeout', '0', false), \
-         pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', false){condition}"
-    )
-}
-
-/// Takes the session-level lock on `load_id`, or says who holds it.
-fn try_lock(session: &mut Client, load_id: &str) -> Result<()> {
-    let mut ask = |sql: &str| simple_rows(session, sql).map_err(Error::db("locking the load id"));
-    take_lock(&mut ask, load_id, "")
-}
-
-/// How long a held lock is asked for again before its holder is named: a
-/// run that just ended lets its lock go without waiting, and its server
-/// process releases it a moment later, so the same command run again at
-/// once would otherwise find its own previous run "running".
-const ENDING_RUN_GRACE: std::time::Duration = std::time::Duration::from_secs(1);
-
-/// Takes the session-level lock on `load_id` through `ask` (a simple query
-/// on the lock's session), or says who holds it. `before`, if not empty,
-/// is a statement that goes with the first try.
-fn take_lock(
-    ask: &mut dyn FnMut(&str) -> Result<Vec<TextRow>>,
+/// Runs `f` holding `load_id`'s lease (for `forget`, which must not pull a
+/// load from under a running run, nor have a run start under it), with a
+/// bounded wait for any other lock; the lease goes with the row, or is let
+/// go after. `None` when the journal has no such load.
+pub(crate) fn while_claimed<T>(
+    client: &mut postgres::Client,
     load_id: &str,
-    before: &str,
-) -> Result<()> {
-    let (high, low) = lock_key(load_id);
-    let deadline = std::time::Instant::now() + ENDING_RUN_GRACE;
-    let mut before = before.to_string();
-    loop {
-        let sql = match std::mem::take(&mut before) {
-            first if first.is_empty() => try_lock_sql(high, low),
-            first => format!("{first}; {}", try_lock_sql(high, low)),
-        };
-        if taken(&ask(&sql)?) {
-            return Ok(());
+    f: impl FnOnce(&mut postgres::Client) -> Result<T>,
+) -> Result<Option<T>> {
+    let claimant = RunLock::new(load_id);
+    let claimed = (|| {
+        let mut tx = client
+            .transaction()
+            .map_err(Error::db("setting up the session"))?;
+        tx.batch_execute("SET LOCAL lock_timeout = '10s'")
+            .map_err(Error::db("setting up the session"))?;
+        let claimed = claimant.claim(&mut tx)?.is_some();
+        tx.commit().map_err(Error::db("updating the journal"))?;
+        Ok(claimed)
+    })();
+    let outcome = match claimed {
+        Ok(true) => {
+            let outcome = client
+                .batch_execute("SET lock_timeout = '10s'")
+                .map_err(Error::db("setting up the session"))
+                .and_then(|()| f(client).map(Some));
+            let _ =
+                client.batch_execute(&format!("RESET lock_timeout; {}", claimant.release_sql()));
+            outcome
         }
-        if std::time::Instant::now() >= deadline {
-            break;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(100));
-    }
-    let holder = ask(&holder_sql(high, low)).ok();
-    Err(Error::LoadRunning {
-        load_id: load_id.to_string(),
-        holder: holder.as_deref().and_then(describe_holder),
-    })
-}
-
-fn try_lock_sql(high: u32, low: u32) -> String {
-    format!(
-        "SELECT pg_catalog.pg_try_advisory_lock({}, {})",
-        high as i32, low as i32
-    )
-}
-
-/// Whether the rows of `try_lock_sql` (the last statement) say the lock
-/// was taken.
-fn taken(rows: &[TextRow]) -> bool {
-    rows.last().and_then(|r| r.first()) == Some(&Some("t".to_string()))
-}
-
-/// Runs `f` holding the run lock of `load_id` on `client`'s own session
-/// (for `forget`, which must not pull a load from under a running run),
-/// with a bounded wait for any other lock.
-pub(crate) fn while_locked<T>(
-    client: &mut Client,
-    load_id: &str,
-    f: impl FnOnce(&mut Client) -> Result<T>,
-) -> Result<T> {
-    try_lock(client, load_id)?;
-    let (high, low) = lock_key(load_id);
-    let outcome = client
-        .batch_execute("SET lock_timeout = '10s'")
-        .map_err(Error::db("setting up the session"))
-        .and_then(|()| f(client));
-    let _ = client.batch_execute(&format!(
-        "RESET lock_timeout; SELECT pg_catalog.pg_advisory_unlock({}, {})",
-        high as i32, low as i32
-    ));
+        Ok(false) => Ok(None),
+        Err(e) => Err(e),
+    };
     outcome.map_err(|e| match e.sqlstate().as_deref() {
         Some("55P03") => Error::LockTimeout {
             load_id: load_id.to_string(),
@@ -277,72 +327,11 @@ pub(crate) fn while_locked<T>(
     })
 }
 
-/// The advisory lock key of a load id: two 32-bit halves of a stable hash,
-/// the form `pg_try_advisory_lock(int4, int4)` takes.
-fn lock_key(load_id: &str) -> (u32, u32) {
-    let hash = crate::hash::fnv1a(format!("pgpour load\0{load_id}").as_bytes());
-    ((hash >> 32) as u32, hash as u32)
-}
-
-/// The run locks some session holds now in this database, for telling a
-/// live run from one that was killed (whose lock went with its session).
-pub(crate) struct HeldRunLocks(std::collections::HashSet<(u32, u32)>);
-
-impl HeldRunLocks {
-    /// Reads them from `pg_locks`, which every role may read.
-    pub fn read(client: &mut impl postgres::GenericClient) -> Result<HeldRunLocks> {
-        let rows = client
-            .query_typed(
-                "SELECT l.classid::pg_catalog.int8, l.objid::pg_catalog.int8 \
-                 FROM pg_catalog.pg_locks l \
-                 WHERE l.locktype OPERATOR(pg_catalog.=) 'advisory' AND l.granted \
-                   AND l.objsubid OPERATOR(pg_catalog.=) 2 \
-                   AND l.database OPERATOR(pg_catalog.=) (SELECT d.oid FROM pg_catalog.pg_database d \
-                       WHERE d.datname OPERATOR(pg_catalog.=) pg_catalog.current_database())",
-                &[],
-            )
-            .map_err(Error::db("reading the run locks"))?;
-        Ok(HeldRunLocks(
-            rows.iter()
-                .map(|r| (r.get::<_, i64>(0) as u32, r.get::<_, i64>(1) as u32))
-                .collect(),
-        ))
-    }
-
-    /// Whether a session holds the run lock of `load_id`.
-    pub fn holds(&self, load_id: &str) -> bool {
-        self.0.contains(&lock_key(load_id))
-    }
-}
-
-/// Which session holds the lock, with its name and since when.
-fn holder_sql(high: u32, low: u32) -> String {
-    format!(
-        "SELECT l.pid, a.application_name, a.backend_start::text \
-         FROM pg_catalog.pg_locks l LEFT JOIN pg_catalog.pg_stat_activity a ON a.pid = l.pid \
-         WHERE l.locktype = 'advisory' AND l.granted AND l.objsubid = 2 \
-           AND l.classid = {}::int8::oid AND l.objid = {}::int8::oid \
-           AND l.database = (SELECT oid FROM pg_catalog.pg_database \
-                             WHERE datname = pg_catalog.current_database())",
-        i64::from(high),
-        i64::from(low)
-    )
-}
-
-/// `application name, server pid N, since T` from the rows of `holder_sql`.
-fn describe_holder(rows: &[TextRow]) -> Option<String> {
-    let row = rows.first()?;
-    let value = |i: usize| row.get(i).cloned().flatten();
-    let pid = value(0)?;
-    let mut out = String::new();
-    if let Some(name) = value(1).filter(|n| !n.is_empty()) {
-        out.push_str(&format!("{name}, "));
-    }
-    out.push_str(&format!("server pid {pid}"));
-    if let Some(since) = value(2) {
-        out.push_str(&format!(", since {since}"));
-    }
-    Some(out)
+/// Whether a load's lease is held by a live run, from its row's lease
+/// columns: not run out, and not held by a process of this machine that is
+/// gone.
+pub(crate) fn lease_live(unexpired: bool, process: Option<&str>) -> bool {
+    unexpired && !process.is_some_and(process_gone)
 }
 
 /// A token no other run of the load has: the time, the process, a counter.
@@ -362,6 +351,55 @@ fn new_token(load_id: &str) -> String {
     format!("{:016x}", crate::hash::fnv1a(&seed))
 }
 
+/// This process as `BOOT PIDNS PID START`: the kernel's boot, the process
+/// id namespace, the id and the start time of the process. Only a holder
+/// with the same boot and namespace can be looked up from here; the start
+/// time tells a reused id. Empty where any part cannot be read (not
+/// Linux): such a holder is never taken for gone.
+fn this_process() -> String {
+    let pid = std::process::id();
+    let parts = (
+        boot_id(),
+        pid_namespace(),
+        start_time(&format!("/proc/{pid}/stat")),
+    );
+    match parts {
+        (Some(boot), Some(ns), Some(start)) => format!("{boot} {ns} {pid} {start}"),
+        _ => String::new(),
+    }
+}
+
+/// Whether the holder `process` (as `this_process` wrote it) ran on this
+/// machine, in this process namespace, and has exited since.
+fn process_gone(process: &str) -> bool {
+    let parts: Vec<&str> = process.split(' ').collect();
+    let [boot, ns, pid, start] = parts[..] else {
+        return false;
+    };
+    if Some(boot) != boot_id().as_deref() || Some(ns) != pid_namespace().as_deref() {
+        return false;
+    }
+    start_time(&format!("/proc/{pid}/stat")).as_deref() != Some(start)
+}
+
+fn boot_id() -> Option<String> {
+    let id = std::fs::read_to_string("/proc/sys/kernel/random/boot_id").ok()?;
+    Some(id.trim().to_string()).filter(|id| !id.is_empty() && !id.contains(' '))
+}
+
+fn pid_namespace() -> Option<String> {
+    let link = std::fs::read_link("/proc/self/ns/pid").ok()?;
+    Some(link.to_string_lossy().into_owned()).filter(|ns| !ns.contains(' '))
+}
+
+/// The start time field of a `/proc/PID/stat` file (the 22nd; the
+/// command's name before it may hold spaces, so counted after its `)`).
+fn start_time(stat_path: &str) -> Option<String> {
+    let stat = std::fs::read_to_string(stat_path).ok()?;
+    let after_name = &stat[stat.rfind(')')? + 1..];
+    after_name.split_whitespace().nth(19).map(str::to_string)
+}
+
 /// This machine's name, for messages that say where a run is.
 fn host_name() -> String {
     let mut buf = [0u8; 256];
@@ -373,4 +411,23 @@ fn host_name() -> String {
     }
     let end = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
     String::from_utf8_lossy(&buf[..end]).into_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn this_process_is_alive_and_a_made_up_one_is_not_taken_for_gone() {
+        let me = this_process();
+        assert!(!me.is_empty());
+        assert!(!process_gone(&me));
+        // Another machine's (another boot), or an unreadable key.
+        assert!(!process_gone("other-boot ns 1 1"));
+        assert!(!process_gone(""));
+        // The same machine, a start time this id never had: gone.
+        let parts: Vec<&str> = me.split(' ').collect();
+        let reused = format!("{} {} {} 1", parts[0], parts[1], parts[2]);
+        assert!(process_gone(&reused));
+    }
 }

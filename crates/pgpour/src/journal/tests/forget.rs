@@ -1,5 +1,5 @@
-//! Forgetting the loads a filter picks: a load whose run lock a session
-//! holds (a live run) is left, and `status` says it is live.
+//! Forgetting the loads a filter picks: a load whose lease a run holds
+//! (a live run) is left, and `status` says it is live.
 
 use pgpour_testkit::shared_cluster;
 
@@ -35,8 +35,10 @@ fn bulk_forget_leaves_a_load_that_a_live_run_holds() {
     failed_load(&db, dir.path(), "held");
     failed_load(&db, dir.path(), "free");
 
-    // A run of `held` that took its lock and has not yet taken the load over.
-    let lock = RunLock::acquire(&connect(&db), "held").unwrap();
+    // A run of `held` that holds its lease.
+    let lock = RunLock::new("held");
+    let mut holder = db.client();
+    assert!(lock.claim(&mut holder).unwrap().is_some());
     let shown = status(&mut client, &LoadFilter::default()).unwrap();
     let live: Vec<(&str, bool)> = shown.iter().map(|l| (l.load_id.as_str(), l.live)).collect();
     assert_eq!(live, [("free", false), ("held", true)]);
@@ -59,14 +61,9 @@ fn bulk_forget_leaves_a_load_that_a_live_run_holds() {
     assert_eq!(left.len(), 1);
     assert_eq!(left[0].load_id, "held");
 
-    // Once the run is gone, the same filter picks it.
-    drop(lock);
-    // Its unlock goes unanswered: wait until the server has read it.
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-    while status(&mut client, &LoadFilter::one("held")).unwrap()[0].live {
-        assert!(std::time::Instant::now() < deadline, "the lock stayed");
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    }
+    // Once the run has let its lease go, the same filter picks it.
+    holder.batch_execute(&lock.release_sql()).unwrap();
+    assert!(!status(&mut client, &LoadFilter::one("held")).unwrap()[0].live);
     let outcomes = forget_matching(&mut client, &connect(&db), &failed).unwrap();
     assert_eq!(outcomes.len(), 1);
     assert!(
@@ -80,7 +77,7 @@ fn bulk_forget_leaves_a_load_that_a_live_run_holds() {
 }
 
 /// A resume reads the load's options from the journal, then takes the
-/// load's run lock: a `forget` that gets in between drops the entry. The
+/// load's lease: a `forget` that gets in between drops the entry. The
 /// resume must then stop, not register the load anew and load every row a
 /// second time.
 #[test]
@@ -107,24 +104,27 @@ fn a_resume_whose_load_is_forgotten_meanwhile_does_not_load_it_again() {
     let connect = connect(&db);
     let (locked, resume_may_start) = std::sync::mpsc::channel();
     let resumed = std::thread::scope(|s| {
-        // Another session holds the load's run lock, and forgets the load
-        // once the resume (having read its options) asks for the lock.
+        // Another session holds the load's row, as `forget` does, and
+        // drops it once the resume (having read its options) asks for the
+        // lease.
         s.spawn(|| {
             let mut holder = db.client();
-            crate::server::run_lock::while_locked(&mut holder, "raced", |holder| {
-                locked.send(()).unwrap();
-                let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
-                let asking = "SELECT count(*) FROM pg_stat_activity \
-                              WHERE datname = current_database() \
-                                AND application_name LIKE 'pgpour on %'";
-                while count(holder, asking) == 0 {
-                    assert!(std::time::Instant::now() < deadline, "no resume came");
-                    std::thread::sleep(std::time::Duration::from_millis(10));
-                }
-                // The same session takes the lock again: it is its own.
-                crate::forget::forget(holder, &connect, "raced").map(drop)
-            })
-            .unwrap();
+            let mut tx = holder.transaction().unwrap();
+            tx.batch_execute("SELECT 1 FROM pgpour.loads WHERE load_id = 'raced' FOR UPDATE")
+                .unwrap();
+            locked.send(()).unwrap();
+            let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+            let asking = "SELECT count(*) FROM pg_stat_activity \
+                          WHERE datname = current_database() AND wait_event_type = 'Lock' \
+                            AND query LIKE '%FROM pgpour.loads%FOR UPDATE%'";
+            let mut watcher = db.client();
+            while count(&mut watcher, asking) == 0 {
+                assert!(std::time::Instant::now() < deadline, "no resume came");
+                std::thread::sleep(std::time::Duration::from_millis(10));
+            }
+            tx.batch_execute("DELETE FROM pgpour.loads WHERE load_id = 'raced'")
+                .unwrap();
+            tx.commit().unwrap();
         });
         resume_may_start.recv().unwrap();
         crate::resume(

@@ -359,16 +359,20 @@ fn begin_and_drop_indexes(
     )
     .unwrap();
     let recorded = OptionsRecord::of(options);
+    let run = crate::server::run_lock::RunLock::new(load_id);
     crate::journal::begin(
         client,
         load_id,
         &target.qualified,
         &recorded,
         &options.inputs,
-        "test-run",
+        &run,
         false,
     )
     .unwrap();
+    // The run is as good as killed: its lease is no hold (a killed
+    // process's is not either, to a run of its machine).
+    client.batch_execute(&run.release_sql()).unwrap();
     let rules = crate::table::indexes::DropRules {
         truncate: options.truncate,
         file_keys_kept: Some("this test keeps them"),
