@@ -445,7 +445,7 @@ pub struct StatusArgs {
         .args(["load_ids", "failed", "older_than"])),
     after_long_help = "The rows the loads committed stay in their tables; a forgotten load can no \
 longer be resumed. Each load's pending undo steps (indexes to rebuild...) run first. --failed and \
---older-than never forget a load that a live run holds (its run lock is taken): they list it as \
+--older-than never forget a load that a live run holds (its run lease has not run out): they list it as \
 left. A load still marked running whose run was killed is forgotten only by its id.\n\n\
 Examples:\n  pgpour forget nightly-votes\n  pgpour forget --failed\n  pgpour forget --older-than 7d"
 )]

@@ -339,8 +339,8 @@ fn load_and_journal_errors_say_which_command_goes_on() {
             mode: "transaction",
         },
         "the server is reached through a connection pooler in transaction pooling mode, which \
-         shares server sessions between clients: a load's run lock and session settings would \
-         be left to other clients. Connect to the server directly, or through a session-mode \
+         shares server sessions between clients: a load's session settings would be left to \
+         other clients. Connect to the server directly, or through a session-mode \
          pool (Supabase: port 5432 instead of 6543; Neon: the host without -pooler; PgBouncer: \
          pool_mode = session)",
     );

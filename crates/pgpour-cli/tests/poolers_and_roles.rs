@@ -206,6 +206,45 @@ fn the_command_names_the_way_on_through_a_transaction_pooler() {
     assert_eq!(multiset(&db).0, 0);
 }
 
+/// A load through a statement pooler is refused before anything loads,
+/// naming the mode, why, and what to connect through instead; `--explain`
+/// says the same.
+#[test]
+fn a_statement_pooler_is_refused_with_what_to_use_instead() {
+    let cluster = shared_cluster();
+    let Some(pooler) = PgBouncer::start(cluster, PoolMode::Statement, &["postgres"]) else {
+        return;
+    };
+    let db = cluster.create_database("pooled_statement");
+    db.client()
+        .batch_execute("CREATE TABLE t (id int, v text)")
+        .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let file = input(dir.path());
+    let conninfo = pooler.conninfo(&db.name, "postgres");
+    for extra in [&[][..], &["--explain"][..], &["--no-journal"][..]] {
+        let mut args = vec!["load", file.to_str().unwrap(), "-t", "t", "-d", &conninfo];
+        args.extend_from_slice(extra);
+        let out = common::pgpour(&args, None);
+        assert_eq!(out.status.code(), Some(2), "{extra:?}");
+        let stderr = text(&out.stderr);
+        assert!(
+            stderr.contains("statement pooling mode")
+                && stderr.contains("no transaction of several statements")
+                && stderr.contains("through a session-mode pool")
+                && stderr.contains("pool_mode = session"),
+            "{extra:?}: {stderr}"
+        );
+    }
+    assert_eq!(multiset(&db).0, 0);
+    let journal: bool = db
+        .client()
+        .query_one("SELECT to_regclass('pgpour.loads') IS NOT NULL", &[])
+        .unwrap()
+        .get(0);
+    assert!(!journal, "nothing was made before the refusal");
+}
+
 /// A role of the cluster, made again if a test before left it.
 fn role(db: &TestDb, name: &str) {
     db.client()

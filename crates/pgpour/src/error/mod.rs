@@ -368,13 +368,17 @@ pub enum Error {
     LoadMismatch { load_id: String, what: Mismatch },
 
     /// A connection pooler in front of the server shares its sessions
-    /// between clients (transaction or statement pooling), where the run
-    /// lock and the loading sessions' settings would outlive the load or
-    /// reach other clients.
+    /// between clients (transaction or statement pooling), where the
+    /// loading sessions' settings would outlive the load or reach other
+    /// clients, or (statement pooling) no transaction holds a chunk.
     #[error(
         "the server is reached through a connection pooler in {mode} pooling mode, which \
-         shares server sessions between clients: a load's run lock and session settings \
-         would be left to other clients"
+         shares server sessions between clients: {}",
+        match *mode {
+            "statement" => "it runs each statement on any server session and takes no \
+                            transaction of several statements, which every chunk of a load is",
+            _ => "a load's session settings would be left to other clients",
+        }
     )]
     SessionsShared { mode: &'static str },
 
