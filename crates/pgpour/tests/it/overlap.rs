@@ -356,3 +356,124 @@ fn indexes_changing_while_a_load_reads_them_do_not_fail_it() {
     });
     assert_eq!(count(&mut client, "SELECT count(*) FROM u"), 40 * 20);
 }
+
+/// The run lease of another machine's run: a second run stops while it has
+/// not run out, naming the holder, and takes the load over once it has.
+/// No session lock is held meanwhile.
+#[test]
+fn a_lease_of_another_machine_holds_the_load_until_it_runs_out() {
+    let db = shared_cluster().create_database("lease_elsewhere");
+    let mut client = db.client();
+    client.batch_execute("CREATE TABLE t (n int)").unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("in.csv");
+    let rows: String = (1..=500)
+        .map(|n| match n {
+            250 => "bad\n".to_string(),
+            n => format!("{n}\n"),
+        })
+        .collect();
+    std::fs::write(&path, rows).unwrap();
+    let mut o = options(&path, "t", "leased");
+    o.max_errors = Some(0);
+    assert!(load(&db, &o).is_err(), "the bad row stops it");
+    // A run elsewhere (another boot of another machine) holds the load.
+    client
+        .batch_execute(
+            "UPDATE pgpour.loads SET run_token = 'elsewhere', \
+               lease_until = now() + interval '1 minute', \
+               lease_holder = 'pgpour on far-away pid 7', lease_process = 'other-boot ns 7 1' \
+             WHERE load_id = 'leased'",
+        )
+        .unwrap();
+    o.max_errors = None;
+    let failure = load(&db, &o).expect_err("the lease is another run's");
+    let message = failure.error.to_string();
+    assert!(
+        message.contains("already running")
+            && message.contains("pgpour on far-away pid 7")
+            && message.contains("its lease runs until"),
+        "{message}"
+    );
+    assert_eq!(
+        count(
+            &mut client,
+            "SELECT count(*) FROM pgpour.loads WHERE run_token = 'elsewhere'"
+        ),
+        1,
+        "the stopped run took nothing over"
+    );
+    // Run out: the next run takes the load over and finishes it.
+    client
+        .batch_execute(
+            "UPDATE pgpour.loads SET lease_until = now() - interval '1 second' \
+             WHERE load_id = 'leased'",
+        )
+        .unwrap();
+    load(&db, &o).unwrap_or_else(|f| panic!("{}", f.error));
+    assert_eq!(count(&mut client, "SELECT count(*) FROM t"), 499);
+    assert_eq!(
+        count(
+            &mut client,
+            "SELECT count(*) FROM pgpour.loads WHERE load_id = 'leased' \
+             AND state = 'done' AND lease_until IS NULL"
+        ),
+        1,
+        "done, and its lease let go"
+    );
+    assert_eq!(
+        count(
+            &mut client,
+            "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory'"
+        ),
+        0
+    );
+}
+
+/// While a load runs, it holds no session lock: its hold on the load id
+/// is the lease in the journal, which `status` reads.
+#[test]
+fn a_running_load_holds_its_id_by_a_lease_not_a_session_lock() {
+    let db = shared_cluster().create_database("lease_while_running");
+    let mut client = db.client();
+    slow_table(&mut client, "t", 0.5);
+    let dir = tempfile::tempdir().unwrap();
+    let path = numbers(dir.path(), "in.csv", 3000);
+    let o = options(&path, "t", "held");
+    let seen = std::thread::scope(|scope| {
+        let running = scope.spawn(|| load(&db, &o));
+        wait_for(
+            &mut client,
+            "SELECT count(*) FROM pg_class WHERE relname = 'schema_version'",
+            "the journal",
+        );
+        wait_for(
+            &mut client,
+            "SELECT count(*) FROM pgpour.loads WHERE load_id = 'held' AND lease_until > now()",
+            "the load to take its lease",
+        );
+        let advisory = count(
+            &mut client,
+            "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' \
+             AND database = (SELECT oid FROM pg_database WHERE datname = current_database())",
+        );
+        let connect = crate::harness::connect(&db);
+        let live = pgpour::status(&connect, &pgpour::LoadFilter::one("held")).unwrap()[0].live;
+        let loaded = running.join().unwrap();
+        (advisory, live, loaded)
+    });
+    let (advisory, live, loaded) = seen;
+    assert_eq!(advisory, 0, "no session lock while the load runs");
+    assert!(live, "status sees the run by its lease");
+    assert_eq!(
+        loaded.unwrap_or_else(|f| panic!("{}", f.error)).rows_loaded,
+        3000
+    );
+    assert_eq!(
+        count(
+            &mut client,
+            "SELECT count(*) FROM pgpour.loads WHERE load_id = 'held' AND lease_until IS NULL"
+        ),
+        1
+    );
+}
