@@ -174,7 +174,7 @@ pub(crate) fn begin(
     }
     let leftovers = super::two_phase::leftovers(client, load_id)?;
     super::two_phase::rollback(client, &leftovers);
-    mark_running(client, load_id, run_token)?;
+    take_over(client, load_id, run_token)?;
     let chunks = client
         .query_typed(
             "SELECT input, byte_start, byte_end, first_line, lines, rows_loaded, rows_rejected, \
@@ -278,11 +278,9 @@ pub(crate) fn reject_path_of(
     Ok(options_of(client, load_id)?.map(|stored| stored.reject_path()))
 }
 
-/// Makes `run` the load's current run with its lease (see
-/// `RunLock::claim`), in a transaction of its own. Bounded: what could
-/// hold the row that long is a prepared transaction that did not roll
-/// back, and then the message says so. The load's state, `None` when the
-/// journal has no such load.
+/// Takes the load's lease for `run` (see `RunLock::claim`), in a
+/// transaction of its own. The load's state, `None` when the journal has
+/// no such load.
 fn claim(client: &mut impl GenericClient, run: &RunLock) -> Result<Option<String>> {
     let mut tx = client
         .transaction()
@@ -294,16 +292,32 @@ fn claim(client: &mut impl GenericClient, run: &RunLock) -> Result<Option<String
     Ok(state)
 }
 
-/// Marks the load running again: the end of a run before is no end of the
-/// load.
-fn mark_running(client: &mut impl GenericClient, load_id: &str, run_token: &str) -> Result<()> {
-    client
-        .execute_typed(
-            "UPDATE pgpour.loads SET state = 'running', finished_at = NULL \
-             WHERE load_id = $1 AND run_token = $2",
-            &[(&load_id, Type::TEXT), (&run_token, Type::TEXT)],
-        )
+/// Makes `run_token` (which holds the load's lease) the load's current
+/// run. The row lock waits for chunks that an earlier run of the load (one
+/// whose lease ran out) is committing; after it, that run can commit no
+/// more. Bounded: what could hold the row that long is a prepared
+/// transaction that did not roll back, and then the message says so.
+fn take_over(client: &mut impl GenericClient, load_id: &str, run_token: &str) -> Result<()> {
+    let mut tx = client
+        .transaction()
         .map_err(Error::db("updating the journal"))?;
+    tx.batch_execute("SET LOCAL lock_timeout = '60s'")
+        .and_then(|()| {
+            tx.execute_typed(
+                "SELECT 1 FROM pgpour.loads WHERE load_id = $1 FOR UPDATE",
+                &[(&load_id, Type::TEXT)],
+            )
+        })
+        .and_then(|_| {
+            tx.execute_typed(
+                // The end of a run before is no end of the load.
+                "UPDATE pgpour.loads SET state = 'running', run_token = $2, finished_at = NULL \
+                 WHERE load_id = $1 AND lease_token = $2",
+                &[(&load_id, Type::TEXT), (&run_token, Type::TEXT)],
+            )
+        })
+        .map_err(Error::db("updating the journal"))?;
+    tx.commit().map_err(Error::db("updating the journal"))?;
     record_run(client, load_id, run_token)
 }
 
@@ -373,7 +387,7 @@ pub fn finish_if_complete(
                            coalesce(sum(rows_skipped), 0)::int8 AS skipped \
                     FROM pgpour.chunks WHERE load_id = {id}), \
               done AS (UPDATE pgpour.loads SET state = 'done', finished_at = now(), \
-                         lease_until = CASE WHEN run_token = {token} \
+                         lease_until = CASE WHEN lease_token = {token} \
                              AND NOT EXISTS (SELECT FROM pgpour.undo WHERE load_id = {id}) \
                              THEN NULL ELSE lease_until END \
                        WHERE load_id = {id} AND (SELECT chunks FROM c) >= {expected} RETURNING 1) \

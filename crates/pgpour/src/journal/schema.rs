@@ -207,11 +207,13 @@ ALTER TABLE pgpour.undo ADD CONSTRAINT undo_kind_check
     CHECK (kind IN ('index', 'constraint', 'guard_trigger', 'sequence_cache', 'statement', 'duplicates',
                     'foreign_key'))";
 
-/// The run lease on a load (see `server::run_lock`): until when the run
-/// `run_token` holds it, who that is, and its process, for telling a
-/// killed holder on the same machine.
+/// The run lease on a load (see `server::run_lock`): the run that holds
+/// it (it becomes `run_token` once it has taken the load over), until
+/// when, who that is, and its process, for telling a killed holder on the
+/// same machine.
 const V10_RUN_LEASE: &str = "
-ALTER TABLE pgpour.loads ADD COLUMN IF NOT EXISTS lease_until timestamptz,
+ALTER TABLE pgpour.loads ADD COLUMN IF NOT EXISTS lease_token text,
+    ADD COLUMN IF NOT EXISTS lease_until timestamptz,
     ADD COLUMN IF NOT EXISTS lease_holder text,
     ADD COLUMN IF NOT EXISTS lease_process text";
 

@@ -91,9 +91,10 @@ impl RunLock {
     /// The columns a new load's row takes the lease with, and their values.
     pub fn insert_sql(&self) -> (&'static str, String) {
         (
-            "lease_until, lease_holder, lease_process",
+            "lease_token, lease_until, lease_holder, lease_process",
             format!(
-                "pg_catalog.now() OPERATOR(pg_catalog.+) {}, {}, {}",
+                "{}, pg_catalog.now() OPERATOR(pg_catalog.+) {}, {}, {}",
+                quote_literal(&self.token),
                 lease_sql(),
                 quote_literal(&self.holder),
                 quote_literal(&self.process)
@@ -117,20 +118,21 @@ impl RunLock {
         *self.held.lock().unwrap_or_else(|p| p.into_inner()) = state;
     }
 
-    /// Makes this run the load's current one, with its lease, in `client`'s
-    /// transaction (which then holds the load's row until it commits):
-    /// unless another run holds an unexpired lease. The row lock waits for
-    /// chunks that an earlier run is committing; after it, that run can
-    /// commit no more. The load's state then, `None` when the journal has
-    /// no such load.
+    /// Takes the load's lease for this run, in `client`'s transaction
+    /// (which then holds the load's row until it commits): unless another
+    /// run holds an unexpired lease. Not yet the load's current run (see
+    /// `journal::loads`): the row lock taken here does not wait for the
+    /// chunks an earlier run is committing, nor for the prepared
+    /// transactions a killed one left, which this run is to roll back.
+    /// The load's state then, `None` when the journal has no such load.
     pub fn claim(&self, client: &mut impl GenericClient) -> Result<Option<String>> {
         let sent = Instant::now();
         let row = client
             .query_typed_opt(
-                "SELECT run_token, coalesce(lease_until OPERATOR(pg_catalog.>) pg_catalog.now(), false), \
+                "SELECT lease_token, coalesce(lease_until OPERATOR(pg_catalog.>) pg_catalog.now(), false), \
                         lease_holder, lease_process, \
                         pg_catalog.to_char(lease_until, 'YYYY-MM-DD HH24:MI:SS TZ'), state \
-                 FROM pgpour.loads WHERE load_id OPERATOR(pg_catalog.=) $1 FOR UPDATE",
+                 FROM pgpour.loads WHERE load_id OPERATOR(pg_catalog.=) $1 FOR NO KEY UPDATE",
                 &[(&self.load_id, Type::TEXT)],
             )
             .map_err(Error::db("reading the journal"))?;
@@ -151,7 +153,7 @@ impl RunLock {
         client
             .execute_typed(
                 &format!(
-                    "UPDATE pgpour.loads SET run_token = $2, \
+                    "UPDATE pgpour.loads SET lease_token = $2, \
                        lease_until = pg_catalog.now() OPERATOR(pg_catalog.+) {}, \
                        lease_holder = $3, lease_process = $4 \
                      WHERE load_id OPERATOR(pg_catalog.=) $1",
@@ -178,7 +180,7 @@ impl RunLock {
                 &format!(
                     "UPDATE pgpour.loads \
                      SET lease_until = pg_catalog.now() OPERATOR(pg_catalog.+) {} \
-                     WHERE load_id OPERATOR(pg_catalog.=) $1 AND run_token OPERATOR(pg_catalog.=) $2",
+                     WHERE load_id OPERATOR(pg_catalog.=) $1 AND lease_token OPERATOR(pg_catalog.=) $2",
                     lease_sql()
                 ),
                 &[(&self.load_id, Type::TEXT), (&self.token, Type::TEXT)],
@@ -212,7 +214,7 @@ impl RunLock {
     pub fn release_sql(&self) -> String {
         format!(
             "UPDATE pgpour.loads SET lease_until = NULL \
-             WHERE load_id OPERATOR(pg_catalog.=) {} AND run_token OPERATOR(pg_catalog.=) {}",
+             WHERE load_id OPERATOR(pg_catalog.=) {} AND lease_token OPERATOR(pg_catalog.=) {}",
             quote_literal(&self.load_id),
             quote_literal(&self.token)
         )

@@ -380,7 +380,7 @@ fn a_lease_of_another_machine_holds_the_load_until_it_runs_out() {
     // A run elsewhere (another boot of another machine) holds the load.
     client
         .batch_execute(
-            "UPDATE pgpour.loads SET run_token = 'elsewhere', \
+            "UPDATE pgpour.loads SET lease_token = 'elsewhere', \
                lease_until = now() + interval '1 minute', \
                lease_holder = 'pgpour on far-away pid 7', lease_process = 'other-boot ns 7 1' \
              WHERE load_id = 'leased'",
@@ -398,7 +398,7 @@ fn a_lease_of_another_machine_holds_the_load_until_it_runs_out() {
     assert_eq!(
         count(
             &mut client,
-            "SELECT count(*) FROM pgpour.loads WHERE run_token = 'elsewhere'"
+            "SELECT count(*) FROM pgpour.loads WHERE lease_token = 'elsewhere'"
         ),
         1,
         "the stopped run took nothing over"

@@ -116,7 +116,7 @@ fn a_resume_whose_load_is_forgotten_meanwhile_does_not_load_it_again() {
             let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
             let asking = "SELECT count(*) FROM pg_stat_activity \
                           WHERE datname = current_database() AND wait_event_type = 'Lock' \
-                            AND query LIKE '%FROM pgpour.loads%FOR UPDATE%'";
+                            AND query LIKE '%FROM pgpour.loads%FOR %UPDATE%'";
             let mut watcher = db.client();
             while count(&mut watcher, asking) == 0 {
                 assert!(std::time::Instant::now() < deadline, "no resume came");
