@@ -16,28 +16,35 @@
 #
 #   bench/python.sh                        # 2M rows, 1 run of each
 #   bench/python.sh --rows 6000000 --repeat 3
+#   bench/python.sh --methods "adbc polars psycopg"   # some methods only
 set -euo pipefail
 cd "$(dirname "$0")/.."
-rows=2000000 repeat=1
+rows=2000000 repeat=1 methods="pgpour pgpour-no-journal adbc polars psycopg"
 while [ $# -gt 0 ]; do
   case "$1" in
     --rows) rows=$2; shift 2 ;;
     --repeat) repeat=$2; shift 2 ;;
+    --methods) methods=$2; shift 2 ;;
     *) echo "unknown option $1" >&2; exit 2 ;;
   esac
 done
 bin=$(pg_config --bindir 2>/dev/null || echo /usr/lib/postgresql/15/bin)
 [ -x "$bin/initdb" ] || bin=/usr/lib/postgresql/15/bin
-cargo build --release --quiet --bin pgpour
-pgpour=$PWD/target/release/pgpour
+# The CLI writes the rows (`gen`); PGPOUR names a built one to use instead.
+if [ -n "${PGPOUR:-}" ]; then pgpour=$PGPOUR; else
+  cargo build --release --quiet --bin pgpour
+  pgpour=$PWD/target/release/pgpour
+fi
 venv=$PWD/target/bench-py-venv
 [ -x "$venv/bin/python" ] || python3 -m venv "$venv"
 "$venv/bin/python" -c 'import pyarrow, polars, adbc_driver_postgresql, psycopg, maturin' 2>/dev/null ||
   "$venv/bin/pip" install -q --disable-pip-version-check pyarrow polars adbc-driver-postgresql \
     adbc-driver-manager "psycopg[binary]" "maturin>=1.9.4,<2" >&2
-echo "building the package (release)..." >&2
-PATH=$venv/bin:$PATH "$venv/bin/pip" install -q --disable-pip-version-check --no-build-isolation \
-  --no-deps --force-reinstall ./crates/pgpour-py >&2
+case " $methods " in *" pgpour"*)
+  echo "building the package (release)..." >&2
+  PATH=$venv/bin:$PATH "$venv/bin/pip" install -q --disable-pip-version-check --no-build-isolation \
+    --no-deps --force-reinstall ./crates/pgpour-py >&2 ;;
+esac
 work=$(mktemp -d)
 trap '"$bin/pg_ctl" -D "$work/data" -m immediate stop >/dev/null 2>&1 || true; rm -rf "$work"' EXIT
 echo "machine: $(nproc) cores, $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo), $(uname -sr)" >&2
@@ -121,7 +128,6 @@ peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 print(f"{seconds:.2f} {peak:.0f} {max(peak - before, 0):.0f}")
 PY
 
-methods="pgpour pgpour-no-journal adbc polars psycopg"
 for i in $(seq "$repeat"); do
   for m in $methods; do
     psql -q -c "TRUNCATE lineitem; CHECKPOINT"
@@ -133,12 +139,13 @@ for i in $(seq "$repeat"); do
 done
 median() { sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 seconds_of() { cut -d' ' -f1 "$work/$1" | median; }
-pgpour_s=$(seconds_of pgpour)
+pgpour_s=$( [ -s "$work/pgpour" ] && seconds_of pgpour || echo 0)
 row() {
   local m=$1 name=$2 s peak added
+  [ -s "$work/$m" ] || return 0
   s=$(seconds_of "$m"); peak=$(cut -d' ' -f2 "$work/$m" | median); added=$(cut -d' ' -f3 "$work/$m" | median)
   awk -v name="$name" -v s="$s" -v rows="$rows" -v peak="$peak" -v added="$added" -v p="$pgpour_s" \
-    'BEGIN {printf "| %s | %s | %.0f | %s | %s | %.2f |\n", name, s, rows / s, peak, added, s / p}'
+    'BEGIN {printf "| %s | %s | %.0f | %s | %s | %s |\n", name, s, rows / s, peak, added, p > 0 ? sprintf("%.2f", s / p) : "-"}'
 }
 echo "lineitem, $rows rows in memory ($(du -m "$work/lineitem.arrow" | cut -f1) MiB as Arrow); PostgreSQL $(psql -At -c 'SHOW server_version'); medians of $repeat alternated runs"
 echo "$("$venv/bin/python" -c 'import pyarrow, polars, psycopg, adbc_driver_postgresql as a; print(f"pyarrow {pyarrow.__version__}, polars {polars.__version__}, psycopg {psycopg.__version__}, adbc-driver-postgresql {a.__version__}")')"
