@@ -145,7 +145,7 @@ row() {
   [ -s "$work/$m" ] || return 0
   s=$(seconds_of "$m"); peak=$(cut -d' ' -f2 "$work/$m" | median); added=$(cut -d' ' -f3 "$work/$m" | median)
   awk -v name="$name" -v s="$s" -v rows="$rows" -v peak="$peak" -v added="$added" -v p="$pgpour_s" \
-    'BEGIN {printf "| %s | %s | %.0f | %s | %s | %s |\n", name, s, rows / s, peak, added, p > 0 ? sprintf("%.2f", s / p) : "-"}'
+    'BEGIN {printf "| %s | %s | %.0f | %s | %s | %s |\n", name, s, rows / s, peak, added, (p > 0 ? sprintf("%.2f", s / p) : "-")}'
 }
 echo "lineitem, $rows rows in memory ($(du -m "$work/lineitem.arrow" | cut -f1) MiB as Arrow); PostgreSQL $(psql -At -c 'SHOW server_version'); medians of $repeat alternated runs"
 echo "$("$venv/bin/python" -c 'import pyarrow, polars, psycopg, adbc_driver_postgresql as a; print(f"pyarrow {pyarrow.__version__}, polars {polars.__version__}, psycopg {psycopg.__version__}, adbc-driver-postgresql {a.__version__}")')"
