@@ -4,6 +4,7 @@ public; and the progress bar drawn on a terminal."""
 
 from __future__ import annotations
 
+import importlib.metadata
 import inspect
 import os
 import pathlib
@@ -19,6 +20,10 @@ def test_the_native_module_is_built_for_the_stable_abi():
     # One wheel for every CPython from 3.9 on: the module is named for the
     # stable ABI, not for this interpreter's version.
     assert pathlib.Path(_native.__file__).name == "_native.abi3.so"
+    # The wheel pip built and installed says so too: CPython 3.9 and later.
+    wheel = importlib.metadata.distribution("pgpour").read_text("WHEEL")
+    tags = [line.split(": ", 1)[1] for line in wheel.splitlines() if line.startswith("Tag: ")]
+    assert tags and all(t.startswith("cp39-abi3-") for t in tags), wheel
 
 
 def test_types_and_docstrings_ship_with_the_package():
