@@ -12,14 +12,16 @@
 //!
 //! Needs Python 3.9 or newer with venv and pip (`PGPOUR_PYTHON` names the
 //! interpreter, default `python3`); `PGPOUR_PYTHON=skip` skips the test,
-//! saying so.
+//! saying so. `PGPOUR_PYTEST_ARGS` adds arguments to pytest's, split at
+//! spaces: `PGPOUR_PYTEST_ARGS="-k frames -x"` runs some tests only.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
 /// What the virtual environment gets from PyPI; a new line here makes it
 /// anew.
-const REQUIREMENTS: &str = "maturin>=1.9.4,<2\npytest>=7\npyarrow>=14\n";
+/// polars and pandas are there for the in-memory tests of their frames.
+const REQUIREMENTS: &str = "maturin>=1.9.4,<2\npytest>=7\npyarrow>=14\npolars>=1\npandas>=2.2\n";
 
 fn workspace() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -58,7 +60,7 @@ fn venv(python: &str, dir: &Path) -> PathBuf {
             Command::new(bin.join("pip"))
                 .args(["install", "--quiet", "--disable-pip-version-check"])
                 .args(REQUIREMENTS.lines()),
-            "installing maturin, pytest and pyarrow",
+            "installing maturin, pytest, pyarrow, polars and pandas",
         );
         std::fs::write(&stamp, REQUIREMENTS).expect("writing the requirements' stamp");
     }
@@ -108,6 +110,11 @@ fn the_python_package_passes_its_tests() {
     let status = Command::new(&venv_python)
         .args(["-m", "pytest", "-q", "-p", "no:cacheprovider"])
         .arg(root.join("crates/pgpour-py/tests"))
+        .args(
+            std::env::var("PGPOUR_PYTEST_ARGS")
+                .unwrap_or_default()
+                .split_whitespace(),
+        )
         .current_dir(&root)
         .env("PATH", &path)
         .env("PGPOUR_TEST_CONNINFO", db.conninfo())

@@ -1,0 +1,221 @@
+"""In-memory Arrow sources (pyarrow, polars, pandas through the PyCapsule
+interface) load the same values as PostgreSQL's own COPY of a CSV file
+written from the same Arrow data, type by type."""
+
+from __future__ import annotations
+
+import decimal
+import json
+import pathlib
+
+import pgpour
+import pytest
+from conftest import unique
+from frames import arrow_of, copy_csv, write_csv
+
+pa = pytest.importorskip("pyarrow")
+
+
+def _in_memory_loads() -> bool:
+    """Whether this build loads Arrow data: a build that does not refuses
+    before connecting anywhere."""
+    try:
+        pgpour.load(pa.table({"a": [1]}), "t", db="host=/nonexistent port=1")
+    except pgpour.OptionsError as e:
+        return "not supported yet" not in str(e)
+    except pgpour.Error:
+        pass
+    return True
+
+
+pytestmark = pytest.mark.skipif(
+    not _in_memory_loads(), reason="this build does not load in-memory Arrow data yet"
+)
+
+D = decimal.Decimal
+NS = 1_700_000_000_123_456_789  # 2023-11-14 22:13:20.123456789 UTC
+
+
+def ns(*values):
+    return list(values)
+
+
+# (name, Arrow array, PostgreSQL type): each with a NULL, and the edges
+# of its type where PostgreSQL can hold them.
+DTYPES = [
+    ("int8", pa.array([-128, 0, None, 127], pa.int8()), "smallint"),
+    ("int16", pa.array([-32768, 1, None, 32767], pa.int16()), "smallint"),
+    ("int32", pa.array([-(2**31), 2, None, 2**31 - 1], pa.int32()), "integer"),
+    ("int64", pa.array([-(2**63), 3, None, 2**63 - 1], pa.int64()), "bigint"),
+    ("int64_numeric", pa.array([-(2**63), 3, None, 2**63 - 1], pa.int64()), "numeric"),
+    ("uint8", pa.array([0, 7, None, 255], pa.uint8()), "smallint"),
+    ("uint16", pa.array([0, 8, None, 65535], pa.uint16()), "integer"),
+    ("uint32", pa.array([0, 9, None, 2**32 - 1], pa.uint32()), "bigint"),
+    ("uint64", pa.array([0, 10, None, 2**64 - 1], pa.uint64()), "numeric"),
+    ("float32", pa.array([0.1, float("nan"), None, float("inf"), -float("inf"), -0.0, 3.4e38], pa.float32()), "real"),
+    ("float64", pa.array([0.1, float("nan"), None, float("inf"), -float("inf"), 1e-300, -1.7e308], pa.float64()), "double precision"),
+    ("float32_double", pa.array([0.1, float("nan"), None, 1.5], pa.float32()), "double precision"),
+    ("decimal_2", pa.array([D("1.23"), D("-0.01"), None, D("99999999.99"), D("0")], pa.decimal128(10, 2)), "numeric"),
+    ("decimal_0", pa.array([D("1"), D("-12345678901234567890"), None], pa.decimal128(20, 0)), "numeric"),
+    ("decimal_10", pa.array([D("1.0000000001"), D("-0.0000000001"), None], pa.decimal128(38, 10)), "numeric"),
+    ("decimal_negative_scale", pa.array([D("1.2E+3"), D("-3E+2"), None], pa.decimal128(5, -2)), "numeric"),
+    ("decimal256", pa.array([D("1234567890123456789012345678901234567890.123456789"), None, D("-1")], pa.decimal256(60, 9)), "numeric"),
+    ("decimal_rounded", pa.array([D("1.25"), D("1.35"), D("-1.25"), None], pa.decimal128(10, 2)), "numeric(10,1)"),
+    ("date32", pa.array([0, 19000, None, -719162], pa.date32()), "date"),
+    ("date64", pa.array([0, 86_400_000, None], pa.date64()), "date"),
+    ("time64_ns", pa.array([0, 1, None, 86_399_999_999_999, 45_296_000_000_500], pa.time64("ns")), "time"),
+    ("time64_us", pa.array([0, 1, None, 86_399_999_999], pa.time64("us")), "time"),
+    ("time32_ms", pa.array([0, 1, None, 86_399_999], pa.time32("ms")), "time"),
+    ("timestamp_s", pa.array([0, 1_700_000_000, None, -1], pa.timestamp("s")), "timestamp"),
+    ("timestamp_ms", pa.array([0, 1_700_000_000_123, None, -1], pa.timestamp("ms")), "timestamp"),
+    ("timestamp_us", pa.array([0, 1_700_000_000_123_456, None, -1], pa.timestamp("us")), "timestamp"),
+    # Nanoseconds round to microseconds as PostgreSQL rounds text input,
+    # half to even on the fraction: .5 both ways, below and above 1970.
+    ("timestamp_ns", pa.array([NS, NS - 289, None, 1_500, 2_500, -1_500, -1], pa.timestamp("ns")), "timestamp"),
+    ("timestamp_ns_utc", pa.array([NS, NS - 289, None, 1_500, 2_500, -1], pa.timestamp("ns", tz="UTC")), "timestamptz"),
+    ("timestamp_ns_oslo", pa.array([NS, None, 1_500, -1], pa.timestamp("ns", tz="Europe/Oslo")), "timestamptz"),
+    ("timestamp_us_tz_into_timestamp", pa.array([0, 1_700_000_000_123_456, None], pa.timestamp("us", tz="UTC")), "timestamp"),
+    ("bool", pa.array([True, False, None], pa.bool_()), "boolean"),
+    ("utf8", pa.array(["a", "", None, "ø 中 \"q\",\n\\N"], pa.string()), "text"),
+    ("large_utf8", pa.array(["a", "", None, "ø"], pa.large_string()), "text"),
+    ("utf8_varchar", pa.array(["abc", "", None], pa.string()), "varchar(3)"),
+    ("utf8_jsonb", pa.array(['{"a": 1}', "[]", None], pa.string()), "jsonb"),
+    ("binary", pa.array([b"\x00\x01", b"", None, b"\xff"], pa.binary()), "bytea"),
+    ("large_binary", pa.array([b"\x00", None], pa.large_binary()), "bytea"),
+    ("uuid", pa.array([bytes(range(16)), None, b"\xff" * 16], pa.binary(16)), "uuid"),
+    ("dictionary", pa.array(["red", "green", None, "red", ""]).dictionary_encode(), "text"),
+    ("dictionary_int", pa.array([5, 7, None, 5], pa.int64()).dictionary_encode(), "bigint"),
+]
+if hasattr(pa, "string_view"):
+    DTYPES.append(("utf8_view", pa.array(["a", "", None, "a longer string than twelve"], pa.string_view()), "text"))
+    DTYPES.append(("binary_view", pa.array([b"a", b"", None], pa.binary_view()), "bytea"))
+
+
+def load_like_copy(db, frame, pg_type, tmp_path, **keywords):
+    """Loads `frame` (one column `v` beside an `i` index) with pgpour and
+    COPYs its CSV into a table of the same columns; both tables' names."""
+    columns = f"i bigint, v {pg_type}"
+    by_pgpour, by_copy = db.table(columns), db.table(columns)
+    result = pgpour.load(frame, by_pgpour, db=db.conninfo, **keywords)
+    path = tmp_path / f"{by_copy}.csv"
+    rows = write_csv(frame, path)
+    copy_csv(db, by_copy, arrow_of(frame).column_names, path)
+    assert result.rows_loaded == rows == db.count(by_pgpour)
+    return by_pgpour, by_copy
+
+
+def indexed(values):
+    return pa.table({"i": pa.array(range(len(values)), pa.int64()), "v": values})
+
+
+@pytest.mark.parametrize("name, values, pg_type", DTYPES, ids=[d[0] for d in DTYPES])
+def test_a_pyarrow_table_loads_what_copy_loads(db, tmp_path, name, values, pg_type):
+    by_pgpour, by_copy = load_like_copy(db, indexed(values), pg_type, tmp_path)
+    assert db.same_rows(f"TABLE {by_pgpour}", f"TABLE {by_copy}"), db.rows(by_pgpour)
+    assert db.sql(f"SELECT count(*) FROM {by_pgpour} WHERE v IS NULL") == str(values.null_count)
+
+
+@pytest.mark.parametrize("name, values, pg_type", DTYPES, ids=[d[0] for d in DTYPES])
+def test_a_polars_frame_loads_what_copy_loads(db, tmp_path, name, values, pg_type):
+    pl = pytest.importorskip("polars")
+    try:
+        frame = pl.from_arrow(indexed(values))
+    except Exception as e:  # a type polars does not have
+        pytest.skip(f"polars has no {values.type}: {e}")
+    by_pgpour, by_copy = load_like_copy(db, frame, pg_type, tmp_path)
+    assert db.same_rows(f"TABLE {by_pgpour}", f"TABLE {by_copy}"), db.rows(by_pgpour)
+
+
+@pytest.mark.parametrize("name, values, pg_type", DTYPES, ids=[d[0] for d in DTYPES])
+def test_a_pandas_frame_loads_what_copy_loads(db, tmp_path, name, values, pg_type):
+    pytest.importorskip("pandas")
+    try:
+        frame = indexed(values).to_pandas()
+        if not hasattr(frame, "__arrow_c_stream__"):
+            pytest.skip("this pandas has no Arrow export")
+        arrow_of(frame)
+    except (pa.ArrowException, TypeError, ValueError) as e:
+        pytest.skip(f"pandas cannot hold {values.type}: {e}")
+    by_pgpour, by_copy = load_like_copy(db, frame, pg_type, tmp_path)
+    assert db.same_rows(f"TABLE {by_pgpour}", f"TABLE {by_copy}"), db.rows(by_pgpour)
+
+
+def test_record_batches_readers_and_many_batches_load_in_order(db, tmp_path):
+    table = indexed(pa.array([f"row {i}" for i in range(1000)]))
+    reader = pa.RecordBatchReader.from_batches(table.schema, table.to_batches(max_chunksize=7))
+    for source in (reader, table.to_batches()[0]):
+        target = db.table("i bigint, v text")
+        result = pgpour.load(source, target, db=db.conninfo, chunk_size="4KiB", workers=2)
+        assert result.rows_loaded == 1000
+        assert db.sql(f"SELECT count(*) FROM {target} WHERE v = 'row ' || i") == "1000"
+
+
+def test_an_empty_frame_loads_no_rows(db):
+    empty = indexed(pa.array([], pa.string()))
+    target = db.table("i bigint, v text")
+    assert pgpour.load(empty, target, db=db.conninfo).rows_loaded == 0
+    assert db.count(target) == 0
+
+
+def test_columns_go_by_name_and_a_table_column_left_out_gets_its_default(db):
+    frame = pa.table({"name": ["a", "b"], "id": pa.array([1, 2], pa.int32())})
+    target = db.table("id int, note text DEFAULT 'none', name text")
+    pgpour.load(frame, target, db=db.conninfo)
+    assert db.rows(target) == ["(1,none,a)", "(2,none,b)"]
+    with pytest.raises(pgpour.LoadError, match="nope"):
+        pgpour.load(pa.table({"nope": [1]}), target, db=db.conninfo)
+
+
+def test_a_million_rows_load_whole(db):
+    n = 1_000_000
+    frame = pa.table({
+        "i": pa.array(range(n), pa.int64()),
+        "v": pa.array([i * 0.5 for i in range(n)], pa.float64()),
+    })
+    target = db.table("i bigint, v double precision")
+    result = pgpour.load(frame, target, db=db.conninfo, workers=2)
+    assert result.rows_loaded == n
+    assert db.sql(f"SELECT count(DISTINCT i), sum(i), sum(v) FROM {target}") == \
+        f"{n}|{n * (n - 1) // 2}|{n * (n - 1) / 4:.0f}"
+
+
+def test_bad_values_go_to_the_reject_file_by_row_index(db, tmp_path):
+    values = [1, 70000, 3, None, 5, -40000, 7]
+    frame = pa.table({"i": pa.array(range(7), pa.int64()), "v": pa.array(values, pa.int64())})
+    target = db.table("i bigint, v smallint NOT NULL")
+    rejects = tmp_path / "frame.rejected.jsonl"
+    result = pgpour.load(frame, target, db=db.conninfo, max_errors="all", reject_file=rejects, workers=2)
+    assert (result.rows_loaded, result.rows_rejected) == (4, 3)
+    # The table holds exactly the other rows.
+    assert db.rows(target) == ["(0,1)", "(2,3)", "(4,5)", "(6,7)"]
+    kept = [json.loads(line) for line in rejects.read_text().splitlines()]
+    assert sorted(r["i"] for r in kept) == ["1", "3", "5"]
+    log = [json.loads(line) for line in pathlib.Path(result.reject_log).read_text().splitlines()]
+    assert sorted(r["row"] for r in log) == [1, 3, 5]
+    assert {r["column"] for r in log} == {"v"}
+    # Without max_errors the first bad row stops the load, named by index.
+    with pytest.raises(pgpour.RowError) as raised:
+        pgpour.load(frame, db.table("i bigint, v smallint"), db=db.conninfo, workers=1)
+    error = raised.value
+    assert (error.row, error.column, error.value, error.sqlstate) == (1, "v", "70000", "22003")
+
+
+def test_an_in_memory_load_cannot_be_resumed_by_a_later_call(db):
+    frame = indexed(pa.array(["a", None]))
+    load_id = unique("frame")
+    target = db.table("i bigint, v text NOT NULL")
+    with pytest.raises(pgpour.RowError):
+        pgpour.load(frame, target, db=db.conninfo, load_id=load_id)
+    with pytest.raises(pgpour.Error) as raised:
+        pgpour.resume(load_id, db=db.conninfo)
+    assert "cannot be resumed" in str(raised.value)
+
+
+def test_atomic_loads_a_frame_whole_or_not_at_all(db):
+    values = pa.array(list(range(20000)) + [99999], pa.int64())
+    frame = indexed(values)
+    target = db.table("i bigint, v smallint")
+    with pytest.raises(pgpour.RowError) as raised:
+        pgpour.load(frame, target, db=db.conninfo, atomic=True, chunk_size="16KiB", workers=2)
+    assert raised.value.row == 20000
+    assert db.count(target) == 0
