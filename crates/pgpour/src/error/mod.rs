@@ -227,8 +227,8 @@ pub enum Error {
     #[error(
         "an Arrow stream (on stdin, or record batches given by a program) is read once, by the \
          process that gives it: a load of one cannot be resumed. The chunks it committed stay in \
-         the table (`pgpour status` counts them); load the whole stream again as a new load, \
-         with --truncate to start from an empty table"
+         the table; load the whole stream again as a new load, emptying the table first to \
+         start over"
     )]
     StreamNotResumable,
 
