@@ -740,8 +740,9 @@ pub struct LoadArgs {
 #[derive(Debug, Args, Default, PartialEq)]
 pub struct FormatArgs {
     /// Default from the file name (.csv -> csv; .tsv, .txt, .tab -> text),
-    /// else csv (stdin too). parquet and arrow (Arrow IPC files) are for
-    /// load, which knows them by their first bytes without this.
+    /// else csv (stdin too, unless its first bytes are an Arrow IPC
+    /// stream's). parquet and arrow (Arrow IPC files, or a stream on stdin)
+    /// are for load, which knows them by their first bytes without this.
     #[arg(long, short = 'f', value_name = "FORMAT")]
     pub format: Option<FormatArg>,
 

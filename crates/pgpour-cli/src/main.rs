@@ -105,7 +105,11 @@ fn run_load(mut config: LoadConfig) -> Result<ExitCode> {
     if journaled && !config.quiet && !config.json {
         eprintln!("pgpour: load {load_id}");
     }
-    let resume_hint = if journaled {
+    let streamed = config.load.input_kind == pgpour::InputKind::Arrow
+        && config.load.inputs.contains(&pgpour::InputSpec::Stdin);
+    let resume_hint = if streamed {
+        next_step::STREAM_NOT_RESUMABLE.to_string()
+    } else if journaled {
         format!("continue it with: pgpour resume {load_id}")
     } else {
         "it cannot be resumed (--no-journal)".to_string()
@@ -210,6 +214,7 @@ fn run_load(mut config: LoadConfig) -> Result<ExitCode> {
                 error: &failure.error,
                 load_id: &load_id,
                 journaled,
+                streamed,
                 committed: summary.rows_loaded + summary.rows_rejected,
             };
             if let Some(advice) = next_step::advice(&failed).filter(|_| data_moved && !restoring) {

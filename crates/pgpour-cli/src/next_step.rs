@@ -10,6 +10,8 @@ pub struct Failed<'a> {
     pub error: &'a Error,
     pub load_id: &'a str,
     pub journaled: bool,
+    /// It read an Arrow stream on stdin, which only this run could read.
+    pub streamed: bool,
     /// Rows committed (or rejected) before the failure.
     pub committed: u64,
 }
@@ -20,11 +22,15 @@ pub fn advice(failed: &Failed) -> Option<String> {
         error,
         load_id,
         journaled,
+        streamed,
         committed,
     } = *failed;
     let resume = format!("pgpour resume {load_id}");
     if !journaled {
         return (committed > 0).then(|| "it cannot be resumed (--no-journal)".to_string());
+    }
+    if streamed {
+        return Some(STREAM_NOT_RESUMABLE.to_string());
     }
     Some(match error {
         // A damaged input fails again at the same byte on resume.
@@ -71,6 +77,11 @@ pub fn advice(failed: &Failed) -> Option<String> {
     })
 }
 
+/// What a load of an Arrow stream on stdin can do after it stopped.
+pub const STREAM_NOT_RESUMABLE: &str = "it cannot be resumed (an Arrow stream on stdin is read \
+    once): fix the cause and send the whole stream again as a new load, with --truncate to start \
+    from an empty table";
+
 /// Failures of the run, not of the input or the options: a resume may
 /// get past them.
 fn resumable(error: &Error) -> bool {
@@ -97,6 +108,7 @@ mod tests {
             error: &error,
             load_id: "l1",
             journaled: true,
+            streamed: false,
             committed,
         };
         advice(&failed).unwrap_or_default()
@@ -160,11 +172,18 @@ mod tests {
             error: &data(),
             load_id: "l1",
             journaled: false,
+            streamed: false,
             committed: 5,
         };
         assert_eq!(
             advice(&no_journal).as_deref(),
             Some("it cannot be resumed (--no-journal)")
         );
+        let streamed = Failed {
+            journaled: true,
+            streamed: true,
+            ..no_journal
+        };
+        assert_eq!(advice(&streamed).as_deref(), Some(STREAM_NOT_RESUMABLE));
     }
 }

@@ -12,7 +12,7 @@ use std::time::Duration;
 use arrow_array::{ArrayRef, Int32Array, Int64Array, RecordBatch, StringArray};
 use arrow_schema::{DataType, Field, Schema};
 use common::text;
-use pgpour_testkit::parquet::{write_arrow_file, write_parquet};
+use pgpour_testkit::parquet::{arrow_stream_bytes, write_arrow_file, write_parquet};
 use pgpour_testkit::{shared_cluster, TestDb};
 
 /// `rows` rows: `id` from 1, `small` = id, or 40,000 (too big for a
@@ -208,4 +208,84 @@ fn sigkill_of_a_parquet_load_then_resume_loads_every_row_once() {
         killed >= 3,
         "only {killed} of 8 runs were killed while loading"
     );
+}
+
+#[test]
+fn an_arrow_stream_on_stdin_loads_and_its_load_cannot_be_resumed() {
+    let (db, dir) = setup("cli_columnar_stdin");
+    let batch = rows(1000, &[250, 900]);
+    let stream = arrow_stream_bytes(&[batch.slice(0, 400), batch.slice(400, 600)]);
+    let conninfo = db.conninfo();
+    let rejects = dir.path().join("stdin.rejected.jsonl");
+    // Known by its first bytes, then said with --format arrow.
+    for format in [None, Some("arrow")] {
+        db.client().batch_execute("TRUNCATE t").unwrap();
+        let mut args = vec!["load", "-", "-t", "t", "-d", &conninfo, "-q"];
+        args.extend(["--max-errors", "all", "--replace-rejects"]);
+        args.extend(["--reject-file", path(&rejects), "--chunk-size", "4KiB"]);
+        if let Some(format) = format {
+            args.extend(["--format", format]);
+        }
+        let out = common::pgpour(&args, Some(&stream));
+        assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+        assert_eq!(multiset(&db), (998, 998, 500_500 - 1150), "{format:?}");
+        let log = std::fs::read_to_string(format!("{}.jsonl", rejects.display())).unwrap();
+        let rows: Vec<serde_json::Value> = log
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        let at: Vec<_> = rows
+            .iter()
+            .map(|r| {
+                (
+                    r["byte"].clone(),
+                    r["row_group"].clone(),
+                    r["row_in_group"].clone(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            at,
+            [
+                (249.into(), 0.into(), 249.into()),
+                (899.into(), 1.into(), 499.into())
+            ],
+            "rows named by their index in the stream and in their batch"
+        );
+    }
+
+    // Stopped by its first bad row: the stream is gone, resume says so.
+    db.client().batch_execute("TRUNCATE t").unwrap();
+    let args = [
+        "load",
+        "-",
+        "-t",
+        "t",
+        "-d",
+        &conninfo,
+        "-q",
+        "--load-id",
+        "streamed",
+        "--reject-file",
+        path(&rejects),
+        "--replace-rejects",
+    ];
+    let out = common::pgpour(&args, Some(&stream));
+    let said = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{said}");
+    assert!(said.contains("it cannot be resumed"), "{said}");
+    let out = common::pgpour(&["resume", "streamed", "-d", &conninfo], None);
+    let said = text(&out.stderr);
+    assert_ne!(out.status.code(), Some(0), "{said}");
+    assert!(said.contains("cannot be resumed"), "{said}");
+
+    // Parquet cannot come on stdin: its footer is at its end.
+    let out = common::pgpour(
+        &[
+            "load", "-", "-t", "t", "-d", &conninfo, "--format", "parquet",
+        ],
+        Some(b"PAR1"),
+    );
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+    assert!(text(&out.stderr).contains("Parquet is read from files"));
 }

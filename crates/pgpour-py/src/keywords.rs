@@ -160,11 +160,10 @@ impl Keywords {
         connect: &ConnectOptions,
         stdin: StdinStream,
     ) -> pgpour::Result<(LoadOptions, Vec<Notice>)> {
-        let resolved = self
-            .request
-            .resolve(connect, &|key| std::env::var(key).ok())?;
+        let resolved =
+            self.request
+                .resolve_with_stdin(connect, &|key| std::env::var(key).ok(), stdin)?;
         let mut load = resolved.options;
-        load.stdin = stdin;
         load.workers = self.workers.or(load.workers);
         set(&mut load.truncate, self.truncate);
         if let Some(m) = self.max_errors {

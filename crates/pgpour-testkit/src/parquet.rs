@@ -45,3 +45,15 @@ pub fn write_arrow_file(path: &Path, batches: &[RecordBatch]) {
     }
     writer.finish().expect("closing the Arrow file");
 }
+
+/// `batches` as an Arrow IPC stream (the streaming format: no footer), as
+/// a program pipes it.
+pub fn arrow_stream_bytes(batches: &[RecordBatch]) -> Vec<u8> {
+    let schema = batches[0].schema();
+    let mut writer = arrow_ipc::writer::StreamWriter::try_new(Vec::new(), &schema)
+        .expect("an Arrow IPC stream writer");
+    for batch in batches {
+        writer.write(batch).expect("writing the batch");
+    }
+    writer.into_inner().expect("closing the Arrow stream")
+}

@@ -55,7 +55,7 @@ pub use journal::{LoadFilter, LoadState, LoadStatus};
 pub use options::{default_workers, LoadOptions, DEFAULT_CHUNK_SIZE};
 pub use pipeline::report::{LoadSummary, PhaseTime};
 pub use pipeline::workers_from::WorkersFrom;
-pub use pipeline::{explain, load, CommitMode, Explain, LoadFailure};
+pub use pipeline::{explain, load, load_batches, CommitMode, Explain, LoadFailure};
 pub use progress::{EndedAtMarker, Phase, Progress};
 pub use reject::RejectSink;
 pub use request::values;
@@ -68,7 +68,7 @@ pub use sniff::{
     given_type as sniff_given_type, sniff, sql_name, table_from_file as sniffed_table_name,
     table_sql as sniffed_table_sql, Dialect, Hints, Sniffed, SniffedColumn, SniffedType,
 };
-pub use source::arrow::InputKind;
+pub use source::arrow::{BatchStream, InputKind};
 pub use source::csv::frame;
 pub use source::csv::frame::MAX_RECORD_BYTES;
 pub use source::csv::reader::header_names;

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use crate::error::{Error, OptionsProblem, Result};
 use crate::reject::RejectSink;
-use crate::source::arrow::InputKind;
+use crate::source::arrow::{BatchStream, InputKind};
 use crate::source::format::FormatOptions;
 use crate::source::input::{InputSpec, StdinStream};
 use crate::sql::TableName;
@@ -107,6 +107,12 @@ pub struct LoadOptions {
     /// journaled: a resume cannot read it again.
     #[serde(skip)]
     pub stdin: StdinStream,
+    /// For an Arrow load of stdin (`-`): the record batches it reads, an
+    /// IPC stream or a program's reader (see [`crate::load_batches`]).
+    /// `None` opens stdin as an Arrow IPC stream when the load starts. Not
+    /// journaled: a stream cannot be resumed.
+    #[serde(skip)]
+    pub batches: Option<BatchStream>,
 }
 
 fn yes() -> bool {
@@ -123,6 +129,22 @@ impl LoadOptions {
     pub fn ensure_load_id(&mut self) -> &str {
         let table = &self.table.name;
         self.load_id.get_or_insert_with(|| new_load_id(table))
+    }
+
+    /// For an Arrow load of stdin: its batches, stdin opened as an Arrow
+    /// IPC stream if none were given (its schema message read now).
+    pub(crate) fn open_batches(&mut self) -> Result<()> {
+        let streamed =
+            self.input_kind == InputKind::Arrow && self.inputs.contains(&InputSpec::Stdin);
+        if streamed && self.batches.is_none() {
+            let stream =
+                BatchStream::from_ipc(self.stdin.reader()).map_err(|e| Error::ColumnarInput {
+                    file: InputSpec::Stdin.name(),
+                    message: e.to_string(),
+                })?;
+            self.batches = Some(stream);
+        }
+        Ok(())
     }
 
     /// Checks what can be checked without the server; the inputs' total
@@ -181,8 +203,11 @@ impl LoadOptions {
                 option: option.to_string(),
             })
         };
-        if self.inputs.contains(&InputSpec::Stdin) {
-            return refuse("reading stdin");
+        if self.input_kind == InputKind::Parquet && self.inputs.contains(&InputSpec::Stdin) {
+            // Its footer, at the end, says where the rows are.
+            return refuse(
+                "reading stdin (Parquet is read from files; an Arrow IPC stream can come on stdin)",
+            );
         }
         if self.skip_lines > 0 {
             return refuse("skipping lines");
@@ -253,6 +278,7 @@ impl LoadOptions {
             conflict_key: None,
             resuming: false,
             stdin: StdinStream::default(),
+            batches: None,
         }
     }
 }

@@ -67,6 +67,15 @@ pub fn resume(
             return Err(Box::new(LoadFailure { error, summary }));
         }
     };
+    let streamed = options.input_kind == crate::source::arrow::InputKind::Arrow
+        && options
+            .inputs
+            .contains(&crate::source::input::InputSpec::Stdin);
+    if streamed {
+        let summary = LoadSummary::nothing_loaded(load_id, started.elapsed());
+        let error = Error::StreamNotResumable;
+        return Err(Box::new(LoadFailure { error, summary }));
+    }
     changes.apply_to(&mut options);
     options.resuming = true;
     crate::pipeline::load(connect, &options, progress, cancel)

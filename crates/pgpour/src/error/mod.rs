@@ -221,6 +221,17 @@ pub enum Error {
     #[error("stdin cannot be read again: this load can only be resumed from files")]
     StdinNotRereadable,
 
+    /// A load that read an Arrow stream (stdin's, or a program's record
+    /// batches) asked to go on: only the process that gave the stream can
+    /// read it, once.
+    #[error(
+        "an Arrow stream (on stdin, or record batches given by a program) is read once, by the \
+         process that gives it: a load of one cannot be resumed. The chunks it committed stay in \
+         the table; load the whole stream again as a new load, emptying the table first to \
+         start over"
+    )]
+    StreamNotResumable,
+
     /// A Parquet or Arrow input that cannot be read as one.
     #[error("cannot read {file} as Parquet or Arrow: {message}")]
     ColumnarInput { file: String, message: String },

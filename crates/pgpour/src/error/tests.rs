@@ -71,6 +71,7 @@ fn every_error() -> Vec<Error> {
             source: io(),
         },
         Error::StdinNotRereadable,
+        Error::StreamNotResumable,
         Error::ColumnarInput {
             file: "data.parquet".into(),
             message: "Parquet magic bytes not found in footer".into(),
@@ -463,6 +464,7 @@ fn covers(error: &Error) {
         | Error::DuplicateColumn { .. }
         | Error::Input { .. }
         | Error::StdinNotRereadable
+        | Error::StreamNotResumable
         | Error::ColumnarInput { .. }
         | Error::ColumnarColumnMissing { .. }
         | Error::ColumnarExtraColumn { .. }

@@ -53,6 +53,8 @@ pub(crate) struct Plan {
     pub inputs: Vec<InputSpec>,
     /// What stdin reads.
     pub stdin: crate::source::input::StdinStream,
+    /// An Arrow load's batches from stdin or a program.
+    pub batches: Option<crate::source::arrow::BatchStream>,
     pub format: FormatOptions,
     pub target: Target,
     pub workers: usize,
@@ -337,17 +339,20 @@ pub(super) fn decide(
 fn columnar_target(target: &mut Target, options: &LoadOptions) -> Result<ArrowEncoder> {
     target.copy_sql = target.binary_copy_sql();
     let encoder = ArrowEncoder::new(target);
-    if let Some(InputSpec::File(path)) = options.inputs.first() {
-        let schema = crate::source::arrow::schema_of(path, options.input_kind)?;
+    let schema = match (options.inputs.first(), &options.batches) {
+        (Some(InputSpec::File(path)), _) => {
+            Some(crate::source::arrow::schema_of(path, options.input_kind)?)
+        }
+        (Some(InputSpec::Stdin), Some(batches)) => Some(batches.schema()),
+        _ => None,
+    };
+    if let (Some(schema), Some(input)) = (schema, options.inputs.first()) {
         let in_order: Vec<_> = target
             .columns
             .iter()
             .filter_map(|c| schema.field_with_name(c).ok().cloned())
             .collect();
-        encoder.check(
-            &path.display().to_string(),
-            &arrow_schema::Schema::new(in_order),
-        )?;
+        encoder.check(&input.name(), &arrow_schema::Schema::new(in_order))?;
     }
     Ok(encoder)
 }
@@ -400,6 +405,7 @@ impl Plan {
             resuming: options.resuming,
             inputs: options.inputs.clone(),
             stdin: options.stdin.clone(),
+            batches: options.batches.clone(),
             format: options.format.clone(),
             target,
             workers,

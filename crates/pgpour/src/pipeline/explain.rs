@@ -78,6 +78,9 @@ pub struct Explain {
 /// Connects, resolves and checks the target as a load would, and says what
 /// it would do with it.
 pub fn explain(connect: &ConnectOptions, options: &LoadOptions) -> Result<Explain> {
+    let mut options = options.clone();
+    options.open_batches()?;
+    let options = &options;
     let total = options.check()?;
     let pooler = crate::server::pooler::refuse_shared(connect)?.map(|mode| {
         format!(

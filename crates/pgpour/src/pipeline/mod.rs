@@ -9,6 +9,7 @@
 //! The options stop here: the phases take the plan `decide` makes. After
 //! the last pass the load's undo steps run, however it ended.
 
+mod batches;
 pub(crate) mod commit_mode;
 pub(crate) mod copy;
 mod decide;
@@ -40,6 +41,7 @@ use crate::server::conn::ConnectOptions;
 use crate::server::run_lock::RunLock;
 use crate::server::sessions::{connect_retrying, pinned, take_spare, Spare, RETRY_FOR};
 use crate::server::warm::WarmSessions;
+pub use batches::load_batches;
 use duplicates::Ending;
 pub use explain::{explain, Explain};
 use finish::Finished;
@@ -95,7 +97,7 @@ fn load_and_restore(
     // The run lock's session, the load's first one and its loading
     // sessions open side by side: each handshake is several round trips
     // away from a distant server. Only for options known to be sound.
-    let checked = options.check();
+    let checked = options.open_batches().and_then(|()| options.check());
     let warm = match &checked {
         Ok(total) => WarmSessions::open(connect, decide::streaming_sessions(&options, *total)),
         Err(_) => WarmSessions::default(),

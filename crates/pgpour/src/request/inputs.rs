@@ -8,7 +8,7 @@ use crate::error::{Error, RequestProblem, Result};
 use crate::reject::RejectSink;
 use crate::source::arrow::InputKind;
 use crate::source::format::Format;
-use crate::source::input::{without_compression_suffix, InputSpec};
+use crate::source::input::{without_compression_suffix, InputSpec, StdinStream};
 
 /// Expands globs (for quoted patterns the shell left alone), keeping
 /// order; a name that exists is taken as it is, even with `*` in it.
@@ -100,16 +100,39 @@ pub(super) fn format_from_names(inputs: &[InputSpec]) -> Result<Format> {
     Ok(found.map_or(Format::Csv, |(f, _)| f))
 }
 
-/// Parquet or Arrow when the first input file's first bytes say so; else
-/// delimited text.
-pub(super) fn kind_from_bytes(inputs: &[InputSpec]) -> InputKind {
-    inputs
-        .iter()
-        .find_map(|i| match i {
-            InputSpec::File(path) => Some(InputKind::of_file(path).unwrap_or_default()),
-            InputSpec::Stdin => None,
-        })
-        .unwrap_or_default()
+/// Parquet or Arrow when the first input file's first bytes say so (or,
+/// stdin alone, its first bytes: read, then given back in the stdin that
+/// comes back); else delimited text.
+pub(super) fn kind_from_bytes(
+    inputs: &[InputSpec],
+    stdin: StdinStream,
+) -> Result<(InputKind, StdinStream)> {
+    let of_files = inputs.iter().find_map(|i| match i {
+        InputSpec::File(path) => Some(InputKind::of_file(path).unwrap_or_default()),
+        InputSpec::Stdin => None,
+    });
+    match of_files {
+        Some(kind) => Ok((kind, stdin)),
+        None if inputs.contains(&InputSpec::Stdin) => peek_stdin(stdin),
+        None => Ok((InputKind::default(), stdin)),
+    }
+}
+
+/// The kind stdin's first bytes show, and a stdin that reads them again.
+fn peek_stdin(stdin: StdinStream) -> Result<(InputKind, StdinStream)> {
+    use std::io::Read;
+    let mut first = Vec::with_capacity(8);
+    stdin
+        .reader()
+        .take(8)
+        .read_to_end(&mut first)
+        .map_err(|e| InputSpec::Stdin.error(e))?;
+    let kind = InputKind::of_bytes(&first).unwrap_or_default();
+    let rest = stdin.reader();
+    Ok((
+        kind,
+        StdinStream::from_reader(std::io::Cursor::new(first).chain(rest)),
+    ))
 }
 
 #[cfg(test)]

@@ -27,9 +27,10 @@ use crate::error::{Error, RequestProblem, Result};
 use crate::options::LoadOptions;
 use crate::server::conn::ConnectOptions;
 use crate::sniff::{Hints, Sniffed};
+use crate::source::arrow::BatchStream;
 use crate::source::arrow::InputKind;
 use crate::source::format::{Format, FormatOptions, Header};
-use crate::source::input::InputSpec;
+use crate::source::input::{InputSpec, StdinStream};
 use crate::sql::TableName;
 
 pub use inputs::expand_inputs;
@@ -149,7 +150,21 @@ impl LoadRequest {
     /// Reads the first input when the table is created or the columns come
     /// from its header (which also asks the server to convert names in
     /// another encoding); `env` is the environment (PGCLIENTENCODING).
+    /// Stdin (`-`) is the process's.
     pub fn resolve(&self, connect: &ConnectOptions, env: Env<'_>) -> Result<Resolved> {
+        self.resolve_with_stdin(connect, env, StdinStream::default())
+    }
+
+    /// [`resolve`](Self::resolve), with `stdin` read for `-`: its first
+    /// bytes tell an Arrow IPC stream from text when no kind is given, and
+    /// an Arrow stream's schema is read from it now. The options' `stdin`
+    /// still yields what was read.
+    pub fn resolve_with_stdin(
+        &self,
+        connect: &ConnectOptions,
+        env: Env<'_>,
+        stdin: StdinStream,
+    ) -> Result<Resolved> {
         let refuse = |problem| Err(Error::InvalidRequest(problem));
         if self.columns.is_some() && self.columns_from_header {
             return refuse(RequestProblem::ColumnsTwice);
@@ -160,11 +175,12 @@ impl LoadRequest {
         let table = TableName::parse(&self.table)?;
         let mut notices = Vec::new();
         let inputs = expand_inputs(&self.inputs, &mut notices)?;
-        let kind = self
-            .input_kind
-            .unwrap_or_else(|| inputs::kind_from_bytes(&inputs));
+        let (kind, stdin) = match self.input_kind {
+            Some(kind) => (kind, stdin),
+            None => inputs::kind_from_bytes(&inputs, stdin)?,
+        };
         if kind.is_columnar() {
-            return self.resolve_columnar(inputs, table, kind, notices);
+            return self.resolve_columnar((inputs, stdin), table, kind, notices);
         }
         let (mut format, create_table, sniffed) = match &self.create {
             Some(create) => {
@@ -192,6 +208,7 @@ impl LoadRequest {
             (None, _) => None,
         };
         let mut options = LoadOptions::new(inputs, table, format);
+        options.stdin = stdin;
         options.columns = columns;
         options.create_table = create_table;
         options.skip_lines = self.skip_lines;
@@ -206,7 +223,7 @@ impl LoadRequest {
     /// every input must have them, and without a column list no others.
     fn resolve_columnar(
         &self,
-        inputs: Vec<InputSpec>,
+        (inputs, stdin): (Vec<InputSpec>, StdinStream),
         table: TableName,
         kind: InputKind,
         notices: Vec<Notice>,
@@ -223,11 +240,23 @@ impl LoadRequest {
             return refuse("HEADER");
         }
         let mut columns = self.columns.clone();
+        let mut batches = None;
         for input in &inputs {
-            let InputSpec::File(path) = input else {
-                return refuse("reading stdin");
+            let schema = match input {
+                InputSpec::File(path) => crate::source::arrow::schema_of(path, kind)?,
+                InputSpec::Stdin if kind == InputKind::Parquet => {
+                    return refuse("reading stdin (Parquet is read from files; an Arrow IPC stream can come on stdin)");
+                }
+                InputSpec::Stdin => {
+                    let stream = BatchStream::from_ipc(stdin.reader()).map_err(|e| {
+                        Error::ColumnarInput {
+                            file: input.name(),
+                            message: e.to_string(),
+                        }
+                    })?;
+                    batches.insert(stream).schema()
+                }
             };
-            let schema = crate::source::arrow::schema_of(path, kind)?;
             let names: Vec<String> = schema.fields().iter().map(|f| f.name().clone()).collect();
             let wanted = columns.get_or_insert_with(|| names.clone());
             if let Some(missing) = wanted.iter().find(|c| !names.contains(c)) {
@@ -248,6 +277,8 @@ impl LoadRequest {
         let mut options = LoadOptions::new(inputs, table, FormatOptions::new(Format::Csv));
         options.columns = columns;
         options.input_kind = kind;
+        options.stdin = stdin;
+        options.batches = batches;
         Ok(Resolved {
             options,
             notices,

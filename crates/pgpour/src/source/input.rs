@@ -189,7 +189,7 @@ impl StdinStream {
         StdinStream(Some(Arc::new(Mutex::new(Box::new(reader)))))
     }
 
-    fn reader(&self) -> Box<dyn Read + Send> {
+    pub(crate) fn reader(&self) -> Box<dyn Read + Send> {
         match &self.0 {
             None => Box::new(io::stdin()),
             Some(shared) => Box::new(SharedReader(shared.clone())),

@@ -26,7 +26,7 @@ fn options(db: &TestDb, inputs: &[&Path], table: &str) -> LoadOptions {
 }
 
 /// Every row of `table` as text, in `id` order.
-fn rows(db: &TestDb, table: &str) -> Vec<String> {
+pub(crate) fn rows(db: &TestDb, table: &str) -> Vec<String> {
     db.client()
         .query(&format!("SELECT t::text FROM {table} t ORDER BY id"), &[])
         .unwrap()
@@ -35,7 +35,7 @@ fn rows(db: &TestDb, table: &str) -> Vec<String> {
         .collect()
 }
 
-const COLUMNS: &str = "id bigint, i2 smallint, i4 integer, i8 bigint, n numeric, \
+pub(crate) const COLUMNS: &str = "id bigint, i2 smallint, i4 integer, i8 bigint, n numeric, \
     f4 real, f8 double precision, f4w real, f8n double precision, \
     d numeric, d2 numeric(10,2), d256 numeric, \
     dt date, tm time, ts timestamp, tstz timestamptz, b boolean, \
@@ -43,7 +43,7 @@ const COLUMNS: &str = "id bigint, i2 smallint, i4 integer, i8 bigint, n numeric,
 
 /// The same values as Arrow arrays and as CSV text, each row's text as a
 /// CSV export of it would hold it.
-fn typed_batch() -> (RecordBatch, String) {
+pub(crate) fn typed_batch() -> (RecordBatch, String) {
     let mut uuids = FixedSizeBinaryBuilder::new(16);
     uuids.append_value([0x12u8; 16]).unwrap();
     uuids.append_null();
@@ -228,7 +228,7 @@ fn typed_batch() -> (RecordBatch, String) {
 }
 
 /// Loads `csv` into `table` with PostgreSQL's own COPY.
-fn copy_text(db: &TestDb, table: &str, csv: &str) {
+pub(crate) fn copy_text(db: &TestDb, table: &str, csv: &str) {
     use std::io::Write;
     let mut client = db.client();
     let mut writer = client
@@ -279,7 +279,7 @@ fn numbered(n: i64, with_extra: bool) -> RecordBatch {
 }
 
 /// The same, `id` from `start`.
-fn numbered_from(start: i64, n: i64, with_extra: bool) -> RecordBatch {
+pub(crate) fn numbered_from(start: i64, n: i64, with_extra: bool) -> RecordBatch {
     let mut fields = vec![
         Field::new("id", DataType::Int64, false),
         Field::new("small", DataType::Int32, true),

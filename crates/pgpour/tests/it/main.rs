@@ -1,6 +1,7 @@
 //! Integration tests against a real PostgreSQL started by the test kit.
 //! One test binary, one throwaway cluster, a database per test.
 
+mod batch_streams;
 mod binary;
 mod client_certificate;
 mod columnar;

@@ -198,6 +198,7 @@ pub(super) fn run(
                 progress: setup.progress,
                 stop: &stop,
                 cancel: setup.cancel,
+                batches: plan.batches.as_ref(),
             };
             let end = reader.run(&tx);
             drop(tx);

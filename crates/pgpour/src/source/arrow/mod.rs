@@ -6,8 +6,10 @@
 
 pub(crate) mod columnar;
 pub(crate) mod read;
+pub(crate) mod stream;
 
 pub use columnar::{Columnar, EncodedRows, RowProblem};
+pub use stream::BatchStream;
 
 use std::fs::File;
 use std::io::Read;
@@ -51,7 +53,7 @@ impl InputKind {
         Self::of_bytes(&first[..got])
     }
 
-    fn of_bytes(first: &[u8]) -> Option<InputKind> {
+    pub(crate) fn of_bytes(first: &[u8]) -> Option<InputKind> {
         if first.starts_with(b"PAR1") {
             Some(InputKind::Parquet)
         } else if first.starts_with(b"ARROW1") || first.starts_with(&[0xff, 0xff, 0xff, 0xff]) {

@@ -15,7 +15,7 @@ use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use arrow_array::RecordBatch;
-use arrow_schema::{Schema, SchemaRef};
+use arrow_schema::{ArrowError, Schema, SchemaRef};
 use crossbeam_channel::Sender;
 use parquet::arrow::arrow_reader::{
     ArrowReaderMetadata, ArrowReaderOptions, ParquetRecordBatchReaderBuilder, RowSelection,
@@ -23,7 +23,7 @@ use parquet::arrow::arrow_reader::{
 };
 use parquet::arrow::ProjectionMask;
 
-use super::{Columnar, InputKind};
+use super::{BatchStream, Columnar, InputKind};
 use crate::error::{Error, Result};
 use crate::progress::Progress;
 use crate::source::chunk::{Batch, Chunk};
@@ -44,6 +44,9 @@ pub(crate) struct ArrowReader<'a> {
     pub progress: &'a Progress,
     pub stop: &'a AtomicBool,
     pub cancel: &'a AtomicBool,
+    /// What an Arrow input on stdin reads: its IPC stream, or the batches
+    /// a program gave.
+    pub batches: Option<&'a BatchStream>,
 }
 
 /// Opens an input file, refusing anything but a file (stdin included: a
@@ -65,20 +68,27 @@ impl ArrowReader<'_> {
     pub fn run(&self, tx: &Sender<Batch>) -> Result<ReadEnd> {
         let mut out = Outbox { tx, seq: 0 };
         for (index, input) in self.inputs.iter().enumerate() {
-            let InputSpec::File(path) = input else {
-                return Err(self.problem(
-                    input,
-                    "Parquet and Arrow inputs are read from files, not stdin",
-                ));
-            };
             let wanted: Vec<(u64, Option<u64>)> = self.segments[index]
                 .iter()
                 .filter(|s| !s.committed)
                 .map(|s| (s.from, s.to))
                 .collect();
-            let sent = match self.kind {
-                InputKind::Parquet => self.read_parquet(index, path, &wanted, &mut out)?,
-                _ => self.read_ipc(index, path, &wanted, &mut out)?,
+            let sent = match (input, self.kind) {
+                (InputSpec::File(path), InputKind::Parquet) => {
+                    self.read_parquet(index, path, &wanted, &mut out)?
+                }
+                (InputSpec::File(path), _) => self.read_ipc(index, path, &wanted, &mut out)?,
+                (InputSpec::Stdin, InputKind::Arrow) => {
+                    self.read_stream(index, input, &wanted, &mut out)?
+                }
+                (InputSpec::Stdin, _) => {
+                    return Err(self.problem(
+                        input,
+                        "Parquet is read from files, not stdin (its footer, at the end, says \
+                         where its rows are); give the file's path, or send an Arrow IPC stream \
+                         on stdin with --format arrow",
+                    ))
+                }
             };
             if !sent {
                 return Ok(ReadEnd::Stopped);
@@ -213,17 +223,67 @@ impl ArrowReader<'_> {
         out: &mut Outbox<'_>,
     ) -> Result<bool> {
         let name = path.display().to_string();
-        let unreadable = |e: arrow_schema::ArrowError| Error::ColumnarInput {
-            file: name.clone(),
-            message: e.to_string(),
-        };
         let file = open(path)?;
         let size = file.metadata().map(|m| m.len()).unwrap_or(0);
-        let mut reader = IpcReader::open(file).map_err(unreadable)?;
-        let order = self.column_indexes(&name, &reader.schema())?;
+        let reader = IpcReader::open(file).map_err(|e| Error::ColumnarInput {
+            file: name.clone(),
+            message: e.to_string(),
+        })?;
+        let schema = reader.schema();
+        let mut batches = std::iter::from_fn({
+            let mut reader = reader;
+            move || reader.next_batch().transpose()
+        });
+        let from = (index, name.as_str(), &*schema);
+        self.send_batches(from, &mut batches, wanted, Some(size), out)
+    }
+
+    /// Reads the record batches of a stream (stdin's Arrow IPC, or a
+    /// program's reader), all of them: a stream cannot skip what an earlier
+    /// run committed, nor be read a second time.
+    fn read_stream(
+        &self,
+        index: usize,
+        input: &InputSpec,
+        wanted: &[(u64, Option<u64>)],
+        out: &mut Outbox<'_>,
+    ) -> Result<bool> {
+        if wanted != [(0, None)] {
+            return Err(Error::StreamNotResumable);
+        }
+        let Some(mut reader) = self.batches.and_then(BatchStream::take) else {
+            return Err(Error::StreamNotResumable);
+        };
+        let name = input.name();
+        let schema = reader.schema();
+        let from = (index, name.as_str(), &*schema);
+        self.send_batches(from, &mut reader, wanted, None, out)
+    }
+
+    /// Sends the wanted rows of `batches` (the record batches of input
+    /// `index`, called `name`, of `schema`) as chunks of about a chunk's
+    /// size; each batch counts as a row group. `size` caps the bytes
+    /// counted as read at the file's.
+    fn send_batches(
+        &self,
+        (index, name, schema): (usize, &str, &Schema),
+        batches: &mut dyn Iterator<Item = std::result::Result<RecordBatch, ArrowError>>,
+        wanted: &[(u64, Option<u64>)],
+        size: Option<u64>,
+        out: &mut Outbox<'_>,
+    ) -> Result<bool> {
+        let unreadable = |e: ArrowError| Error::ColumnarInput {
+            file: name.to_string(),
+            message: e.to_string(),
+        };
+        let order = self.column_indexes(name, schema)?;
         let mut group_start = 0u64;
-        let mut group = 0u64;
-        while let Some(batch) = reader.next_batch().map_err(unreadable)? {
+        for (group, batch) in batches.enumerate() {
+            let group = group as u64;
+            if self.stopped() {
+                return Ok(false);
+            }
+            let batch = batch.map_err(unreadable)?;
             let rows = batch.num_rows() as u64;
             let group_end = group_start + rows;
             let batch = batch.project(&order).map_err(unreadable)?;
@@ -237,7 +297,7 @@ impl ArrowReader<'_> {
                     }
                     let n = step.min(to - at);
                     let slice = batch.slice((at - group_start) as usize, n as usize);
-                    let bytes = size.min(row_bytes as u64 * n);
+                    let bytes = size.unwrap_or(u64::MAX).min(row_bytes as u64 * n);
                     if !self.send(out, (index, group, at, at - group_start), slice, bytes) {
                         return Ok(false);
                     }
@@ -245,7 +305,6 @@ impl ArrowReader<'_> {
                 }
             }
             group_start = group_end;
-            group += 1;
         }
         Ok(true)
     }
