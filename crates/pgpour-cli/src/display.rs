@@ -163,6 +163,10 @@ pub fn workers_note(from: Option<pgpour::WorkersFrom>) -> String {
                                                     itself: one transaction holds every row the \
                                                     key checks at its end"
             .to_string(),
+        Some(WorkersFrom::SelfReferenceKept) => "a foreign key to the table itself stays in \
+                                                 place: one transaction holds every row it \
+                                                 checks at its end"
+            .to_string(),
         Some(other) => format!("{other:?}"),
     };
     format!(" ({why})")

@@ -331,6 +331,12 @@ pub(super) fn decide(
     plan.route = route;
     plan.route_required = options.citus_route == CitusRoute::Shards;
     plan.arrow = arrow;
+    crate::pipeline::self_reference::one_transaction_if_kept(
+        &mut client,
+        &mut plan,
+        options,
+        total,
+    )?;
     Ok((client, plan))
 }
 

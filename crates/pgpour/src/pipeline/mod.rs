@@ -20,6 +20,7 @@ mod finish;
 mod orphans;
 mod prepare;
 pub(crate) mod report;
+mod self_reference;
 mod workers;
 pub(crate) mod workers_from;
 

@@ -26,4 +26,8 @@ pub enum WorkersFrom {
     /// refer to one further down the file, which only one transaction
     /// holding every row can check, so one worker.
     AtomicSelfReference,
+    /// A foreign key to the table itself stays in place (the load cannot
+    /// take it off): a row may refer to one further down the file, so the
+    /// load goes in one transaction, the key checked at its end.
+    SelfReferenceKept,
 }

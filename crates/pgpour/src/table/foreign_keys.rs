@@ -181,6 +181,12 @@ impl ForeignKeyPlan {
                  when the role owns the table): a row may refer to one further down the file",
                 why(reason)
             )),
+            Some(LeftAlone::InOneTransaction(key)) => lines.push(format!(
+                "foreign key {key}: the load goes in one transaction of one worker, the key \
+                 deferred to its end (one not DEFERRABLE made so for that transaction, when the \
+                 role owns the table), so a row may refer to one further down the file; a \
+                 missing reference fails the load with nothing committed"
+            )),
             Some(reason) => lines.push(format!(
                 "foreign keys kept in place, each chunk's rows checked as it commits (a row \
                  may not refer to one further down the file): {}",

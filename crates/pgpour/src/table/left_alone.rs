@@ -13,6 +13,10 @@ pub enum LeftAlone {
     Atomic,
     /// Anything else, in words: "the table is not empty"...
     Because(String),
+    /// The load goes in one transaction, so that a foreign key to the
+    /// table itself that stays in place is checked once every row is in:
+    /// which key, and why it stays.
+    InOneTransaction(String),
 }
 
 impl std::fmt::Display for LeftAlone {
@@ -24,6 +28,11 @@ impl std::fmt::Display for LeftAlone {
             }
             LeftAlone::Atomic => f.write_str("atomic loads keep them"),
             LeftAlone::Because(reason) => f.write_str(reason),
+            LeftAlone::InOneTransaction(key) => write!(
+                f,
+                "the load goes in one transaction for the foreign key {key}, checked once \
+                 every row is in"
+            ),
         }
     }
 }

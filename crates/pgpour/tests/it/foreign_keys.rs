@@ -14,7 +14,7 @@ use pgpour_testkit::shared_cluster;
 use crate::harness::load;
 
 /// A load of `lines` into `table`, in chunks of 256 bytes.
-fn options(dir: &tempfile::TempDir, table: &str, lines: &[String]) -> LoadOptions {
+pub(crate) fn options(dir: &tempfile::TempDir, table: &str, lines: &[String]) -> LoadOptions {
     let path = dir.path().join(format!("{table}.csv"));
     std::fs::write(&path, body(lines)).unwrap();
     let mut options = LoadOptions::new(
@@ -27,12 +27,16 @@ fn options(dir: &tempfile::TempDir, table: &str, lines: &[String]) -> LoadOption
     options
 }
 
-fn body(lines: &[String]) -> String {
+pub(crate) fn body(lines: &[String]) -> String {
     lines.iter().map(|l| format!("{l}\n")).collect()
 }
 
 /// PostgreSQL's own COPY of `lines` into `table`.
-fn copy(client: &mut postgres::Client, table: &str, lines: &[String]) -> Result<u64, String> {
+pub(crate) fn copy(
+    client: &mut postgres::Client,
+    table: &str,
+    lines: &[String],
+) -> Result<u64, String> {
     let mut writer = client
         .copy_in(&format!("COPY {table} FROM STDIN (FORMAT csv)"))
         .unwrap();
@@ -41,7 +45,7 @@ fn copy(client: &mut postgres::Client, table: &str, lines: &[String]) -> Result<
 }
 
 /// The rows of `table` as text, sorted.
-fn rows(client: &mut postgres::Client, table: &str) -> BTreeSet<String> {
+pub(crate) fn rows(client: &mut postgres::Client, table: &str) -> BTreeSet<String> {
     client
         .query(&format!("SELECT t::text FROM {table} t"), &[])
         .unwrap()
@@ -51,7 +55,7 @@ fn rows(client: &mut postgres::Client, table: &str) -> BTreeSet<String> {
 }
 
 /// The table's foreign keys: name, definition, validated.
-fn keys(client: &mut postgres::Client, table: &str) -> Vec<(String, String, bool)> {
+pub(crate) fn keys(client: &mut postgres::Client, table: &str) -> Vec<(String, String, bool)> {
     client
         .query(
             "SELECT conname::text, pg_get_constraintdef(oid), convalidated FROM pg_constraint \
@@ -66,7 +70,7 @@ fn keys(client: &mut postgres::Client, table: &str) -> Vec<(String, String, bool
 
 /// 400 employees, each manager (but the first line's) further down the
 /// file: line i is managed by the employee of line i + 1 + i % 7.
-fn employees() -> Vec<String> {
+pub(crate) fn employees() -> Vec<String> {
     let n = 400;
     (1..=n)
         .map(|i| {
@@ -80,7 +84,7 @@ fn employees() -> Vec<String> {
 }
 
 /// Each kind of key, on a table and its twin that COPY fills.
-const KINDS: &[(&str, &str)] = &[
+pub(crate) const KINDS: &[(&str, &str)] = &[
     (
         "immediate",
         "id int PRIMARY KEY, name text, manager int REFERENCES {t}(id)",
@@ -188,7 +192,7 @@ fn keys_to_a_parent_of_several_columns_load_as_copy_loads_them() {
 
 /// A chain of references to the table itself, some missing: the rows COPY
 /// row by row would refuse, the chain's children with their parent.
-fn chain() -> (Vec<String>, BTreeSet<usize>) {
+pub(crate) fn chain() -> (Vec<String>, BTreeSet<usize>) {
     let mut lines = employees();
     // Line 50 refers to nobody there; lines referring to it (managed by
     // the employee of line 50) are refused in turn, and so on up.
@@ -314,29 +318,35 @@ fn a_missing_reference_stops_the_load_naming_its_line_and_resume_rejects_it() {
     assert!(keys[0].2, "valid");
 }
 
-/// Asked to keep them, the load checks each chunk as it commits: the file
-/// whose rows refer further down fails, as before.
+/// Asked to keep them, the load checks each chunk as it commits: a key to
+/// another table cannot be satisfied further down the file, so chunk by
+/// chunk is what COPY checks; a missing parent stops the load naming its
+/// line. (A key to the table itself kept in place: see
+/// `self_reference_kept`.)
 #[test]
 fn keep_foreign_keys_checks_each_chunk() {
     let db = shared_cluster().create_database("fk_kept");
     let mut client = db.client();
     client
         .batch_execute(
-            "CREATE TABLE emp (id int PRIMARY KEY, name text, manager int REFERENCES emp(id))",
+            "CREATE TABLE boss (id int PRIMARY KEY); \
+             INSERT INTO boss SELECT generate_series(1, 400); \
+             CREATE TABLE emp (id int PRIMARY KEY, name text, manager int REFERENCES boss(id))",
         )
         .unwrap();
+    let mut lines = employees();
+    lines[299] = "300,employee 300,9999".into();
     let dir = tempfile::tempdir().unwrap();
-    let mut options = options(&dir, "emp", &employees());
+    let mut options = options(&dir, "emp", &lines);
     options.keep_foreign_keys = true;
     let plan = pgpour::explain(&crate::harness::connect(&db), &options).unwrap();
     assert!(plan.foreign_keys.take_off.is_empty());
     assert!(plan.foreign_keys.not_used.is_some());
+    assert_eq!(plan.commit, pgpour::CommitMode::PerChunk);
     let failure = load(&db, &options).unwrap_err();
-    assert!(
-        failure.error.to_string().contains("foreign key"),
-        "{}",
-        failure.error
-    );
+    let said = failure.error.to_string();
+    assert!(said.contains("emp.csv:300"), "{said}");
+    assert!(said.contains("emp_manager_fkey"), "{said}");
 }
 
 /// `--atomic`: one transaction holds every row, its keys deferred to its

@@ -23,5 +23,6 @@ mod rejects;
 mod resume;
 mod round_trips;
 mod same_as_copy;
+mod self_reference_kept;
 mod small_files;
 mod targets;

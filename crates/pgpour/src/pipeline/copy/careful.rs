@@ -79,6 +79,11 @@ pub(crate) struct ChunkLoader<'a> {
     /// With `--on-conflict skip|update`: each COPY (into the staging
     /// table) is merged into the table, in chunk order.
     pub merge: Option<(&'a Merge, &'a MergeOrder)>,
+    /// A foreign key to the table itself kept in place, for a load in one
+    /// transaction (see `pipeline::self_reference`): what the load says
+    /// when it refuses a row. Such a refusal is not looked for row by row:
+    /// a half of the rows would refuse a row whose parent is in the other.
+    pub self_reference: Option<&'a str>,
 }
 
 /// How a COPY failed.
@@ -145,6 +150,14 @@ impl<'a> ChunkLoader<'a> {
             Err(Failure::Row { copy_line, server }) => {
                 self.careful(client, before, chunk, file, Some((copy_line, server)))
             }
+            Err(Failure::Data(server)) if server.sqlstate == "23503" => match self.self_reference {
+                Some(why) => Err(Error::Target(format!(
+                    "{file} (lines {} to {}): {server}: {why}",
+                    chunk.first_line,
+                    chunk.first_line + chunk.lines.max(1) - 1
+                ))),
+                None => self.careful(client, before, chunk, file, None),
+            },
             Err(Failure::Data(_)) => self.careful(client, before, chunk, file, None),
         }
     }

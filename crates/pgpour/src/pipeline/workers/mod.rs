@@ -96,6 +96,7 @@ pub(super) fn run(
     let budget = RejectBudget::new(plan.max_errors, rejects_before);
     let merge_order = MergeOrder::default();
     let merge = plan.merge.as_ref().map(|m| (m, &merge_order));
+    let self_reference = crate::pipeline::self_reference::refused_words(plan);
     let loader = ChunkLoader {
         copy_sql: merge.map_or(&target.copy_sql, |(m, _)| &m.copy_sql),
         // The server names the table of a refused row in its context.
@@ -109,6 +110,7 @@ pub(super) fn run(
         sink: plan.atomic.is_none().then_some(setup.sink),
         binary: plan.wire.encoder.as_ref(),
         merge,
+        self_reference: self_reference.as_deref(),
     };
     let committed_ranges: Mutex<Vec<(usize, u64, u64)>> = Mutex::new(Vec::new());
     let committed = AtomicU64::new(0);
@@ -526,8 +528,9 @@ impl Worker<'_> {
                 checked.map_err(|e| match crate::error::ServerError::from_db(&e) {
                     Some(server) => Error::Target(format!(
                         "{}: a foreign key refuses a row once every row is in, so \
-                             nothing was committed: {server}",
-                        self.target.qualified
+                             nothing was committed: {server}{}",
+                        self.target.qualified,
+                        crate::pipeline::self_reference::inputs_named(self.plan)
                     )),
                     None => Error::db("checking the table's foreign keys")(e),
                 })?;
