@@ -106,6 +106,15 @@ fn every_method_loads_the_votes_rows() {
         );
     }
     assert!(html.contains("<svg id=\"rate-chart\"") && html.contains("<svg id=\"timeline-chart\""));
+    assert!(html.contains("<svg id=\"cpu-chart\""));
+    // The test server is local: its CPU is read for every run, or a note
+    // says why not (its data directory unreadable to this user).
+    let server_cpu = report
+        .cases
+        .iter()
+        .all(|c| c.stats.unwrap().server_cpu_seconds.is_some());
+    let why_not = report.notes.iter().any(|n| n.starts_with("no server CPU"));
+    assert!(server_cpu != why_not, "{:?}", report.notes);
     // Self-contained: nothing to fetch, nothing to run.
     assert!(!html.contains("src=") && !html.contains("href=") && !html.contains("<script"));
 }
