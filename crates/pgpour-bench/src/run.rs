@@ -249,13 +249,13 @@ fn standing_notes(options: &BenchOptions) -> Vec<String> {
         .any(|m| matches!(m, Method::PgBulkloadDirect | Method::PgBulkloadParallel))
     {
         notes.push(
-            "pg_bulkload-* write the table's pages without WAL: a standby never receives these              rows and a point-in-time recovery loses them (replication and PITR break); a table              whose columns the file does not all fill goes through a SQL FILTER function"
+            "pg_bulkload-* write the table's pages without WAL: a standby never receives these rows and a point-in-time recovery loses them (replication and PITR break); a table whose columns the file does not all fill goes through a SQL FILTER function"
                 .into(),
         );
     }
     if options.methods.iter().any(|m| m.is_peer()) {
         notes.push(
-            "the other loaders run as their own programs on the csv file, with the settings their              documentation gives for speed: pg_bulkload WRITER=DIRECT/PARALLEL; pgloader workers =              2 x cores, concurrency = cores, drop indexes into an empty table;              timescaledb-parallel-copy one worker per core, batches of 5000; ADBC adbc_ingest of              pyarrow's csv batches; psycopg copy() of 1 MiB blocks; their start is in their time"
+            "the other loaders run as their own programs on the csv file, with the settings their documentation gives for speed: pg_bulkload WRITER=DIRECT/PARALLEL; pgloader workers = 2 x cores, concurrency = cores, drop indexes into an empty table; timescaledb-parallel-copy one worker per core, batches of 5000; ADBC adbc_ingest of pyarrow's csv batches; psycopg copy() of 1 MiB blocks; their start is in their time"
                 .into(),
         );
     }
