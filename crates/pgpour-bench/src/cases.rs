@@ -13,6 +13,7 @@ use pgpour::ServerError;
 use pgpour::{ConnectOptions, LoadOptions, Progress};
 use postgres::Client;
 
+use crate::cpu::{self, CpuReading, ServerProcesses};
 use crate::error::{Error, Result};
 use crate::insert::{self, InsertJob};
 use crate::method::Method;
@@ -30,6 +31,8 @@ pub struct Bench<'a> {
     pub pgpour_workers: Option<usize>,
     pub check_rows: bool,
     pub cancel: &'a AtomicBool,
+    /// The local server's processes, whose CPU time each run reads.
+    pub server: Option<ServerProcesses>,
 }
 
 /// Why a run produced no figure.
@@ -95,6 +98,7 @@ impl Bench<'_> {
             Method::Parallel => self.parallel_copy(&target)?,
             Method::ServerFile => self.server_file(admin, &target)?,
             Method::Pgpour => self.pgpour()?,
+            peer => self.peer(admin, peer, &target)?,
         };
         if self.cancel.load(Ordering::Relaxed) {
             return Err(NotRun::Failed(Error::Failed("interrupted".into())));
@@ -155,8 +159,11 @@ impl Bench<'_> {
         let mut client = self.connect.connect()?;
         let rows_done = AtomicU64::new(0);
         let columns = self.data.load_columns.len();
-        let (rows, seconds, timeline) =
-            timed(method, &|| rows_done.load(Ordering::Relaxed), || {
+        let (rows, timing) = timed(
+            method,
+            self.server.as_ref(),
+            &|| rows_done.load(Ordering::Relaxed),
+            || {
                 let job = InsertJob {
                     method,
                     target,
@@ -168,12 +175,9 @@ impl Bench<'_> {
                     rows_done: &rows_done,
                 };
                 insert::run(&mut client, &job)
-            });
-        Ok(Run {
-            rows: rows?,
-            seconds,
-            timeline,
-        })
+            },
+        );
+        Ok(timing.run(rows?))
     }
 
     fn single_copy(&self, method: Method, target: &str) -> Result<Run> {
@@ -192,7 +196,7 @@ impl Bench<'_> {
         let sent = AtomicU64::new(0);
         let mut client = self.connect.connect()?;
         let rows_sent = || self.data.rows * sent.load(Ordering::Relaxed) / length.max(1);
-        let (outcome, seconds, timeline) = timed(method, &rows_sent, || {
+        let (outcome, timing) = timed(method, self.server.as_ref(), &rows_sent, || {
             if freeze {
                 // FREEZE needs the table created or emptied in this transaction.
                 client
@@ -208,11 +212,7 @@ impl Bench<'_> {
             Ok::<_, Error>(())
         });
         outcome?;
-        Ok(Run {
-            rows: self.data.rows,
-            seconds,
-            timeline,
-        })
+        Ok(timing.run(self.data.rows))
     }
 
     fn parallel_copy(&self, target: &str) -> Result<Run> {
@@ -228,7 +228,7 @@ impl Bench<'_> {
             .collect::<pgpour::Result<Vec<_>>>()?;
         let sent = AtomicU64::new(0);
         let rows_sent = || self.data.rows * sent.load(Ordering::Relaxed) / length.max(1);
-        let (outcome, seconds, timeline) = timed(Method::Parallel, &rows_sent, || {
+        let (outcome, timing) = timed(Method::Parallel, self.server.as_ref(), &rows_sent, || {
             std::thread::scope(|scope| {
                 let handles: Vec<_> = clients
                     .iter_mut()
@@ -247,11 +247,7 @@ impl Bench<'_> {
             })
         });
         outcome?;
-        Ok(Run {
-            rows: self.data.rows,
-            seconds,
-            timeline,
-        })
+        Ok(timing.run(self.data.rows))
     }
 
     fn server_file(&self, admin: &mut Client, target: &str) -> Result<Run, NotRun> {
@@ -284,14 +280,11 @@ impl Bench<'_> {
             quote::literal(&path.to_string_lossy())
         );
         let mut client = self.connect.connect()?;
-        let (outcome, seconds, timeline) =
-            timed(Method::ServerFile, &|| 0, || client.batch_execute(&sql));
+        let (outcome, timing) = timed(Method::ServerFile, self.server.as_ref(), &|| 0, || {
+            client.batch_execute(&sql)
+        });
         match outcome {
-            Ok(()) => Ok(Run {
-                rows: self.data.rows,
-                seconds,
-                timeline,
-            }),
+            Ok(()) => Ok(timing.run(self.data.rows)),
             // The server cannot open the file: not the same file system, or
             // its OS user may not read the work directory.
             Err(e)
@@ -322,30 +315,48 @@ impl Bench<'_> {
         let load_id = options.ensure_load_id().to_string();
         let progress = Progress::default();
         let rows_loaded = || progress.rows_loaded.load(Ordering::Relaxed);
-        let (outcome, seconds, timeline) = timed(Method::Pgpour, &rows_loaded, || {
+        let (outcome, timing) = timed(Method::Pgpour, self.server.as_ref(), &rows_loaded, || {
             pgpour::load(self.connect, &options, &progress, self.cancel)
         });
         let forgotten = pgpour::forget(self.connect, &load_id);
         let summary = outcome.map_err(|failure| failure.error)?;
         forgotten?;
-        Ok(Run {
-            rows: summary.rows_loaded,
-            seconds,
-            timeline,
-        })
+        Ok(timing.run(summary.rows_loaded))
     }
 }
 
-/// Runs `work`, timing it; for methods of the throughput chart, samples
-/// `rows_so_far` every 100 ms meanwhile.
-fn timed<T>(
+/// How long a run took, its rows over time, and the CPU it cost.
+pub struct Timing {
+    pub seconds: f64,
+    pub timeline: Vec<(f64, u64)>,
+    pub cpu: CpuReading,
+}
+
+impl Timing {
+    pub fn run(self, rows: u64) -> Run {
+        Run {
+            rows,
+            seconds: self.seconds,
+            timeline: self.timeline,
+            client_cpu_seconds: self.cpu.client,
+            server_cpu_seconds: self.cpu.server,
+        }
+    }
+}
+
+/// Runs `work`, timing it and reading the CPU time of the client and of
+/// a local `server` around it; for methods of the throughput chart,
+/// samples `rows_so_far` every 10 ms meanwhile.
+pub fn timed<T>(
     method: Method,
+    server: Option<&ServerProcesses>,
     rows_so_far: &(dyn Fn() -> u64 + Sync),
     work: impl FnOnce() -> T,
-) -> (T, f64, Vec<(f64, u64)>) {
+) -> (T, Timing) {
     let done = AtomicBool::new(false);
+    let cpu_before = cpu::read(server);
     let started = Instant::now();
-    let (outcome, seconds, mut timeline) = std::thread::scope(|scope| {
+    let (outcome, seconds, mut timeline, cpu) = std::thread::scope(|scope| {
         let sampler = method.has_timeline().then(|| {
             scope.spawn(|| {
                 let mut points = vec![(0.0, 0)];
@@ -358,16 +369,22 @@ fn timed<T>(
         });
         let outcome = work();
         let seconds = started.elapsed().as_secs_f64();
+        let cpu = cpu::read(server).since(cpu_before);
         done.store(true, Ordering::Relaxed);
         let timeline = sampler.map_or_else(Vec::new, |s| s.join().unwrap_or_default());
-        (outcome, seconds, timeline)
+        (outcome, seconds, timeline, cpu)
     });
     // The sampler's last point may fall after the end: end on the final count.
     timeline.retain(|&(t, _)| t < seconds);
     if method.has_timeline() {
         timeline.push((seconds, rows_so_far()));
     }
-    (outcome, seconds, timeline)
+    let timing = Timing {
+        seconds,
+        timeline,
+        cpu,
+    };
+    (outcome, timing)
 }
 
 /// Streams `range` of the file through one COPY, in 64 KiB messages (the

@@ -44,11 +44,13 @@
 
 pub mod append;
 mod cases;
+mod cpu;
 mod error;
 pub mod gen;
 mod insert;
 mod machine;
 mod method;
+mod peers;
 mod prepare;
 mod quote;
 pub mod report;

@@ -17,13 +17,21 @@ pub enum Method {
     Parallel,
     ServerFile,
     Pgpour,
+    // The other loaders, run as their own programs (see `peers`).
+    PgBulkloadDirect,
+    PgBulkloadParallel,
+    Pgloader,
+    TimescaledbParallelCopy,
+    Duckdb,
+    AdbcIngest,
+    PsycopgCopy,
 }
 
 /// Rows per statement of the multi-row INSERT methods.
 pub const MULTI_ROW_BATCH: usize = 1000;
 
 impl Method {
-    pub const ALL: [Method; 13] = [
+    pub const ALL: [Method; 20] = [
         Method::InsertAutocommit,
         Method::InsertTransaction,
         Method::InsertPrepared,
@@ -37,7 +45,30 @@ impl Method {
         Method::Parallel,
         Method::ServerFile,
         Method::Pgpour,
+        Method::PgBulkloadDirect,
+        Method::PgBulkloadParallel,
+        Method::Pgloader,
+        Method::TimescaledbParallelCopy,
+        Method::Duckdb,
+        Method::AdbcIngest,
+        Method::PsycopgCopy,
     ];
+
+    /// The other loaders: each runs where it is installed, and is listed as
+    /// skipped, with the command that installs it, where it is not.
+    pub const PEERS: [Method; 7] = [
+        Method::PgBulkloadDirect,
+        Method::PgBulkloadParallel,
+        Method::Pgloader,
+        Method::TimescaledbParallelCopy,
+        Method::Duckdb,
+        Method::AdbcIngest,
+        Method::PsycopgCopy,
+    ];
+
+    pub fn is_peer(self) -> bool {
+        Method::PEERS.contains(&self)
+    }
 
     pub fn name(self) -> &'static str {
         match self {
@@ -54,6 +85,13 @@ impl Method {
             Method::Parallel => "parallel",
             Method::ServerFile => "server-file",
             Method::Pgpour => "pgpour",
+            Method::PgBulkloadDirect => "pg_bulkload-direct",
+            Method::PgBulkloadParallel => "pg_bulkload-parallel",
+            Method::Pgloader => "pgloader",
+            Method::TimescaledbParallelCopy => "timescaledb-parallel-copy",
+            Method::Duckdb => "duckdb",
+            Method::AdbcIngest => "adbc-ingest",
+            Method::PsycopgCopy => "psycopg-copy",
         }
     }
 
@@ -73,6 +111,17 @@ impl Method {
             Method::Parallel => "N COPY text sessions, each over its own part of the file",
             Method::ServerFile => "server-side COPY FROM '/file' (csv)",
             Method::Pgpour => "pgpour load with its defaults",
+            Method::PgBulkloadDirect => {
+                "pg_bulkload WRITER=DIRECT: writes pages past the buffers, no WAL"
+            }
+            Method::PgBulkloadParallel => {
+                "pg_bulkload WRITER=PARALLEL: a reader and a writer process, no WAL"
+            }
+            Method::Pgloader => "pgloader LOAD CSV, its workers and concurrency",
+            Method::TimescaledbParallelCopy => "timescaledb-parallel-copy, one COPY per worker",
+            Method::Duckdb => "DuckDB read_csv into its postgres extension's attached table",
+            Method::AdbcIngest => "Python: pyarrow.csv, then ADBC adbc_ingest (binary COPY)",
+            Method::PsycopgCopy => "Python: psycopg cursor.copy() fed the csv file in blocks",
         }
     }
 
@@ -136,7 +185,8 @@ mod tests {
         }
         let list = Method::parse_list("pgpour, copy-csv,pgpour").unwrap();
         assert_eq!(list, vec![Method::Pgpour, Method::CopyCsv]);
-        assert_eq!(Method::parse_list("all").unwrap().len(), 13);
+        assert_eq!(Method::parse_list("all").unwrap().len(), Method::ALL.len());
+        assert!(Method::PEERS.iter().all(|m| Method::ALL.contains(m)));
         assert!(Method::parse_list("copy-json").is_err());
         assert!(Method::parse_list(",").is_err());
     }

@@ -70,6 +70,13 @@ pub struct Run {
     /// (seconds since start, rows so far), every 100 ms, for the methods
     /// of the throughput chart; empty for the others.
     pub timeline: Vec<(f64, u64)>,
+    /// User + system CPU seconds of the client during the run: bench's own
+    /// process (with pgpour's workers for the pgpour method) and the
+    /// programs it ran for the other loaders.
+    pub client_cpu_seconds: f64,
+    /// The same of the server's processes, when the server is on this
+    /// machine and they are readable here (the note says when not).
+    pub server_cpu_seconds: Option<f64>,
 }
 
 impl Run {
@@ -100,6 +107,9 @@ pub struct Stats {
     pub mb_per_second: f64,
     pub min_rows_per_second: f64,
     pub max_rows_per_second: f64,
+    /// Medians of the runs' CPU seconds.
+    pub client_cpu_seconds: f64,
+    pub server_cpu_seconds: Option<f64>,
     /// rows/s divided by the baseline's rows/s.
     pub relative: Option<f64>,
 }
@@ -148,6 +158,17 @@ impl Stats {
             mb_per_second: rate * csv_bytes_per_row / 1e6,
             min_rows_per_second: rates.iter().copied().fold(f64::INFINITY, f64::min),
             max_rows_per_second: rates.iter().copied().fold(0.0, f64::max),
+            client_cpu_seconds: median(
+                &runs
+                    .iter()
+                    .map(|r| r.client_cpu_seconds)
+                    .collect::<Vec<_>>(),
+            ),
+            server_cpu_seconds: runs
+                .iter()
+                .map(|r| r.server_cpu_seconds)
+                .collect::<Option<Vec<_>>>()
+                .map(|s| median(&s)),
             relative: None,
         })
     }
@@ -194,6 +215,8 @@ mod tests {
             rows,
             seconds,
             timeline: Vec::new(),
+            client_cpu_seconds: seconds / 2.0,
+            server_cpu_seconds: Some(seconds),
         }
     }
 
@@ -209,6 +232,8 @@ mod tests {
         assert_eq!(stats.max_rows_per_second, 100.0);
         assert_eq!(stats.mb_per_second, 50.0 * 10.0 / 1e6);
         assert_eq!(case.median_run().unwrap().seconds, 2.0);
+        assert_eq!(stats.client_cpu_seconds, 1.0);
+        assert_eq!(stats.server_cpu_seconds, Some(2.0));
         assert!(!case.sampled);
         let partial = CaseResult::new(
             Method::InsertTransaction,

@@ -13,6 +13,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use pgpour::ConnectOptions;
 
 use crate::cases::{Bench, NotRun};
+use crate::cpu::ServerProcesses;
 use crate::error::{Error, Result};
 use crate::machine::{server_info, this_machine};
 use crate::method::Method;
@@ -85,6 +86,13 @@ pub fn run(
     });
 
     let mut notes = standing_notes(options);
+    let server_processes = match ServerProcesses::find(&mut admin, connect.is_local()) {
+        Ok(found) => Some(found),
+        Err(why) => {
+            notes.push(format!("no server CPU times: {why}"));
+            None
+        }
+    };
     let can_checkpoint = match admin.batch_execute("CHECKPOINT") {
         Ok(()) => true,
         Err(e) => {
@@ -105,6 +113,7 @@ pub fn run(
         pgpour_workers: options.pgpour_workers,
         check_rows: options.check_rows,
         cancel,
+        server: server_processes,
     };
     let bytes_per_row = data.csv_bytes as f64 / data.rows as f64;
     let repeat = options.repeat.max(1);
@@ -231,6 +240,22 @@ fn standing_notes(options: &BenchOptions) -> Vec<String> {
              after the load (its time includes that), and a serial column's sequence gets CACHE \
              100 for the load (`pgpour load --explain` says what it would do); bench forgets each \
              run's journal entry, and drops the journal at the end if its runs created it"
+                .into(),
+        );
+    }
+    if options
+        .methods
+        .iter()
+        .any(|m| matches!(m, Method::PgBulkloadDirect | Method::PgBulkloadParallel))
+    {
+        notes.push(
+            "pg_bulkload-* write the table's pages without WAL: a standby never receives these rows and a point-in-time recovery loses them (replication and PITR break); a table whose columns the file does not all fill goes through a SQL FILTER function"
+                .into(),
+        );
+    }
+    if options.methods.iter().any(|m| m.is_peer()) {
+        notes.push(
+            "the other loaders run as their own programs on the csv file, with the settings their documentation gives for speed: pg_bulkload WRITER=DIRECT/PARALLEL; pgloader workers = 2 x cores, concurrency = cores, drop indexes into an empty table; timescaledb-parallel-copy one worker per core, batches of 5000; ADBC adbc_ingest of pyarrow's csv batches; psycopg copy() of 1 MiB blocks; their start is in their time"
                 .into(),
         );
     }

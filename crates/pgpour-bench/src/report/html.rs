@@ -52,6 +52,8 @@ pub fn render(report: &BenchReport) -> String {
     );
     page.push_str("<h2>Rows per second by method</h2>\n");
     page.push_str(&rate_chart(&report.cases, report.baseline.as_deref()));
+    page.push_str("<h2>CPU seconds by method</h2>\n");
+    page.push_str(&cpu_chart(&report.cases));
     page.push_str("<h2>Throughput over time</h2>\n");
     page.push_str(&timeline_chart(&report.cases));
     page.push_str("<h2>Figures</h2>\n");
@@ -182,6 +184,67 @@ fn rate_chart(cases: &[CaseResult], baseline: Option<&str>) -> String {
         );
     }
     svg + &legend
+}
+
+/// Client colour of the CPU chart; the server's is `SERVER_CPU_COLOUR`.
+pub const CLIENT_CPU_COLOUR: &str = "#b7791f";
+pub const SERVER_CPU_COLOUR: &str = "#553c9a";
+
+/// Each method's median CPU seconds, the client's bar beside the server's
+/// (when the server is local and its processes readable), on one scale.
+fn cpu_chart(cases: &[CaseResult]) -> String {
+    let measured: Vec<(&str, f64, Option<f64>)> = cases
+        .iter()
+        .filter_map(|c| {
+            let s = c.stats?;
+            Some((
+                c.method.as_str(),
+                s.client_cpu_seconds,
+                s.server_cpu_seconds,
+            ))
+        })
+        .collect();
+    if measured.is_empty() {
+        return "<p class=\"muted\">No method produced a figure.</p>\n".into();
+    }
+    let (left, right, top, bar, gap) = (190.0, 170.0, 10.0, 10.0, 8.0);
+    let plot = WIDTH - left - right;
+    let max = measured
+        .iter()
+        .map(|&(_, c, s)| c.max(s.unwrap_or(0.0)))
+        .fold(0.0, f64::max)
+        .max(1e-3);
+    let height = top + measured.len() as f64 * (2.0 * bar + gap) + 30.0;
+    let mut svg = format!(
+        "<svg id=\"cpu-chart\" xmlns=\"http://www.w3.org/2000/svg\" width=\"{WIDTH}\" \
+         height=\"{height}\" role=\"img\" aria-label=\"CPU seconds by method\">\n"
+    );
+    for (i, (method, client, server)) in measured.iter().enumerate() {
+        let y = top + i as f64 * (2.0 * bar + gap);
+        let server_text = server.map_or_else(|| "server: -".into(), |s| format!("server {s:.2} s"));
+        let _ = writeln!(
+            svg,
+            "<text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"end\">{}</text>\
+             <rect x=\"{left}\" y=\"{y:.1}\" width=\"{:.1}\" height=\"{bar}\" fill=\"{CLIENT_CPU_COLOUR}\"/>\
+             <rect x=\"{left}\" y=\"{:.1}\" width=\"{:.1}\" height=\"{bar}\" fill=\"{SERVER_CPU_COLOUR}\"/>\
+             <text x=\"{:.1}\" y=\"{:.1}\">client {client:.2} s, {server_text}</text>",
+            left - 8.0,
+            y + bar * 1.4,
+            escape(method),
+            (plot * client / max).max(1.0),
+            y + bar,
+            (plot * server.unwrap_or(0.0) / max).max(1.0),
+            left + plot * client.max(server.unwrap_or(0.0)) / max + 6.0,
+            y + bar * 1.4,
+        );
+    }
+    svg.push_str("</svg>\n");
+    svg + &format!(
+        "<p class=\"muted\"><span style=\"color:{CLIENT_CPU_COLOUR}\">&#9632;</span> client \
+         (bench's process and the programs it ran) \
+         <span style=\"color:{SERVER_CPU_COLOUR}\">&#9632;</span> server (postmaster and \
+         its children, when local); user + system seconds, median of the runs</p>\n"
+    )
 }
 
 /// A line of the throughput chart: method, colour, (seconds, rows/s).

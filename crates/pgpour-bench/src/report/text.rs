@@ -48,19 +48,20 @@ pub fn table(report: &BenchReport) -> String {
         report.pgpour_workers
     );
     out += &format!(
-        "{:<22} {:>12} {:>8} {:>9} {:>7} {:>19} {:>8}\n",
+        "{:<26} {:>12} {:>8} {:>9} {:>7} {:>19} {:>8} {:>15}\n",
         "method",
         "rows",
         "seconds",
         "rows/s",
         "MB/s",
         "spread (rows/s)",
-        format!("vs {}", baseline.trim_start_matches("copy-"))
+        format!("vs {}", baseline.trim_start_matches("copy-")),
+        "CPU client/srv"
     );
     for case in &report.cases {
         let line = match (&case.stats, &case.status) {
             (Some(s), _) => format!(
-                "{:<22} {:>12} {:>8.2} {:>9} {:>7.1} {:>19} {:>8}",
+                "{:<26} {:>12} {:>8.2} {:>9} {:>7.1} {:>19} {:>8} {:>15}",
                 case.method,
                 format!(
                     "{}{}",
@@ -75,7 +76,13 @@ pub fn table(report: &BenchReport) -> String {
                     human(s.min_rows_per_second),
                     human(s.max_rows_per_second)
                 ),
-                s.relative.map_or_else(String::new, |r| format!("{r:.2}x"))
+                s.relative.map_or_else(String::new, |r| format!("{r:.2}x")),
+                format!(
+                    "{:.1}/{} s",
+                    s.client_cpu_seconds,
+                    s.server_cpu_seconds
+                        .map_or_else(|| "-".into(), |c| format!("{c:.1}"))
+                )
             ),
             (None, Status::Skipped { reason }) => format!("{:<22} skipped: {reason}", case.method),
             (None, Status::Failed { reason }) => format!("{:<22} FAILED: {reason}", case.method),

@@ -246,6 +246,31 @@ impl ConnectOptions {
         )
     }
 
+    /// The first host's connection as libpq's environment variables (PGHOST,
+    /// PGPORT, PGDATABASE, PGUSER, PGPASSWORD), for other programs that
+    /// connect to the same server: the password goes through their
+    /// environment, never onto a command line. TLS settings are not passed.
+    pub fn libpq_environment(&self) -> Vec<(&'static str, String)> {
+        let mut env = Vec::new();
+        match self.config.get_hosts().first() {
+            Some(Host::Tcp(name)) => env.push(("PGHOST", name.clone())),
+            Some(Host::Unix(path)) => env.push(("PGHOST", path.display().to_string())),
+            None => {}
+        }
+        let port = self.config.get_ports().first().copied().unwrap_or(5432);
+        env.push(("PGPORT", port.to_string()));
+        if let Some(dbname) = self.config.get_dbname() {
+            env.push(("PGDATABASE", dbname.to_string()));
+        }
+        if let Some(user) = self.config.get_user() {
+            env.push(("PGUSER", user.to_string()));
+        }
+        if let Some(password) = self.config.get_password() {
+            env.push(("PGPASSWORD", String::from_utf8_lossy(password).into_owned()));
+        }
+        env
+    }
+
     /// True when every host is a unix socket or a loopback address, i.e. the
     /// server shares this machine's cores.
     pub fn is_local(&self) -> bool {
