@@ -133,7 +133,7 @@ fn render(page: &Path, dir: &Path) -> png_image::Image {
             "--no-sandbox",
             "--disable-gpu",
             "--hide-scrollbars",
-            "--window-size=1100,1400",
+            "--window-size=1100,3200",
         ])
         .arg(format!("--screenshot={}", shot.display()))
         .arg(format!("file://{}", page.display()))
