@@ -150,7 +150,8 @@ pub(super) fn streaming_sessions(options: &LoadOptions, total: Option<u64>) -> u
 /// resolves the target and checks the COPY before any data moves, then
 /// makes the plan. The session comes back with the search path pinned.
 /// The COPY is tried on a loading session opened ahead, when `warm` has
-/// one: one round trip.
+/// one: one round trip. Callers go through
+/// `self_reference::decide`, which adds the one step that needs the plan.
 pub(super) fn decide(
     connect: &ConnectOptions,
     (options, total): (&LoadOptions, Option<u64>),
@@ -331,12 +332,6 @@ pub(super) fn decide(
     plan.route = route;
     plan.route_required = options.citus_route == CitusRoute::Shards;
     plan.arrow = arrow;
-    crate::pipeline::self_reference::one_transaction_if_kept(
-        &mut client,
-        &mut plan,
-        options,
-        total,
-    )?;
     Ok((client, plan))
 }
 

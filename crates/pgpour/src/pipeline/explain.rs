@@ -1,7 +1,7 @@
 //! `--explain`: the decisions of a load, made as the load would make them,
 //! with nothing changed.
 
-use super::decide::decide;
+use super::self_reference::decide;
 use crate::error::Result;
 use crate::options::LoadOptions;
 use crate::pipeline::commit_mode::CommitMode;

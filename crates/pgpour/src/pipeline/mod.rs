@@ -523,7 +523,7 @@ fn load_pass(context: &Passes, options: &LoadOptions) -> Result<Pass, Box<LoadFa
     let sink = RejectSink::new(options.reject_path()).replacing(options.replace_rejects);
     let opened = opened.lock().unwrap_or_else(|p| p.into_inner()).take();
     let first_pass = opened.is_some();
-    let (mut client, plan) = match decide::decide(
+    let (mut client, plan) = match self_reference::decide(
         connect,
         (options, total),
         progress,

@@ -13,17 +13,36 @@ use crate::error::Result;
 use crate::options::{chunk_size_for, chunks_ahead, LoadOptions};
 use crate::pipeline::decide::{AtomicMode, Plan};
 use crate::pipeline::workers_from::WorkersFrom;
+use crate::progress::Progress;
+use crate::server::conn::ConnectOptions;
+use crate::server::warm::WarmSessions;
 use crate::table::left_alone::LeftAlone;
 
 /// The largest input a load sends in one COPY, for a key it can neither
 /// take off nor defer.
 const WHOLE_INPUT: u64 = 256 << 20;
 
+/// `decide::decide`, then the plan made one transaction where a key to
+/// the table itself stays in place: the load and `--explain` both plan
+/// through here, so that they agree.
+pub(super) fn decide(
+    connect: &ConnectOptions,
+    (options, total): (&LoadOptions, Option<u64>),
+    progress: &Progress,
+    opened: Option<Result<Client>>,
+    warm: Option<&WarmSessions>,
+) -> Result<(Client, Plan)> {
+    let (mut client, mut plan) =
+        super::decide::decide(connect, (options, total), progress, opened, warm)?;
+    one_transaction_if_kept(&mut client, &mut plan, options, total)?;
+    Ok((client, plan))
+}
+
 /// Turns a load that commits chunk by chunk into one of one transaction
 /// when the target has a key to itself that the load keeps in place: why
 /// it keeps it, read as the load's prepare phase reads it (the table's
 /// facts, with whether it is empty). `total`: the inputs' size.
-pub(super) fn one_transaction_if_kept(
+fn one_transaction_if_kept(
     client: &mut Client,
     plan: &mut Plan,
     options: &LoadOptions,
