@@ -36,6 +36,35 @@ fn input(dir: &std::path::Path) -> std::path::PathBuf {
     path
 }
 
+/// A pooler in `mode` before a new database `name` holding an empty
+/// table `t`, and the input's file: `None` where no PgBouncer runs here.
+struct Pooled {
+    pooler: PgBouncer,
+    db: TestDb<'static>,
+    conninfo: String,
+    file: std::path::PathBuf,
+    _dir: tempfile::TempDir,
+}
+
+fn pooled(mode: PoolMode, name: &str) -> Option<Pooled> {
+    let cluster = shared_cluster();
+    let pooler = PgBouncer::start(cluster, mode, &["postgres"])?;
+    let db = cluster.create_database(name);
+    db.client()
+        .batch_execute("CREATE TABLE t (id int, v text)")
+        .unwrap();
+    let conninfo = pooler.conninfo(&db.name, "postgres");
+    let dir = tempfile::tempdir().unwrap();
+    let file = input(dir.path());
+    Some(Pooled {
+        pooler,
+        db,
+        conninfo,
+        file,
+        _dir: dir,
+    })
+}
+
 /// Kills loads over `conninfo` at random moments, `runs` times, resumes
 /// each, and checks every row is in once; `after` checks the server after
 /// each.
@@ -141,17 +170,16 @@ fn pooled_sessions_clean(pooler: &PgBouncer, db: &TestDb) -> Result<(), String> 
 
 #[test]
 fn sigkill_through_a_session_pooler_then_resume_loads_every_row_once() {
-    let cluster = shared_cluster();
-    let Some(pooler) = PgBouncer::start(cluster, PoolMode::Session, &["postgres"]) else {
+    let Some(Pooled {
+        pooler,
+        db,
+        conninfo,
+        file,
+        _dir,
+    }) = pooled(PoolMode::Session, "pooled_kill")
+    else {
         return;
     };
-    let db = cluster.create_database("pooled_kill");
-    db.client()
-        .batch_execute("CREATE TABLE t (id int, v text)")
-        .unwrap();
-    let conninfo = pooler.conninfo(&db.name, "postgres");
-    let dir = tempfile::tempdir().unwrap();
-    let file = input(dir.path());
     let explain = common::pgpour(
         &[
             "load",
@@ -181,17 +209,16 @@ fn sigkill_through_a_session_pooler_then_resume_loads_every_row_once() {
 /// way on, and leaves nothing loaded.
 #[test]
 fn the_command_names_the_way_on_through_a_transaction_pooler() {
-    let cluster = shared_cluster();
-    let Some(pooler) = PgBouncer::start(cluster, PoolMode::Transaction, &["postgres"]) else {
+    let Some(Pooled {
+        pooler: _pooler,
+        db,
+        conninfo,
+        file,
+        _dir,
+    }) = pooled(PoolMode::Transaction, "pooled_refused")
+    else {
         return;
     };
-    let db = cluster.create_database("pooled_refused");
-    db.client()
-        .batch_execute("CREATE TABLE t (id int, v text)")
-        .unwrap();
-    let dir = tempfile::tempdir().unwrap();
-    let file = input(dir.path());
-    let conninfo = pooler.conninfo(&db.name, "postgres");
     let out = common::pgpour(
         &["load", file.to_str().unwrap(), "-t", "t", "-d", &conninfo],
         None,
@@ -211,17 +238,16 @@ fn the_command_names_the_way_on_through_a_transaction_pooler() {
 /// says the same.
 #[test]
 fn a_statement_pooler_is_refused_with_what_to_use_instead() {
-    let cluster = shared_cluster();
-    let Some(pooler) = PgBouncer::start(cluster, PoolMode::Statement, &["postgres"]) else {
+    let Some(Pooled {
+        pooler: _pooler,
+        db,
+        conninfo,
+        file,
+        _dir,
+    }) = pooled(PoolMode::Statement, "pooled_statement")
+    else {
         return;
     };
-    let db = cluster.create_database("pooled_statement");
-    db.client()
-        .batch_execute("CREATE TABLE t (id int, v text)")
-        .unwrap();
-    let dir = tempfile::tempdir().unwrap();
-    let file = input(dir.path());
-    let conninfo = pooler.conninfo(&db.name, "postgres");
     for extra in [&[][..], &["--explain"][..], &["--no-journal"][..]] {
         let mut args = vec!["load", file.to_str().unwrap(), "-t", "t", "-d", &conninfo];
         args.extend_from_slice(extra);

@@ -70,6 +70,18 @@ pub(crate) fn keys(client: &mut postgres::Client, table: &str) -> Vec<(String, S
 
 /// 400 employees, each manager (but the first line's) further down the
 /// file: line i is managed by the employee of line i + 1 + i % 7.
+/// The table `emp` holds the rows COPY left in `emp_copy`, and its keys
+/// are `before` (`key_note` says what that means for the case).
+pub(crate) fn as_copy_with_keys(
+    client: &mut postgres::Client,
+    before: &[(String, String, bool)],
+    name: &str,
+    key_note: &str,
+) {
+    assert_eq!(rows(client, "emp"), rows(client, "emp_copy"), "{name}");
+    assert_eq!(keys(client, "emp"), before, "{name}: {key_note}");
+}
+
 pub(crate) fn employees() -> Vec<String> {
     let n = 400;
     (1..=n)
@@ -121,16 +133,7 @@ fn a_row_may_refer_to_one_further_down_the_file_as_copy_allows() {
             assert_eq!(plan.foreign_keys.take_off.len(), 1, "{name}: {plan:?}");
             let summary = load(&db, &options).unwrap();
             assert_eq!(summary.rows_loaded, lines.len() as u64, "{name}");
-            assert_eq!(
-                rows(&mut client, "emp"),
-                rows(&mut client, "emp_copy"),
-                "{name}"
-            );
-            assert_eq!(
-                keys(&mut client, "emp"),
-                before,
-                "{name}: the key is back, valid"
-            );
+            as_copy_with_keys(&mut client, &before, &name, "the key is back, valid");
             let guards: i64 = client
                 .query_one(
                     "SELECT count(*) FROM pg_trigger WHERE tgrelid = 'emp'::regclass",
