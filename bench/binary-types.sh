@@ -11,10 +11,9 @@ set -e
 ROWS=${1:-2000000}
 REPEAT=${2:-3}
 B=${PGPOUR_PG_BIN:-/usr/lib/postgresql/15/bin}
+. "$(dirname "$0")/cluster.sh"
 D=/tmp/pgbt
-rm -rf $D && mkdir -p $D && chown postgres $D
-su postgres -c "$B/initdb -D $D/data -A trust -E UTF8 --locale=C >/dev/null && printf \"listen_addresses=''\nunix_socket_directories='$D'\nport=5498\nshared_buffers=256MB\nmax_wal_size=4GB\n\" >> $D/data/postgresql.conf && $B/pg_ctl -D $D/data -l $D/log start >/dev/null"
-trap 'su postgres -c "$B/pg_ctl -D $D/data stop -m fast" >/dev/null' EXIT
+start_cluster $D 5498 shared_buffers=256MB max_wal_size=4GB
 P="psql -X -q -v ON_ERROR_STOP=1 -h $D -p 5498 -U postgres"
 # name|type|expression of g (1..ROWS)
 TYPES=(

@@ -19,13 +19,11 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 runs=${1:-3}
 B=/usr/lib/postgresql/15/bin
+. bench/cluster.sh
 cargo build --release --quiet --bin pgpour
 pgpour=$(pwd)/target/release/pgpour
 D=/tmp/pgfk
-su postgres -c "$B/pg_ctl -D $D/data stop -m fast" >/dev/null 2>&1 || true
-rm -rf $D && mkdir -p $D && chown postgres $D
-su postgres -c "$B/initdb -D $D/data -A trust -E UTF8 --locale=C >/dev/null && printf \"listen_addresses=''\nunix_socket_directories='$D'\nport=5497\nshared_buffers=256MB\nmax_wal_size=4GB\n\" >> $D/data/postgresql.conf && $B/pg_ctl -D $D/data -l $D/log start >/dev/null"
-trap 'su postgres -c "$B/pg_ctl -D $D/data stop -m fast" >/dev/null 2>&1 || true' EXIT
+start_cluster $D 5497 shared_buffers=256MB max_wal_size=4GB
 P="psql -X -q -At -h $D -p 5497 -U postgres"
 db="host=$D port=5497 user=postgres dbname=postgres"
 

@@ -45,22 +45,7 @@ ddl=$("$pgpour" gen lineitem --ddl)
 venv=$PWD/target/bench-venv
 [ -x "$venv/bin/python" ] || python3 -m venv "$venv"
 "$venv/bin/python" -c 'import pyarrow' 2>/dev/null || "$venv/bin/pip" install -q pyarrow >&2
-"$venv/bin/python" - "$work/lineitem.csv" "$work/lineitem.parquet" "$row_group" <<'PY'
-import sys
-import pyarrow as pa, pyarrow.csv as csv, pyarrow.parquet as pq
-names = ["l_orderkey", "l_partkey", "l_suppkey", "l_linenumber", "l_quantity",
-         "l_extendedprice", "l_discount", "l_tax", "l_returnflag", "l_linestatus",
-         "l_shipdate", "l_commitdate", "l_receiptdate", "l_shipinstruct",
-         "l_shipmode", "l_comment"]
-money = pa.decimal128(15, 2)
-types = {"l_orderkey": pa.int64(), "l_partkey": pa.int32(), "l_suppkey": pa.int32(),
-         "l_linenumber": pa.int32(), "l_quantity": money, "l_extendedprice": money,
-         "l_discount": money, "l_tax": money, "l_shipdate": pa.date32(),
-         "l_commitdate": pa.date32(), "l_receiptdate": pa.date32()}
-table = csv.read_csv(sys.argv[1], read_options=csv.ReadOptions(column_names=names),
-                     convert_options=csv.ConvertOptions(column_types=types))
-pq.write_table(table, sys.argv[2], row_group_size=int(sys.argv[3]), compression="snappy")
-PY
+"$venv/bin/python" bench/lineitem.py "$work/lineitem.csv" "$work/lineitem.parquet" "$row_group"
 psql -q -c "$ddl"
 csv_size=$(stat -c %s "$work/lineitem.csv")
 parquet_size=$(stat -c %s "$work/lineitem.parquet")

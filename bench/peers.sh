@@ -16,14 +16,12 @@ ROWS=${2:-1000000}
 REPEAT=${3:-3}
 APPEND_TO=${4:-}
 B=${PGPOUR_PG_BIN:-/usr/lib/postgresql/15/bin}
+. "$(dirname "$0")/cluster.sh"
 D=/tmp/pgpeers
 PORT=5498
 cargo build -q --release --bin pgpour
 PGPOUR=$PWD/target/release/pgpour
-rm -rf $D && mkdir -p $D && chown postgres $D
-su postgres -c "$B/initdb -D $D/data -A trust -E UTF8 --locale=C >/dev/null && printf \"listen_addresses=''\nunix_socket_directories='$D'\nport=$PORT\n\" >> $D/data/postgresql.conf && $B/pg_ctl -D $D/data -l $D/log start >/dev/null"
-trap 'su postgres -c "$B/pg_ctl -D $D/data stop -m fast" >/dev/null' EXIT
-DB="host=$D port=$PORT user=postgres dbname=postgres"
+start_cluster $D $PORT
 psql -X -q -h $D -p $PORT -U postgres -d postgres -c "CREATE EXTENSION IF NOT EXISTS pg_bulkload" || true
 METHODS=copy-csv,copy-binary,pgpour,pg_bulkload-direct,pg_bulkload-parallel,pgloader,timescaledb-parallel-copy,duckdb,adbc-ingest,psycopg-copy
 OUT=bench/results/$(date +%F)-peers-$DATASET-$ROWS${APPEND_TO:+-append-$APPEND_TO}

@@ -59,23 +59,7 @@ uri="postgresql://postgres@/postgres?host=$work&port=5498"
 
 echo "writing $rows rows of lineitem..." >&2
 "$pgpour" gen lineitem --rows "$rows" -o "$work/lineitem.csv"
-"$venv/bin/python" - "$work/lineitem.csv" "$work/lineitem.arrow" <<'PY'
-import sys
-import pyarrow as pa, pyarrow.csv as csv
-names = ["l_orderkey", "l_partkey", "l_suppkey", "l_linenumber", "l_quantity",
-         "l_extendedprice", "l_discount", "l_tax", "l_returnflag", "l_linestatus",
-         "l_shipdate", "l_commitdate", "l_receiptdate", "l_shipinstruct",
-         "l_shipmode", "l_comment"]
-money = pa.decimal128(15, 2)
-types = {"l_orderkey": pa.int64(), "l_partkey": pa.int32(), "l_suppkey": pa.int32(),
-         "l_linenumber": pa.int32(), "l_quantity": money, "l_extendedprice": money,
-         "l_discount": money, "l_tax": money, "l_shipdate": pa.date32(),
-         "l_commitdate": pa.date32(), "l_receiptdate": pa.date32()}
-table = csv.read_csv(sys.argv[1], read_options=csv.ReadOptions(column_names=names),
-                     convert_options=csv.ConvertOptions(column_types=types))
-with pa.ipc.new_file(sys.argv[2], table.schema) as out:
-    out.write_table(table, max_chunksize=65536)
-PY
+"$venv/bin/python" bench/lineitem.py "$work/lineitem.csv" "$work/lineitem.arrow"
 rm "$work/lineitem.csv"
 psql -q -c "$("$pgpour" gen lineitem --ddl)"
 

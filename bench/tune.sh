@@ -11,14 +11,12 @@ DATASET=${1:-votes}
 ROWS=${2:-5000000}
 REPEAT=${3:-3}
 B=${PGPOUR_PG_BIN:-/usr/lib/postgresql/15/bin}
+. "$(dirname "$0")/cluster.sh"
 D=/tmp/pgtune
 PORT=5497
 cargo build -q --release --bin pgpour
 PGPOUR=$PWD/target/release/pgpour
-rm -rf $D && mkdir -p $D && chown postgres $D
-su postgres -c "$B/initdb -D $D/data -A trust -E UTF8 --locale=C >/dev/null && printf \"listen_addresses=''\nunix_socket_directories='$D'\nport=$PORT\n\" >> $D/data/postgresql.conf && $B/pg_ctl -D $D/data -l $D/log start >/dev/null"
-trap 'su postgres -c "$B/pg_ctl -D $D/data stop -m fast" >/dev/null' EXIT
-DB="host=$D port=$PORT user=postgres dbname=postgres"
+start_cluster $D $PORT
 P="psql -X -q -v ON_ERROR_STOP=1 -h $D -p $PORT -U postgres -d postgres"
 FILE=$D/$DATASET.csv
 $PGPOUR gen $DATASET --rows $ROWS -o $FILE
