@@ -9,7 +9,7 @@ use pgpour::{FormatOptions, LoadOptions, Progress, TableName};
 use pgpour_testkit::shared_cluster;
 
 use crate::columnar::{copy_text, numbered_from, rows, typed_batch, COLUMNS};
-use crate::harness::connect;
+use crate::harness::{connect, ids};
 
 /// A reader over `batches`, as a program's data frame gives them.
 fn reader(batches: Vec<RecordBatch>) -> impl RecordBatchReader + Send + 'static {
@@ -71,13 +71,7 @@ fn a_program_s_bad_rows_are_named_by_their_index_and_resume_is_refused() {
     )
     .unwrap_or_else(|f| panic!("{}", f.error));
     assert_eq!(summary.rows_rejected, bad.len() as u64);
-    let loaded: Vec<i64> = db
-        .client()
-        .query("SELECT id FROM t WHERE filled = 42 ORDER BY id", &[])
-        .unwrap()
-        .iter()
-        .map(|r| r.get(0))
-        .collect();
+    let loaded = ids(&db, "SELECT id FROM t WHERE filled = 42 ORDER BY id");
     let good: Vec<i64> = (0..120).filter(|i| !bad.contains(i)).collect();
     assert_eq!(loaded, good, "exactly the good rows, defaults filled");
     let log = std::fs::read_to_string(dir.path().join("frame.rejected.jsonl.jsonl")).unwrap();

@@ -13,7 +13,7 @@ use pgpour::{LoadOptions, LoadRequest};
 use pgpour_testkit::parquet::{write_arrow_file, write_parquet};
 use pgpour_testkit::{shared_cluster, TestDb};
 
-use crate::harness::{connect, load};
+use crate::harness::{connect, ids, load};
 
 /// The options of `pgpour load path --table table`, resolved as the CLI
 /// resolves them (kind from the first bytes, columns by name).
@@ -325,13 +325,7 @@ fn bad_values_are_rejected_with_row_group_row_and_column() {
         .collect();
     assert_eq!(summary.rows_rejected, bad.len() as u64);
     assert_eq!(summary.rows_loaded, 100 - bad.len() as u64);
-    let loaded: Vec<i64> = db
-        .client()
-        .query("SELECT id FROM t WHERE filled = 42 ORDER BY id", &[])
-        .unwrap()
-        .iter()
-        .map(|r| r.get(0))
-        .collect();
+    let loaded = ids(&db, "SELECT id FROM t WHERE filled = 42 ORDER BY id");
     let good: Vec<i64> = (0..100).filter(|i| !bad.contains(i)).collect();
     assert_eq!(
         loaded, good,

@@ -262,3 +262,13 @@ impl Case {
         failure.error
     }
 }
+
+/// The first column of `sql`'s rows, as bigints.
+pub fn ids(db: &TestDb, sql: &str) -> Vec<i64> {
+    db.client()
+        .query(sql, &[])
+        .unwrap()
+        .iter()
+        .map(|r| r.get(0))
+        .collect()
+}
