@@ -50,9 +50,29 @@ impl ServerProcesses {
 
     /// CPU seconds of the postmaster, its waited-for children, and the
     /// children alive now.
+    ///
+    /// A backend that exits while /proc is walked (the one a loader just
+    /// closed, as the run ends) moves its time from its own entry to the
+    /// postmaster's waited-for total. Read after the postmaster's entry, it
+    /// would be counted nowhere; read before, twice. So the walk is
+    /// repeated until the postmaster's total is the same on both sides of
+    /// it.
     fn seconds(&self) -> Option<f64> {
-        let (_, own) = process_times(self.postmaster)?;
-        let mut ticks = own;
+        let mut before = process_times(self.postmaster)?.1;
+        for _ in 0..STABLE_READ_ATTEMPTS {
+            let children = self.children_ticks()?;
+            let after = process_times(self.postmaster)?.1;
+            if after == before {
+                return Some((after + children) as f64 / clock_ticks_per_second());
+            }
+            before = after;
+        }
+        None
+    }
+
+    /// User + system ticks of the postmaster's children alive now.
+    fn children_ticks(&self) -> Option<u64> {
+        let mut ticks = 0;
         for entry in std::fs::read_dir("/proc").ok()?.flatten() {
             let Some(pid) = entry.file_name().to_str().and_then(|n| n.parse().ok()) else {
                 continue;
@@ -63,9 +83,13 @@ impl ServerProcesses {
                 }
             }
         }
-        Some(ticks as f64 / clock_ticks_per_second())
+        Some(ticks)
     }
 }
+
+/// How often the walk of /proc is tried before the server's CPU is given
+/// up as unknown for one reading: backends exit at most a few at a time.
+const STABLE_READ_ATTEMPTS: usize = 20;
 
 /// The process's parent and its user + system time, with that of its
 /// waited-for children, in clock ticks (fields 4 and 14 to 17 of
@@ -143,5 +167,37 @@ mod tests {
         std::hint::black_box(x);
         let spent = read(None).since(before);
         assert!(spent.client > 0.0 && spent.server.is_none());
+    }
+
+    /// Children that exit and are reaped while the server's CPU is read
+    /// must not drop out of it: the total never goes down by more than the
+    /// rounding of a tick or two.
+    #[test]
+    fn a_reading_counts_children_that_exit_while_it_reads() {
+        let parent = ServerProcesses {
+            postmaster: std::process::id(),
+        };
+        let waiter = std::thread::spawn(|| {
+            for _ in 0..30 {
+                std::process::Command::new("sh")
+                    .args(["-c", "i=0; while [ $i -lt 30000 ]; do i=$((i+1)); done"])
+                    .status()
+                    .expect("sh runs");
+            }
+        });
+        let tick = 1.0 / clock_ticks_per_second();
+        let mut last = parent.seconds().expect("own /proc entry");
+        let mut fell = 0.0f64;
+        while !waiter.is_finished() {
+            if let Some(now) = parent.seconds() {
+                fell = fell.max(last - now);
+                last = now;
+            }
+        }
+        waiter.join().unwrap();
+        assert!(
+            fell <= 2.0 * tick,
+            "the CPU read fell by {fell:.3} s while children exited"
+        );
     }
 }
