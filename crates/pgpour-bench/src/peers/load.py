@@ -3,22 +3,27 @@
 Arguments: MODE CSV SCHEMA TABLE COLUMNS TYPES, the last two JSON lists
 (the file's columns and their PostgreSQL types, as format_type prints
 them). The server is reached through libpq's environment (PGHOST...),
-which bench sets.
+which bench sets. `check-MODE` alone only imports what MODE needs, so that
+bench can say what is missing before it times anything.
 """
 import json
 import re
 import sys
 
-mode, csv_path, schema, table = sys.argv[1:5]
-columns = json.loads(sys.argv[5])
-types = json.loads(sys.argv[6])
+mode = sys.argv[1]
 
 
 def quoted(name):
     return '"' + name.replace('"', '""') + '"'
 
 
+def args():
+    csv_path, schema, table = sys.argv[2:5]
+    return csv_path, schema, table, json.loads(sys.argv[5]), json.loads(sys.argv[6])
+
+
 def adbc():
+    csv_path, schema, table, columns, types = args()
     # ADBC's documentation: hand adbc_ingest Arrow data, here a stream of
     # record batches read from the csv, which it sends by binary COPY.
     import adbc_driver_postgresql.dbapi as dbapi
@@ -64,6 +69,7 @@ def psycopg_copy():
     # blocks, in the format the COPY statement names.
     import psycopg
 
+    csv_path, schema, table, columns, _ = args()
     sql = "COPY {}.{} ({}) FROM STDIN (FORMAT csv)".format(
         quoted(schema), quoted(table), ", ".join(quoted(c) for c in columns)
     )
@@ -75,13 +81,35 @@ def psycopg_copy():
                         copy.write(block)
 
 
-def duckdb_insert():
-    # DuckDB's postgres extension sends an INSERT into an attached table by
-    # binary COPY (pg_use_binary_copy, on by default).
+def duckdb_with_postgres():
+    """A DuckDB connection with its postgres extension loaded: the one
+    installed before (INSTALL postgres, which downloads it), else the one
+    the wheel duckdb-extension-postgres-scanner carries for this DuckDB
+    version, which pip can install where DuckDB's own site is out of reach."""
     import duckdb
 
     con = duckdb.connect()
-    con.execute("LOAD postgres")
+    try:
+        con.execute("LOAD postgres")
+        return con
+    except duckdb.Error as not_installed:
+        try:
+            import duckdb_extension_postgres_scanner as wheel
+        except ImportError:
+            raise not_installed from None
+    version = con.execute("PRAGMA version").fetchone()[0]
+    base = wheel.__path__[0]
+    path = "{}/extensions/{}/postgres_scanner.duckdb_extension".format(base, version)
+    con.execute("INSTALL '{}'".format(path.replace("'", "''")))
+    con.execute("LOAD postgres_scanner")
+    return con
+
+
+def duckdb_insert():
+    # DuckDB's postgres extension sends an INSERT into an attached table by
+    # binary COPY (pg_use_binary_copy, on by default).
+    csv_path, schema, table, columns, _ = args()
+    con = duckdb_with_postgres()
     con.execute("ATTACH '' AS pg (TYPE postgres)")
     names = ", ".join(quoted(c) for c in columns)
     con.execute(
@@ -91,4 +119,20 @@ def duckdb_insert():
     )
 
 
-{"adbc": adbc, "psycopg": psycopg_copy, "duckdb": duckdb_insert}[mode]()
+def check_adbc():
+    import adbc_driver_postgresql.dbapi  # noqa: F401
+    import pyarrow.csv  # noqa: F401
+
+
+def check_psycopg():
+    import psycopg  # noqa: F401
+
+
+{
+    "adbc": adbc,
+    "psycopg": psycopg_copy,
+    "duckdb": duckdb_insert,
+    "check-adbc": check_adbc,
+    "check-psycopg": check_psycopg,
+    "check-duckdb": duckdb_with_postgres,
+}[mode]()

@@ -18,22 +18,22 @@ const SCRIPT: &str = include_str!("load.py");
 
 pub fn run(job: &Job) -> Result<Timing, NotRun> {
     let python = std::env::var("PGPOUR_BENCH_PYTHON").unwrap_or_else(|_| "python3".into());
-    let (mode, probe, install) = match job.method {
-        Method::AdbcIngest => (
-            "adbc",
-            "import adbc_driver_postgresql.dbapi, pyarrow.csv",
-            "pip install adbc-driver-postgresql pyarrow",
-        ),
-        Method::PsycopgCopy => ("psycopg", "import psycopg", "pip install 'psycopg[binary]'"),
+    let (mode, install) = match job.method {
+        Method::AdbcIngest => ("adbc", "pip install adbc-driver-postgresql pyarrow"),
+        Method::PsycopgCopy => ("psycopg", "pip install 'psycopg[binary]'"),
         _ => (
             "duckdb",
-            "import duckdb; duckdb.connect().execute('LOAD postgres')",
-            "pip install duckdb, then, with network access: python3 -c \"import duckdb; \
+            "pip install duckdb==V duckdb-extension-postgres-scanner==V (one version V for \
+             both: the second wheel carries the postgres extension, for a machine that cannot \
+             reach DuckDB's own site), or pip install duckdb, then python3 -c \"import duckdb; \
              duckdb.sql('INSTALL postgres')\"",
         ),
     };
+    let script = job.dir.join("load.py");
+    fs::write(&script, SCRIPT).map_err(Error::io(&script))?;
     let probed = Command::new(&python)
-        .args(["-c", probe])
+        .arg(&script)
+        .arg(format!("check-{mode}"))
         .stdin(Stdio::null())
         .output();
     match probed {
@@ -48,8 +48,6 @@ pub fn run(job: &Job) -> Result<Timing, NotRun> {
         }
         Ok(_) => {}
     }
-    let script = job.dir.join("load.py");
-    fs::write(&script, SCRIPT).map_err(Error::io(&script))?;
     let json =
         |items: Vec<&str>| serde_json::to_string(&items).map_err(|e| Error::Failed(e.to_string()));
     run_program(
