@@ -10,6 +10,8 @@
 //! * only a table that is empty (or that the load truncates) loses them:
 //!   every row they check at the end is then the load's own, and a row
 //!   they refuse is one of the file's lines;
+//! * only keys whose columns the file fills go: a row they refuse is
+//!   then refused for values of its line;
 //! * only the table's own keys go (those of other tables that point at it
 //!   stay, and keep its referenced keys in place: see `indexes`);
 //! * what adds each back goes to the journal's undo log in the transaction
@@ -85,6 +87,12 @@ pub(crate) fn plan_from(
                 Some("it is NOT VALID: added back, it would check rows it never did")
             }
             _ if key.commented => Some("it has a comment"),
+            // Its values come from the table's defaults, not from a line:
+            // a refused row's line would be found by the columns the file
+            // fills alone, which need not tell it from its neighbours.
+            _ if !key.columns.iter().all(|c| target.columns.contains(c)) => {
+                Some("a column of it is one the file does not fill")
+            }
             _ if !key.references_allowed => {
                 Some("the role lacks REFERENCES on the table it points at, to add it back")
             }

@@ -279,12 +279,15 @@ fn file_key_kept(
 /// transaction that holds the table locked while it decides. When the
 /// drop cannot happen (a lock not granted in time, a dependent object), the
 /// load goes on with the indexes in place and the plan says why.
+/// `may_drop`: whether the load may go on with the plan made under the
+/// lock; when not, nothing is dropped and that plan is returned.
 pub fn drop_for_load(
     client: &mut Client,
     target: &Target,
     left_alone: Option<&LeftAlone>,
     rules: DropRules<'_>,
     load_id: &str,
+    may_drop: &dyn Fn(&IndexPlan) -> bool,
 ) -> Result<IndexPlan> {
     let truncate = rules.truncate;
     if let (Some(reason), Some(keys)) = (left_alone, rules.foreign_keys_kept) {
@@ -312,7 +315,7 @@ pub fn drop_for_load(
             return Err(e);
         }
     };
-    if !plan.changes_table() {
+    if !plan.changes_table() || !may_drop(&plan) {
         rollback(client);
         return Ok(plan);
     }
