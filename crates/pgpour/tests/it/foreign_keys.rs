@@ -423,3 +423,65 @@ fn atomic_loads_check_the_keys_before_their_commit() {
         assert_eq!(keys(&mut client, "emp"), before, "{name}");
     }
 }
+
+/// The rows a key refuses count against `--max-errors N` as bad rows do:
+/// a limit that holds them all loads the rest and rejects exactly them (a
+/// chain's children with their parent); one less stops the load, nothing
+/// deleted and the key away, and a resume with the limit raised finishes
+/// it with the same rejects.
+#[test]
+fn missing_references_count_against_max_errors() {
+    let (lines, refused) = chain();
+    let n = refused.len() as u64;
+    for (limit, name) in [(n, "fk_limit_holds"), (n - 1, "fk_limit_short")] {
+        let db = shared_cluster().create_database(name);
+        let mut client = db.client();
+        client
+            .batch_execute(
+                "CREATE TABLE emp (id int PRIMARY KEY, name text, manager int REFERENCES emp(id))",
+            )
+            .unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let mut options = options(&dir, "emp", &lines);
+        options.workers = Some(2);
+        options.max_errors = Some(limit);
+        options.load_id = Some(name.into());
+        let summary = match load(&db, &options) {
+            Ok(summary) => {
+                assert_eq!(limit, n, "{name}: loaded past its limit");
+                summary
+            }
+            Err(failure) => {
+                assert_eq!(limit, n - 1, "{name}: {}", failure.error);
+                let said = failure.error.to_string();
+                assert!(said.contains("emp_manager_fkey"), "{name}: {said}");
+                assert_eq!(rows(&mut client, "emp").len(), lines.len(), "{name}");
+                assert!(keys(&mut client, "emp").is_empty(), "{name}: key away");
+                let mut changes = pgpour::ResumeChanges::default();
+                changes.max_errors = Some(Some(n));
+                pgpour::resume(
+                    &crate::harness::connect(&db),
+                    name,
+                    &changes,
+                    &pgpour::Progress::default(),
+                    &std::sync::atomic::AtomicBool::new(false),
+                )
+                .unwrap()
+            }
+        };
+        assert_eq!(summary.rows_rejected, n, "{name}");
+        let ids: BTreeSet<usize> = client
+            .query("SELECT id FROM emp", &[])
+            .unwrap()
+            .iter()
+            .map(|r| r.get::<_, i32>(0) as usize - 1)
+            .collect();
+        let want: BTreeSet<usize> = (0..lines.len()).filter(|i| !refused.contains(i)).collect();
+        assert_eq!(ids, want, "{name}");
+        let rejected = std::fs::read_to_string(dir.path().join("emp.rejected.csv")).unwrap();
+        let want_rejected: String = refused.iter().map(|&i| format!("{}\n", lines[i])).collect();
+        assert_eq!(rejected, want_rejected, "{name}");
+        let keys = keys(&mut client, "emp");
+        assert!(keys.len() == 1 && keys[0].2, "{name}: the key back, valid");
+    }
+}
