@@ -485,3 +485,94 @@ fn missing_references_count_against_max_errors() {
         assert!(keys.len() == 1 && keys[0].2, "{name}: the key back, valid");
     }
 }
+
+/// A table that holds rows, and a load that may reject rows: a key to the
+/// table itself kept in place would refuse, chunk by chunk, each row that
+/// refers to one in a later chunk, which COPY loads. It comes off too, and
+/// the rows refused at the end are exactly those COPY refuses (a chain's
+/// children with their parent); the rows there before stay, and other
+/// sessions may not delete them while the key is away.
+#[test]
+fn into_a_table_holding_rows_missing_references_are_rejected_exactly() {
+    let old = "INSERT INTO emp VALUES (100000, 'there before', NULL), (100001, 'too', 100000)";
+    let (broken, refused) = chain();
+    for (lines, name) in [(employees(), "fk_rows_good"), (broken, "fk_rows_chain")] {
+        let refused = match name {
+            "fk_rows_good" => BTreeSet::new(),
+            _ => refused.clone(),
+        };
+        let db = shared_cluster().create_database(name);
+        let mut client = db.client();
+        client
+            .batch_execute(&format!(
+                "CREATE TABLE emp (id int PRIMARY KEY, name text, manager int REFERENCES emp(id)); {old}"
+            ))
+            .unwrap();
+        let before = keys(&mut client, "emp");
+        let dir = tempfile::tempdir().unwrap();
+        let mut options = options(&dir, "emp", &lines);
+        options.workers = Some(2);
+        // Rejects allowed, one short of those refused (the good file: no limit).
+        options.max_errors = refused.len().checked_sub(1).map(|n| n as u64);
+        options.load_id = Some(name.into());
+        let plan = pgpour::explain(&crate::harness::connect(&db), &options).unwrap();
+        assert_eq!(plan.foreign_keys.take_off.len(), 1, "{name}: {plan:?}");
+        let summary = match load(&db, &options) {
+            Ok(summary) => {
+                assert!(refused.is_empty(), "{name}: loaded past its limit");
+                summary
+            }
+            Err(failure) => {
+                assert!(!refused.is_empty(), "{name}: {}", failure.error);
+                assert!(keys(&mut client, "emp").is_empty(), "{name}: key away");
+                let other = client.batch_execute("DELETE FROM emp WHERE id = 100000");
+                assert_eq!(
+                    other.unwrap_err().code().map(|c| c.code()),
+                    Some("55006"),
+                    "{name}: another session's delete is refused"
+                );
+                let mut changes = pgpour::ResumeChanges::default();
+                changes.max_errors = Some(None);
+                pgpour::resume(
+                    &crate::harness::connect(&db),
+                    name,
+                    &changes,
+                    &pgpour::Progress::default(),
+                    &std::sync::atomic::AtomicBool::new(false),
+                )
+                .unwrap()
+            }
+        };
+        assert_eq!(summary.rows_rejected, refused.len() as u64, "{name}");
+        let ids: BTreeSet<i32> = client
+            .query("SELECT id FROM emp", &[])
+            .unwrap()
+            .iter()
+            .map(|r| r.get(0))
+            .collect();
+        let want: BTreeSet<i32> = (0..lines.len())
+            .filter(|i| !refused.contains(i))
+            .map(|i| i as i32 + 1)
+            .chain([100000, 100001])
+            .collect();
+        assert_eq!(ids, want, "{name}");
+        if !refused.is_empty() {
+            let rejected = std::fs::read_to_string(dir.path().join("emp.rejected.csv")).unwrap();
+            let want: String = refused.iter().map(|&i| format!("{}\n", lines[i])).collect();
+            assert_eq!(rejected, want, "{name}");
+        }
+        assert_eq!(
+            keys(&mut client, "emp"),
+            before,
+            "{name}: the key back, valid"
+        );
+        let guards: i64 = client
+            .query_one(
+                "SELECT count(*) FROM pg_trigger WHERE tgrelid = 'emp'::regclass AND NOT tgisinternal",
+                &[],
+            )
+            .unwrap()
+            .get(0);
+        assert_eq!(guards, 0, "{name}: no guard left");
+    }
+}
