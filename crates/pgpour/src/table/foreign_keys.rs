@@ -244,6 +244,15 @@ impl ForeignKeyPlan {
                 key.name, key.definition
             ));
         }
+        if self.guards_deletes() {
+            lines.push(
+                "the table holds rows: a key to the table itself comes off because the load may \
+                 reject rows (kept in place, it would refuse each row that refers to one in a \
+                 later chunk, which COPY loads); adding it back checks every row of the table \
+                 (--keep-foreign-keys keeps it in place, and other writers in)"
+                    .into(),
+            );
+        }
         if !self.take_off.is_empty() {
             let writes = match self.guards_deletes() {
                 true => "INSERT, UPDATE and DELETE",

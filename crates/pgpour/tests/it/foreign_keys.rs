@@ -517,6 +517,11 @@ fn into_a_table_holding_rows_missing_references_are_rejected_exactly() {
         options.load_id = Some(name.into());
         let plan = pgpour::explain(&crate::harness::connect(&db), &options).unwrap();
         assert_eq!(plan.foreign_keys.take_off.len(), 1, "{name}: {plan:?}");
+        let said = plan.foreign_keys.describe(|r| r.to_string()).join("\n");
+        assert!(
+            said.contains("the table holds rows") && said.contains("INSERT, UPDATE and DELETE"),
+            "{name}: {said}"
+        );
         let summary = match load(&db, &options) {
             Ok(summary) => {
                 assert!(refused.is_empty(), "{name}: loaded past its limit");
