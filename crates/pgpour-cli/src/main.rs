@@ -217,7 +217,11 @@ fn run_load(mut config: LoadConfig) -> Result<ExitCode> {
                 streamed,
                 committed: summary.rows_loaded + summary.rows_rejected,
             };
-            if let Some(advice) = next_step::advice(&failed).filter(|_| data_moved && !restoring) {
+            // A key that refused rows once every row was in has two ways
+            // on, which only its advice names.
+            let refused = matches!(failure.error, pgpour::Error::KeyRefused { .. });
+            let advised = data_moved && (!restoring || refused);
+            if let Some(advice) = next_step::advice(&failed).filter(|_| advised) {
                 eprintln!("pgpour: {advice}");
             }
             // A value its type does not take (bad spelling, out of range).

@@ -189,9 +189,29 @@ fn sigkill_while_the_key_is_added_back_then_resume_adds_it() {
 /// deleted, before the transaction commits): resume rejects them once.
 #[test]
 fn sigkill_while_missing_references_are_rejected_then_resume_rejects_them_once() {
+    killed_while_rejecting("fk_kill_rejects", 0);
+}
+
+/// The same into a table that holds rows already (the key to the table
+/// itself comes off there too, since the load may reject rows).
+#[test]
+fn sigkill_while_missing_references_are_rejected_from_a_table_holding_rows() {
+    killed_while_rejecting("fk_kill_rejects_old", 2);
+}
+
+/// A load killed while it rejects the rows its key refuses, into `t`
+/// holding `old` rows first, then resumed.
+fn killed_while_rejecting(name: &str, old: usize) {
     let rows = 5_000;
-    let db = shared_cluster().create_database("fk_kill_rejects");
+    let db = shared_cluster().create_database(name);
     db.client().batch_execute(TABLE).unwrap();
+    for i in 0..old {
+        let id = 1_000_000 + i;
+        db.client()
+            .batch_execute(&format!("INSERT INTO t VALUES ({id}, 'old', NULL)"))
+            .unwrap();
+    }
+    let rows_there = |loaded: usize| (loaded + old) as i64;
     let dir = tempfile::tempdir().unwrap();
     // The journal exists before the load, so that its rejects can be locked.
     db.client()
@@ -231,7 +251,7 @@ fn sigkill_while_missing_references_are_rejected_then_resume_rejects_them_once()
     assert_eq!(child.wait().unwrap().code(), None);
     blocker.batch_execute("ROLLBACK").unwrap();
     let deadline = Instant::now() + Duration::from_secs(30);
-    while count(&db, "SELECT count(*) FROM t") != rows as i64 {
+    while count(&db, "SELECT count(*) FROM t") != rows_there(rows) {
         assert!(Instant::now() < deadline, "rows are missing");
         std::thread::sleep(Duration::from_millis(20));
     }
@@ -260,7 +280,11 @@ fn sigkill_while_missing_references_are_rejected_then_resume_rejects_them_once()
     }
     assert_eq!(
         count(&db, "SELECT count(*) FROM t"),
-        (rows - refused.len()) as i64
+        rows_there(rows - refused.len())
+    );
+    assert_eq!(
+        count(&db, "SELECT count(*) FROM t WHERE v = 'old'"),
+        old as i64
     );
     let rejected = std::fs::read_to_string(dir.path().join("emp.rejected.csv")).unwrap();
     let lines: Vec<&str> = body.lines().collect();

@@ -578,3 +578,110 @@ fn on_a_terminal_the_password_is_asked_for() {
         .get(0);
     assert_eq!(rows, 2);
 }
+
+/// With the default `--max-errors 0`, a unique key the file fills is built
+/// once every row is in: a duplicate stops the load then (exit 2), naming
+/// the key and both lines, the kept one and the later one, and the two
+/// ways on; the key stays away, other writers kept out, until one is
+/// taken. A missing reference of a foreign key taken off is said the same
+/// way, with its file, line and key.
+#[test]
+fn a_key_refused_at_the_end_names_its_lines_and_the_two_ways_on() {
+    let db = shared_cluster().create_database("hint_key_end");
+    let mut client = db.client();
+    client
+        .batch_execute(
+            "CREATE TABLE kv (id int PRIMARY KEY, v text); \
+             CREATE TABLE emp (id int PRIMARY KEY, manager int REFERENCES emp(id))",
+        )
+        .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let kv = dir.path().join("kv.csv");
+    let body: String = (1..=2000)
+        .map(|i| match i {
+            1500 => "7,again\n".to_string(),
+            _ => format!("{i},v{i}\n"),
+        })
+        .collect();
+    std::fs::write(&kv, &body).unwrap();
+    let conninfo = db.conninfo();
+    let load = |file: &std::path::Path, table: &str, id: &str| {
+        pgpour(
+            &[
+                "load",
+                file.to_str().unwrap(),
+                "--table",
+                table,
+                "--load-id",
+                id,
+                "--workers",
+                "2",
+                "--chunk-size",
+                "2KiB",
+                "--db",
+                &conninfo,
+            ],
+            None,
+        )
+    };
+    let out = load(&kv, "kv", "kv-dup");
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+    let stderr = text(&out.stderr);
+    for said in [
+        "kv.csv:1500",
+        "kv_pkey",
+        "from line 7 of",
+        "pgpour resume kv-dup --max-errors all",
+        "pgpour forget kv-dup",
+    ] {
+        assert!(stderr.contains(said), "{said}: {stderr}");
+    }
+    let indexes: i64 = client
+        .query_one(
+            "SELECT count(*) FROM pg_index WHERE indrelid = 'kv'::regclass",
+            &[],
+        )
+        .unwrap()
+        .get(0);
+    assert_eq!(indexes, 0, "the key stays away");
+    let other = client.batch_execute("INSERT INTO kv VALUES (5000, 'x')");
+    assert_eq!(
+        other.unwrap_err().code().map(|c| c.code()),
+        Some("55006"),
+        "other writers are kept out"
+    );
+    let out = pgpour(
+        &["resume", "kv-dup", "--max-errors", "all", "--db", &conninfo],
+        None,
+    );
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    let rejected = std::fs::read_to_string(dir.path().join("kv.csv.rejected.csv"))
+        .or_else(|_| std::fs::read_to_string(dir.path().join("kv.rejected.csv")));
+    assert_eq!(rejected.ok().as_deref(), Some("7,again\n"));
+    let rows: i64 = client
+        .query_one("SELECT count(*) FROM kv WHERE id = 7 AND v = 'v7'", &[])
+        .unwrap()
+        .get(0);
+    assert_eq!(rows, 1, "the first line of the key stays");
+
+    let emp = dir.path().join("emp.csv");
+    let body: String = (1..=2000)
+        .map(|i| match i {
+            1200 => "1200,99999\n".to_string(),
+            2000 => "2000,\n".to_string(),
+            _ => format!("{i},{}\n", i + 1),
+        })
+        .collect();
+    std::fs::write(&emp, &body).unwrap();
+    let out = load(&emp, "emp", "emp-missing");
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+    let stderr = text(&out.stderr);
+    for said in [
+        "emp.csv:1200",
+        "emp_manager_fkey",
+        "pgpour resume emp-missing --max-errors all",
+        "pgpour forget emp-missing",
+    ] {
+        assert!(stderr.contains(said), "{said}: {stderr}");
+    }
+}

@@ -70,10 +70,15 @@ pub(crate) fn add_foreign_keys(
     let mut tx = client.transaction().map_err(&failed)?;
     // The transaction waits idle while the inputs are read again. ADD
     // FOREIGN KEY takes this lock on the table anyway.
+    // `pgpour.load` lets it delete the refused rows past the guard, which
+    // refuses other sessions' deletes where a key to a table that held
+    // rows is away.
     tx.batch_execute(&format!(
         "SET LOCAL idle_in_transaction_session_timeout = 0; \
+         SET LOCAL pgpour.load = {}; \
          LOCK TABLE {current} IN SHARE ROW EXCLUSIVE MODE; \
          SELECT 1 / (coalesce(pg_catalog.to_regclass({})::oid = {table}, false))::int",
+        crate::quote::quote_literal(load_id),
         crate::quote::quote_literal(current)
     ))
     .map_err(&failed)?;

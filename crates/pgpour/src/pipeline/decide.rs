@@ -493,6 +493,7 @@ impl Plan {
             ),
             alone: citus,
             foreign_keys_kept: self.foreign_keys_left_alone.as_ref(),
+            rejects: self.max_errors != Some(0),
         }
     }
 

@@ -89,7 +89,13 @@ pub fn explain(connect: &ConnectOptions, options: &LoadOptions) -> Result<Explai
             mode.name()
         )
     });
-    let (mut client, plan) = decide(connect, (options, total), &Progress::default(), None, None)?;
+    let (mut client, plan) = decide(
+        connect,
+        (options, total),
+        &Progress::default(),
+        (None, None),
+        None,
+    )?;
     // The catalog first; the table itself only if it may lose indexes.
     let facts = crate::table::facts::read(&mut client, &plan.target, false)?;
     let (mut indexes, mut sequences) = plan.changes(&facts);

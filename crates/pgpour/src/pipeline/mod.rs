@@ -168,8 +168,10 @@ fn passes_then_undo(
     let ending = std::sync::Mutex::new(None);
     let spare = Spare::default();
     let opened = std::sync::Mutex::new(opened);
+    let kept = std::sync::Mutex::new(None);
     let context = Passes {
         total,
+        kept: &kept,
         opened: &opened,
         warm: &warm,
         connect,
@@ -449,6 +451,10 @@ struct Passes<'a> {
     /// The load's first session, opened beside the run lock's, for the
     /// first pass.
     opened: &'a std::sync::Mutex<Option<Result<postgres::Client>>>,
+    /// A key to the table itself that a pass found kept in place under the
+    /// table's lock, though planned to come off, and why: the passes after
+    /// go in one transaction for it (see `self_reference::kept_after_all`).
+    kept: &'a std::sync::Mutex<Option<String>>,
 }
 
 /// The passes of a load, until one finds every chunk in the journal.
@@ -460,7 +466,7 @@ fn load_passes(context: &Passes, options: &LoadOptions) -> Result<LoadSummary, B
     for pass_number in 0..MAX_PASSES {
         let pass = load_pass(context, options)?;
         let (resumed, before) = *first.get_or_insert((pass.summary.resumed_chunks, pass.before));
-        if !pass.chunks_lost {
+        if !pass.another_pass {
             let mut summary = pass.summary;
             summary.resumed_chunks = resumed;
             if let (true, Some(after)) = (pass_number > 0, pass.after) {
@@ -498,8 +504,10 @@ fn load_passes(context: &Passes, options: &LoadOptions) -> Result<LoadSummary, B
 /// How one pass over the input ended.
 struct Pass {
     summary: LoadSummary,
-    /// The journal lacks chunks this pass committed: a crash lost them.
-    chunks_lost: bool,
+    /// The load needs another pass: the journal lacks chunks this pass
+    /// committed (a crash lost them), or the pass found, before loading,
+    /// that the load must go in one transaction.
+    another_pass: bool,
     /// What the journal held of the load when the pass started, and at its end.
     before: Totals,
     after: Option<Totals>,
@@ -519,16 +527,18 @@ fn load_pass(context: &Passes, options: &LoadOptions) -> Result<Pass, Box<LoadFa
         opened,
         warm,
         ending,
+        kept,
     } = *context;
     let sink = RejectSink::new(options.reject_path()).replacing(options.replace_rejects);
     let opened = opened.lock().unwrap_or_else(|p| p.into_inner()).take();
     let first_pass = opened.is_some();
+    let kept_after_all = kept.lock().unwrap_or_else(|p| p.into_inner()).clone();
     let (mut client, plan) = match self_reference::decide(
         connect,
         (options, total),
         progress,
-        opened,
-        warm.any().then_some(warm),
+        (opened, warm.any().then_some(warm)),
+        kept_after_all.as_deref(),
     ) {
         Ok(decided) => decided,
         Err(error) => {
@@ -589,7 +599,7 @@ fn load_pass(context: &Passes, options: &LoadOptions) -> Result<Pass, Box<LoadFa
             summary.already_done = true;
             return Ok(Pass {
                 summary,
-                chunks_lost: false,
+                another_pass: false,
                 before: Totals::default(),
                 after: None,
             });
@@ -598,6 +608,17 @@ fn load_pass(context: &Passes, options: &LoadOptions) -> Result<Pass, Box<LoadFa
             done_chunks,
             own_reject_file,
         } => (done_chunks, own_reject_file),
+        Prepared::OneTransaction(reason) => {
+            // Nothing loaded, nothing of the table changed: another pass,
+            // planned in one transaction.
+            *kept.lock().unwrap_or_else(|p| p.into_inner()) = Some(reason);
+            return Ok(Pass {
+                summary: summary(false),
+                another_pass: true,
+                before: Totals::default(),
+                after: None,
+            });
+        }
     };
     let before = Totals::of(&done_chunks);
     // A --limit counts the records of what committed: read again, framed.
@@ -647,13 +668,13 @@ fn load_pass(context: &Passes, options: &LoadOptions) -> Result<Pass, Box<LoadFa
     match finished {
         Ok(Finished::Stopped) => Ok(Pass {
             summary: with_resumed(summary(true)),
-            chunks_lost: false,
+            another_pass: false,
             before,
             after: None,
         }),
         Ok(Finished::Complete(after)) => Ok(Pass {
             summary: with_resumed(summary(false)),
-            chunks_lost: after.is_none(),
+            another_pass: after.is_none(),
             before,
             after,
         }),

@@ -25,6 +25,10 @@ pub(super) enum Prepared {
         /// resumed load appends to it).
         own_reject_file: bool,
     },
+    /// Nothing loaded and nothing of the table changed: under the table's
+    /// lock, a key to the table itself turned out to stay in place (which,
+    /// and why), and the load must go in one transaction for it.
+    OneTransaction(String),
 }
 
 /// Prepares the target for the load's chunks: registers the load (or
@@ -95,14 +99,18 @@ pub(super) fn prepare_target(
         // foreign key left in place would refuse a row that refers further
         // down the file. What went already is not in the catalog any more.
         Previous::Unfinished(chunks) if chunks.is_empty() => {
-            drop_indexes(client, plan)?;
+            if let Some(kept) = drop_indexes(client, plan)? {
+                return Ok(Prepared::OneTransaction(kept));
+            }
             chunks
         }
         Previous::Unfinished(chunks) => chunks,
         Previous::None => {
             // Which indexes went, and why others stayed, is for --explain;
             // the summary names those rebuilt.
-            drop_indexes(client, plan)?;
+            if let Some(kept) = drop_indexes(client, plan)? {
+                return Ok(Prepared::OneTransaction(kept));
+            }
             Vec::new()
         }
     };
@@ -196,6 +204,12 @@ fn prepare_new_load(
             }
         }
     }
+    if let Some(kept) = crate::pipeline::self_reference::kept_after_all(plan, &indexes) {
+        if locked {
+            let _ = client.batch_execute("ROLLBACK");
+        }
+        return Ok(Some(Prepared::OneTransaction(kept)));
+    }
     let changes = format!(
         "{}{}",
         indexes.drop_sql(target, load_id),
@@ -229,7 +243,9 @@ fn prepare_new_load(
         // they are.
         let _ = client.batch_execute("ROLLBACK");
         if indexes.changes_table() {
-            drop_indexes(client, plan)?;
+            if let Some(kept) = drop_indexes(client, plan)? {
+                return Ok(Some(Prepared::OneTransaction(kept)));
+            }
         }
         if !sequences.raise.is_empty() {
             raise_caches(client, plan)?;
@@ -242,16 +258,21 @@ fn prepare_new_load(
 }
 
 /// Drops the indexes the plan lets go, one step at a time (see `indexes`).
-fn drop_indexes(client: &mut Client, plan: &Plan) -> Result<()> {
+/// `Some`: nothing dropped, and the load must go in one transaction for
+/// the key to the table itself that stays (see `Prepared::OneTransaction`).
+fn drop_indexes(client: &mut Client, plan: &Plan) -> Result<Option<String>> {
     let left_alone = plan.indexes_left_alone.as_ref();
-    crate::table::indexes::drop_for_load(
+    let dropped = crate::table::indexes::drop_for_load(
         client,
         &plan.target,
         left_alone,
         plan.drop_rules(),
         &plan.load_id,
-    )
-    .map(drop)
+        &|indexes| crate::pipeline::self_reference::kept_after_all(plan, indexes).is_none(),
+    )?;
+    Ok(crate::pipeline::self_reference::kept_after_all(
+        plan, &dropped,
+    ))
 }
 
 /// Raises the sequences' CACHE as the plan lets it, one step at a time

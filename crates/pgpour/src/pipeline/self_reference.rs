@@ -16,6 +16,7 @@ use crate::pipeline::workers_from::WorkersFrom;
 use crate::progress::Progress;
 use crate::server::conn::ConnectOptions;
 use crate::server::warm::WarmSessions;
+use crate::table::indexes::IndexPlan;
 use crate::table::left_alone::LeftAlone;
 
 /// The largest input a load sends in one COPY, for a key it can neither
@@ -24,54 +25,108 @@ const WHOLE_INPUT: u64 = 256 << 20;
 
 /// `decide::decide`, then the plan made one transaction where a key to
 /// the table itself stays in place: the load and `--explain` both plan
-/// through here, so that they agree.
+/// through here, so that they agree. `kept`: the key and why it stays, as
+/// an earlier pass found it under the table's lock (see `kept_after_all`);
+/// `None` reads it from the table.
 pub(super) fn decide(
     connect: &ConnectOptions,
     (options, total): (&LoadOptions, Option<u64>),
     progress: &Progress,
-    opened: Option<Result<Client>>,
-    warm: Option<&WarmSessions>,
+    (opened, warm): (Option<Result<Client>>, Option<&WarmSessions>),
+    kept: Option<&str>,
 ) -> Result<(Client, Plan)> {
     let (mut client, mut plan) =
         super::decide::decide(connect, (options, total), progress, opened, warm)?;
-    one_transaction_if_kept(&mut client, &mut plan, options, total)?;
+    let reason = match kept {
+        Some(reason) if per_chunk(&plan) && !to_itself(&plan).is_empty() => {
+            Some(reason.to_string())
+        }
+        Some(_) => None,
+        None => kept_in_place(&mut client, &plan, options)?,
+    };
+    if let Some(reason) = reason {
+        one_transaction(&mut plan, options, total, reason);
+    }
     Ok((client, plan))
 }
 
-/// Turns a load that commits chunk by chunk into one of one transaction
-/// when the target has a key to itself that the load keeps in place: why
-/// it keeps it, read as the load's prepare phase reads it (the table's
-/// facts, with whether it is empty). `total`: the inputs' size.
-fn one_transaction_if_kept(
-    client: &mut Client,
-    plan: &mut Plan,
-    options: &LoadOptions,
-    total: Option<u64>,
-) -> Result<()> {
-    let to_itself: Vec<&str> = plan
-        .target
+/// The target's keys to itself, as `Target::resolve` names them.
+fn to_itself(plan: &Plan) -> Vec<&str> {
+    plan.target
         .foreign_keys
         .iter()
         .filter(|k| k.to_itself)
         .map(|k| k.name.as_str())
-        .collect();
-    // With rows to reject, a chunk's rows are checked as they go: one
-    // transaction would fail whole instead. Merging chunks go through a
-    // staging table, chunk by chunk; Citus commits on every node.
-    let per_chunk = plan.atomic.is_none()
+        .collect()
+}
+
+/// Whether the plan commits chunk by chunk with no row to reject. With
+/// rows to reject, a chunk's rows are checked as they go: one transaction
+/// would fail whole instead. Merging chunks go through a staging table,
+/// chunk by chunk; Citus commits on every node.
+fn per_chunk(plan: &Plan) -> bool {
+    plan.atomic.is_none()
         && plan.merge.is_none()
         && plan.citus.is_none()
-        && plan.max_errors == Some(0);
-    if to_itself.is_empty() || !per_chunk {
-        return Ok(());
+        && plan.max_errors == Some(0)
+}
+
+/// The key to the table itself that a load committing chunk by chunk
+/// keeps in place, and why, in the words of the one-transaction plan:
+/// why it keeps it, read as the load's prepare phase reads it (the
+/// table's facts, with whether it is empty).
+fn kept_in_place(
+    client: &mut Client,
+    plan: &Plan,
+    options: &LoadOptions,
+) -> Result<Option<String>> {
+    if to_itself(plan).is_empty() || !per_chunk(plan) {
+        return Ok(None);
     }
     let facts = crate::table::facts::read(client, &plan.target, !plan.truncate)?;
     let (indexes, _) = plan.changes(&facts);
+    Ok(kept_by(plan, &indexes, Some(options)))
+}
+
+/// What `kept_in_place` says of `indexes`, the plan of what the load
+/// takes off.
+fn kept_by(plan: &Plan, indexes: &IndexPlan, options: Option<&LoadOptions>) -> Option<String> {
+    if !per_chunk(plan) {
+        return None;
+    }
     let keys = &indexes.foreign_keys;
     let taken_off = |name: &str| keys.take_off.iter().any(|k| same_name(&k.name, name));
-    let Some(kept) = to_itself.iter().find(|name| !taken_off(name)) else {
-        return Ok(());
+    let kept = *to_itself(plan).iter().find(|name| !taken_off(name))?;
+    let why = match (
+        &keys.not_used,
+        keys.kept.iter().find(|k| same_name(&k.name, kept)),
+    ) {
+        (Some(reason), _) => reason.to_string(),
+        (None, Some(key)) => key.reason.clone(),
+        (None, None) => "it stays in place".into(),
     };
+    Some(format!(
+        "{kept} (to the table itself, kept in place: {})",
+        options.map_or(why.clone(), |options| explained(&why, options))
+    ))
+}
+
+/// Under the table's lock, the plan of what the load takes off made
+/// again (`indexes`) keeps a key to the table itself that the load's plan,
+/// made before the lock, counted on taking off (another session wrote a
+/// row meanwhile, or the lock was not granted): the key and why, for a
+/// pass planned again in one transaction. Committing chunk by chunk, the
+/// load would fail halfway at a row that refers to one in a later chunk.
+pub(super) fn kept_after_all(plan: &Plan, indexes: &IndexPlan) -> Option<String> {
+    // The options' own reasons (`--keep-foreign-keys`, `--no-journal`)
+    // made the plan one transaction already.
+    kept_by(plan, indexes, None)
+}
+
+/// Turns a load that commits chunk by chunk into one of one transaction
+/// for the key to the table itself that it keeps in place (`reason`: which
+/// and why). `total`: the inputs' size.
+fn one_transaction(plan: &mut Plan, options: &LoadOptions, total: Option<u64>, reason: String) {
     // A key the load cannot defer (not DEFERRABLE, and the role does not
     // own the table to make it so) is checked at the end of each COPY:
     // the whole input in one COPY then, as COPY itself takes it, when it
@@ -81,19 +136,8 @@ fn one_transaction_if_kept(
             .target
             .foreign_keys
             .iter()
-            .any(|k| k.name == *kept && k.deferrable);
-    let why = match (
-        &keys.not_used,
-        keys.kept.iter().find(|k| same_name(&k.name, kept)),
-    ) {
-        (Some(reason), _) => reason.to_string(),
-        (None, Some(key)) => key.reason.clone(),
-        (None, None) => "it stays in place".into(),
-    };
-    let reason = format!(
-        "{kept} (to the table itself, kept in place: {})",
-        explained(&why, options)
-    );
+            .filter(|k| k.to_itself)
+            .all(|k| k.deferrable);
     plan.atomic = Some(AtomicMode::OneTransaction);
     if plan.workers > 1 {
         plan.workers = 1;
@@ -110,7 +154,6 @@ fn one_transaction_if_kept(
     // transaction commits: the indexes stay too.
     plan.foreign_keys_left_alone = Some(LeftAlone::InOneTransaction(reason.clone()));
     plan.indexes_left_alone = Some(LeftAlone::InOneTransaction(reason));
-    Ok(())
 }
 
 /// The reason a key stays, with the flag behind it where one is.

@@ -10,6 +10,8 @@
 //! * only a table that is empty (or that the load truncates) loses them:
 //!   every row they check at the end is then the load's own, and a row
 //!   they refuse is one of the file's lines;
+//! * only keys whose columns the file fills go: a row they refuse is
+//!   then refused for values of its line;
 //! * only the table's own keys go (those of other tables that point at it
 //!   stay, and keep its referenced keys in place: see `indexes`);
 //! * what adds each back goes to the journal's undo log in the transaction
@@ -33,6 +35,10 @@ pub struct ForeignKeyPlan {
     /// Why all of them stay in place, when a reason holds for all.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub not_used: Option<LeftAlone>,
+    /// The table held rows: keys to itself come off only so that rows
+    /// refused may be rejected exactly (see `plan_from`).
+    #[serde(skip)]
+    pub holding_rows: bool,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
@@ -50,11 +56,18 @@ pub struct TakenOff {
 
 /// Decides, without changing anything, which foreign keys a load takes off
 /// a table with these `facts`. `left_alone`: why the options keep them all.
+/// `rejects`: the load may reject rows. A table that holds rows keeps its
+/// keys, but for one that may reject rows: there a key to the table itself
+/// kept in place would refuse, chunk by chunk, each row that refers to one
+/// in a later chunk, which COPY loads (a load that rejects no row goes in
+/// one transaction instead: see `self_reference`). Its rows already there
+/// are valid and stay so (the guard refuses other sessions' deletes too),
+/// so the rows refused at the end are the file's.
 pub(crate) fn plan_from(
     facts: &TableFacts,
     target: &Target,
     left_alone: Option<&LeftAlone>,
-    truncate: bool,
+    (truncate, rejects): (bool, bool),
 ) -> ForeignKeyPlan {
     let all_kept = |reason: LeftAlone| ForeignKeyPlan {
         not_used: Some(reason),
@@ -66,7 +79,9 @@ pub(crate) fn plan_from(
         _ if left_alone.is_some() => return all_kept(left_alone.cloned().unwrap()),
         _ if facts.partitioned => return because("partitioned tables and partitions keep them"),
         _ if !facts.owned => return because("only the table's owner may take them off"),
-        _ if !truncate && facts.empty == Some(false) => return because("the table is not empty"),
+        _ if !truncate && facts.empty == Some(false) && !rejects => {
+            return because("the table is not empty")
+        }
         // A refused row is found again by its content: a trigger may have
         // changed it on its way in.
         _ if facts.triggers => return because("the table has triggers"),
@@ -78,13 +93,27 @@ pub(crate) fn plan_from(
         }
         _ => {}
     }
-    let mut plan = ForeignKeyPlan::default();
+    let holding_rows = !truncate && facts.empty == Some(false);
+    let mut plan = ForeignKeyPlan {
+        holding_rows,
+        ..ForeignKeyPlan::default()
+    };
     for key in &facts.foreign_keys {
         let reason = match () {
+            _ if holding_rows && key.parent_oid != target.oid => Some(
+                "the table is not empty (a key to another table checks each chunk's rows as \
+                 COPY would: no row of the file is its parent)",
+            ),
             _ if !key.valid => {
                 Some("it is NOT VALID: added back, it would check rows it never did")
             }
             _ if key.commented => Some("it has a comment"),
+            // Its values come from the table's defaults, not from a line:
+            // a refused row's line would be found by the columns the file
+            // fills alone, which need not tell it from its neighbours.
+            _ if !key.columns.iter().all(|c| target.columns.contains(c)) => {
+                Some("a column of it is one the file does not fill")
+            }
             _ if !key.references_allowed => {
                 Some("the role lacks REFERENCES on the table it points at, to add it back")
             }
@@ -158,6 +187,14 @@ impl ForeignKeyPlan {
         })
     }
 
+    /// Whether the guard must refuse other sessions' deletes too: a key to
+    /// the table itself goes from a table that holds rows, which a delete
+    /// could leave without their parent (the load's own rows are traced to
+    /// their lines at the end; those could not be).
+    pub(crate) fn guards_deletes(&self) -> bool {
+        self.holding_rows && self.take_off.iter().any(|k| k.to_itself)
+    }
+
     /// This plan when the drop failed: every key kept.
     pub(crate) fn not_dropped(self, reason: LeftAlone) -> ForeignKeyPlan {
         match self.take_off.is_empty() && self.kept.is_empty() {
@@ -166,6 +203,7 @@ impl ForeignKeyPlan {
                 not_used: Some(reason),
                 kept: self.kept,
                 take_off: Vec::new(),
+                holding_rows: self.holding_rows,
             },
         }
     }
@@ -206,14 +244,26 @@ impl ForeignKeyPlan {
                 key.name, key.definition
             ));
         }
-        if !self.take_off.is_empty() {
+        if self.guards_deletes() {
             lines.push(
-                "a row whose reference is missing once every row is in stops the load, naming \
-                 its line, or, when the load may reject rows, is rejected (and, for a key to the table \
-                 itself, the rows that referred to it); while a key is away, INSERT and UPDATE \
-                 by other sessions are refused (a statement trigger)"
+                "the table holds rows: a key to the table itself comes off because the load may \
+                 reject rows (kept in place, it would refuse each row that refers to one in a \
+                 later chunk, which COPY loads); adding it back checks every row of the table \
+                 (--keep-foreign-keys keeps it in place, and other writers in)"
                     .into(),
             );
+        }
+        if !self.take_off.is_empty() {
+            let writes = match self.guards_deletes() {
+                true => "INSERT, UPDATE and DELETE",
+                false => "INSERT and UPDATE",
+            };
+            lines.push(format!(
+                "a row whose reference is missing once every row is in stops the load, naming \
+                 its line, or, when the load may reject rows, is rejected (and, for a key to the table \
+                 itself, the rows that referred to it); while a key is away, {writes} \
+                 by other sessions are refused (a statement trigger)"
+            ));
         }
         for key in &self.kept {
             lines.push(format!("keep {}: {}", key.name, key.reason));

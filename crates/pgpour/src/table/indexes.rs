@@ -90,6 +90,8 @@ pub(crate) struct DropRules<'a> {
     /// Why the table's foreign keys stay in place whatever it holds, if
     /// they do.
     pub foreign_keys_kept: Option<&'a LeftAlone>,
+    /// The load may reject rows (`--max-errors` above 0).
+    pub rejects: bool,
 }
 
 /// Whether `plan`, made from `facts` that did not say whether the table is
@@ -112,7 +114,7 @@ pub(crate) fn plan_from(
         facts,
         target,
         rules.foreign_keys_kept,
-        rules.truncate,
+        (rules.truncate, rules.rejects),
     );
     plan
 }
@@ -279,12 +281,15 @@ fn file_key_kept(
 /// transaction that holds the table locked while it decides. When the
 /// drop cannot happen (a lock not granted in time, a dependent object), the
 /// load goes on with the indexes in place and the plan says why.
+/// `may_drop`: whether the load may go on with the plan made under the
+/// lock; when not, nothing is dropped and that plan is returned.
 pub fn drop_for_load(
     client: &mut Client,
     target: &Target,
     left_alone: Option<&LeftAlone>,
     rules: DropRules<'_>,
     load_id: &str,
+    may_drop: &dyn Fn(&IndexPlan) -> bool,
 ) -> Result<IndexPlan> {
     let truncate = rules.truncate;
     if let (Some(reason), Some(keys)) = (left_alone, rules.foreign_keys_kept) {
@@ -312,7 +317,7 @@ pub fn drop_for_load(
             return Err(e);
         }
     };
-    if !plan.changes_table() {
+    if !plan.changes_table() || !may_drop(&plan) {
         rollback(client);
         return Ok(plan);
     }
@@ -353,7 +358,11 @@ pub(crate) fn lock_sql(target: &Target) -> String {
 /// COPY, and keeps COPY's batched inserts. It keeps out the careless, not
 /// the malicious: the load id is no secret. Statements for the caller's
 /// transaction, the last recording the undo step.
-fn keep_other_writers_out_sql(target: &Target, table_name: &str, load_id: &str) -> [String; 3] {
+fn keep_other_writers_out_sql(
+    target: &Target,
+    (table_name, deletes): (&str, bool),
+    load_id: &str,
+) -> [String; 3] {
     let guard = UndoStep::GuardTrigger {
         table: target.oid,
         table_name: table_name.to_string(),
@@ -370,8 +379,9 @@ fn keep_other_writers_out_sql(target: &Target, table_name: &str, load_id: &str) 
            RETURN NULL; \
          END $$";
     let trigger = format!(
-        "CREATE TRIGGER {GUARD_TRIGGER} BEFORE INSERT OR UPDATE ON {} \
+        "CREATE TRIGGER {GUARD_TRIGGER} BEFORE INSERT OR UPDATE{} ON {} \
            FOR EACH STATEMENT EXECUTE FUNCTION pgpour.keep_out({})",
+        if deletes { " OR DELETE" } else { "" },
         target.qualified,
         quote_literal(load_id),
     );
@@ -441,7 +451,12 @@ impl IndexPlan {
             _ => self.foreign_keys.table_name(),
         };
         if let Some(table_name) = table_name {
-            sql.extend(keep_other_writers_out_sql(target, &table_name, load_id));
+            let deletes = self.foreign_keys.guards_deletes();
+            sql.extend(keep_other_writers_out_sql(
+                target,
+                (&table_name, deletes),
+                load_id,
+            ));
         }
         sql
     }

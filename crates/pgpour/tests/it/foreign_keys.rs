@@ -155,7 +155,8 @@ fn a_row_may_refer_to_one_further_down_the_file_as_copy_allows() {
 }
 
 /// Keys to another table, MATCH FULL, several columns, and a key over a
-/// column the file does not fill (its default).
+/// column the file does not fill (its default): that one stays in place,
+/// since its values come from no line.
 #[test]
 fn keys_to_a_parent_of_several_columns_load_as_copy_loads_them() {
     let db = shared_cluster().create_database("fk_parent");
@@ -187,7 +188,27 @@ fn keys_to_a_parent_of_several_columns_load_as_copy_loads_them() {
     options.columns = Some(vec!["id".into(), "country".into(), "code".into()]);
     options.workers = Some(2);
     let plan = pgpour::explain(&crate::harness::connect(&db), &options).unwrap();
-    assert_eq!(plan.foreign_keys.take_off.len(), 2, "{plan:?}");
+    let taken: Vec<&str> = plan
+        .foreign_keys
+        .take_off
+        .iter()
+        .map(|k| k.name.as_str())
+        .collect();
+    assert_eq!(taken, ["site_country_code_fkey"], "{plan:?}");
+    let kept: Vec<(&str, &str)> = plan
+        .foreign_keys
+        .kept
+        .iter()
+        .map(|k| (k.name.as_str(), k.reason.as_str()))
+        .collect();
+    assert_eq!(
+        kept,
+        [(
+            "site_kind_fkey",
+            "a column of it is one the file does not fill"
+        )],
+        "{plan:?}"
+    );
     load(&db, &options).unwrap();
     assert_eq!(rows(&mut client, "site"), rows(&mut client, "site_copy"));
     assert_eq!(keys(&mut client, "site"), before);
@@ -400,5 +421,163 @@ fn atomic_loads_check_the_keys_before_their_commit() {
             "{name}: nothing committed"
         );
         assert_eq!(keys(&mut client, "emp"), before, "{name}");
+    }
+}
+
+/// The rows a key refuses count against `--max-errors N` as bad rows do:
+/// a limit that holds them all loads the rest and rejects exactly them (a
+/// chain's children with their parent); one less stops the load, nothing
+/// deleted and the key away, and a resume with the limit raised finishes
+/// it with the same rejects.
+#[test]
+fn missing_references_count_against_max_errors() {
+    let (lines, refused) = chain();
+    let n = refused.len() as u64;
+    for (limit, name) in [(n, "fk_limit_holds"), (n - 1, "fk_limit_short")] {
+        let db = shared_cluster().create_database(name);
+        let mut client = db.client();
+        client
+            .batch_execute(
+                "CREATE TABLE emp (id int PRIMARY KEY, name text, manager int REFERENCES emp(id))",
+            )
+            .unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let mut options = options(&dir, "emp", &lines);
+        options.workers = Some(2);
+        options.max_errors = Some(limit);
+        options.load_id = Some(name.into());
+        let summary = match load(&db, &options) {
+            Ok(summary) => {
+                assert_eq!(limit, n, "{name}: loaded past its limit");
+                summary
+            }
+            Err(failure) => {
+                assert_eq!(limit, n - 1, "{name}: {}", failure.error);
+                let said = failure.error.to_string();
+                assert!(said.contains("emp_manager_fkey"), "{name}: {said}");
+                assert_eq!(rows(&mut client, "emp").len(), lines.len(), "{name}");
+                assert!(keys(&mut client, "emp").is_empty(), "{name}: key away");
+                let mut changes = pgpour::ResumeChanges::default();
+                changes.max_errors = Some(Some(n));
+                pgpour::resume(
+                    &crate::harness::connect(&db),
+                    name,
+                    &changes,
+                    &pgpour::Progress::default(),
+                    &std::sync::atomic::AtomicBool::new(false),
+                )
+                .unwrap()
+            }
+        };
+        assert_eq!(summary.rows_rejected, n, "{name}");
+        let ids: BTreeSet<usize> = client
+            .query("SELECT id FROM emp", &[])
+            .unwrap()
+            .iter()
+            .map(|r| r.get::<_, i32>(0) as usize - 1)
+            .collect();
+        let want: BTreeSet<usize> = (0..lines.len()).filter(|i| !refused.contains(i)).collect();
+        assert_eq!(ids, want, "{name}");
+        let rejected = std::fs::read_to_string(dir.path().join("emp.rejected.csv")).unwrap();
+        let want_rejected: String = refused.iter().map(|&i| format!("{}\n", lines[i])).collect();
+        assert_eq!(rejected, want_rejected, "{name}");
+        let keys = keys(&mut client, "emp");
+        assert!(keys.len() == 1 && keys[0].2, "{name}: the key back, valid");
+    }
+}
+
+/// A table that holds rows, and a load that may reject rows: a key to the
+/// table itself kept in place would refuse, chunk by chunk, each row that
+/// refers to one in a later chunk, which COPY loads. It comes off too, and
+/// the rows refused at the end are exactly those COPY refuses (a chain's
+/// children with their parent); the rows there before stay, and other
+/// sessions may not delete them while the key is away.
+#[test]
+fn into_a_table_holding_rows_missing_references_are_rejected_exactly() {
+    let old = "INSERT INTO emp VALUES (100000, 'there before', NULL), (100001, 'too', 100000)";
+    let (broken, refused) = chain();
+    for (lines, name) in [(employees(), "fk_rows_good"), (broken, "fk_rows_chain")] {
+        let refused = match name {
+            "fk_rows_good" => BTreeSet::new(),
+            _ => refused.clone(),
+        };
+        let db = shared_cluster().create_database(name);
+        let mut client = db.client();
+        client
+            .batch_execute(&format!(
+                "CREATE TABLE emp (id int PRIMARY KEY, name text, manager int REFERENCES emp(id)); {old}"
+            ))
+            .unwrap();
+        let before = keys(&mut client, "emp");
+        let dir = tempfile::tempdir().unwrap();
+        let mut options = options(&dir, "emp", &lines);
+        options.workers = Some(2);
+        // Rejects allowed, one short of those refused (the good file: no limit).
+        options.max_errors = refused.len().checked_sub(1).map(|n| n as u64);
+        options.load_id = Some(name.into());
+        let plan = pgpour::explain(&crate::harness::connect(&db), &options).unwrap();
+        assert_eq!(plan.foreign_keys.take_off.len(), 1, "{name}: {plan:?}");
+        let said = plan.foreign_keys.describe(|r| r.to_string()).join("\n");
+        assert!(
+            said.contains("the table holds rows") && said.contains("INSERT, UPDATE and DELETE"),
+            "{name}: {said}"
+        );
+        let summary = match load(&db, &options) {
+            Ok(summary) => {
+                assert!(refused.is_empty(), "{name}: loaded past its limit");
+                summary
+            }
+            Err(failure) => {
+                assert!(!refused.is_empty(), "{name}: {}", failure.error);
+                assert!(keys(&mut client, "emp").is_empty(), "{name}: key away");
+                let other = client.batch_execute("DELETE FROM emp WHERE id = 100000");
+                assert_eq!(
+                    other.unwrap_err().code().map(|c| c.code()),
+                    Some("55006"),
+                    "{name}: another session's delete is refused"
+                );
+                let mut changes = pgpour::ResumeChanges::default();
+                changes.max_errors = Some(None);
+                pgpour::resume(
+                    &crate::harness::connect(&db),
+                    name,
+                    &changes,
+                    &pgpour::Progress::default(),
+                    &std::sync::atomic::AtomicBool::new(false),
+                )
+                .unwrap()
+            }
+        };
+        assert_eq!(summary.rows_rejected, refused.len() as u64, "{name}");
+        let ids: BTreeSet<i32> = client
+            .query("SELECT id FROM emp", &[])
+            .unwrap()
+            .iter()
+            .map(|r| r.get(0))
+            .collect();
+        let want: BTreeSet<i32> = (0..lines.len())
+            .filter(|i| !refused.contains(i))
+            .map(|i| i as i32 + 1)
+            .chain([100000, 100001])
+            .collect();
+        assert_eq!(ids, want, "{name}");
+        if !refused.is_empty() {
+            let rejected = std::fs::read_to_string(dir.path().join("emp.rejected.csv")).unwrap();
+            let want: String = refused.iter().map(|&i| format!("{}\n", lines[i])).collect();
+            assert_eq!(rejected, want, "{name}");
+        }
+        assert_eq!(
+            keys(&mut client, "emp"),
+            before,
+            "{name}: the key back, valid"
+        );
+        let guards: i64 = client
+            .query_one(
+                "SELECT count(*) FROM pg_trigger WHERE tgrelid = 'emp'::regclass AND NOT tgisinternal",
+                &[],
+            )
+            .unwrap()
+            .get(0);
+        assert_eq!(guards, 0, "{name}: no guard left");
     }
 }

@@ -211,3 +211,55 @@ fn a_missing_reference_under_a_kept_key_fails_the_load_with_nothing_committed() 
         assert_eq!(failure.summary.rows_loaded, 0, "{name}");
     }
 }
+
+/// The table was empty when the load planned, but another session's row
+/// committed before the load's lock on the table was granted: the key
+/// must stay (the table is not empty any more), and the load must still
+/// end as COPY of the file leaves the table, not fail halfway at a row
+/// that refers to one in a later chunk.
+#[test]
+fn a_row_committed_while_the_load_waits_for_its_lock_keeps_the_key_and_the_load_as_copy() {
+    let lines = employees();
+    for (kind, columns) in &KINDS[..2] {
+        let name = format!("kept_race_{kind}");
+        let db = shared_cluster().create_database(&name);
+        tables(&db, columns, false, &lines);
+        let mut client = db.client();
+        client
+            .batch_execute(&OLD_ROW.replace("{t}", "emp_copy"))
+            .unwrap();
+        let before = keys(&mut client, "emp");
+        let dir = tempfile::tempdir().unwrap();
+        let mut options = options(&dir, "emp", &lines);
+        options.workers = Some(2);
+        // The other session's row, not committed yet: the load plans with
+        // the table empty, then waits for its lock behind this one.
+        let mut other = db.client();
+        other.batch_execute("BEGIN").unwrap();
+        other.batch_execute(&OLD_ROW.replace("{t}", "emp")).unwrap();
+        let loaded = std::thread::scope(|scope| {
+            let loading = scope.spawn(|| load(&db, &options));
+            let waited = std::time::Instant::now();
+            loop {
+                let waiting: i64 = client
+                    .query_one(
+                        "SELECT count(*) FROM pg_locks WHERE relation = 'emp'::regclass \
+                         AND NOT granted",
+                        &[],
+                    )
+                    .unwrap()
+                    .get(0);
+                if waiting > 0 || loading.is_finished() {
+                    break;
+                }
+                assert!(waited.elapsed().as_secs() < 60, "{name}: no lock awaited");
+                std::thread::sleep(std::time::Duration::from_millis(20));
+            }
+            other.batch_execute("COMMIT").unwrap();
+            loading.join().unwrap()
+        });
+        let summary = loaded.unwrap_or_else(|f| panic!("{name}: {:?}", f.error));
+        assert_eq!(summary.rows_loaded, lines.len() as u64, "{name}");
+        as_copy_with_keys(&mut client, &before, &name, "the key as it was");
+    }
+}

@@ -378,7 +378,7 @@ fn begin_and_drop_indexes(
         file_keys_kept: Some("this test keeps them"),
         ..Default::default()
     };
-    crate::table::indexes::drop_for_load(client, &target, None, rules, load_id).unwrap();
+    crate::table::indexes::drop_for_load(client, &target, None, rules, load_id, &|_| true).unwrap();
     target
 }
 
