@@ -29,7 +29,7 @@ pub fn forget(
     load_id: &str,
 ) -> Result<Option<Vec<String>>> {
     // Its journal statements run one session's settings.
-    crate::server::pooler::refuse_shared(connect)?;
+    crate::server::pooler::refuse_shared(connect, Some(crate::error::SessionNeed::Forget))?;
     crate::sql::with_pinned_search_path(client, |client| {
         if !crate::journal::exists(client)? {
             return Ok(None);
@@ -48,7 +48,7 @@ pub fn forget_matching(
     connect: &ConnectOptions,
     filter: &LoadFilter,
 ) -> Result<Vec<Forgetting>> {
-    crate::server::pooler::refuse_shared(connect)?;
+    crate::server::pooler::refuse_shared(connect, Some(crate::error::SessionNeed::Forget))?;
     crate::sql::with_pinned_search_path(client, |client| {
         if !crate::journal::exists(client)? {
             return Ok(Vec::new());
