@@ -205,10 +205,51 @@ fn sigkill_through_a_session_pooler_then_resume_loads_every_row_once() {
     });
 }
 
-/// A load through a transaction pooler is refused by the command with the
-/// way on, and leaves nothing loaded.
+/// Through a transaction pooler, killed at random moments and resumed:
+/// every row once, and after each run a fresh client given one of the
+/// pooled backends finds no lock and no setting of the load's.
 #[test]
-fn the_command_names_the_way_on_through_a_transaction_pooler() {
+fn sigkill_through_a_transaction_pooler_then_resume_loads_every_row_once() {
+    let Some(Pooled {
+        pooler,
+        db,
+        conninfo,
+        file,
+        _dir,
+    }) = pooled(PoolMode::Transaction, "pooled_tx_kill")
+    else {
+        return;
+    };
+    let explain = common::pgpour(
+        &[
+            "load",
+            file.to_str().unwrap(),
+            "-t",
+            "t",
+            "-d",
+            &conninfo,
+            "--explain",
+        ],
+        None,
+    );
+    let shown = text(&explain.stdout);
+    assert!(
+        shown.contains("  pooler   a connection pooler in transaction pooling"),
+        "{shown}{}",
+        text(&explain.stderr)
+    );
+    kill_and_resume(&db, &conninfo, "pooled_tx", 6, |run| {
+        if let Err(e) = pooled_sessions_clean(&pooler, &db) {
+            panic!("run {run}: {e}\n{}", pooler.log());
+        }
+    });
+}
+
+/// What needs one server session for longer than a transaction is refused
+/// through a transaction pooler before anything loads, naming the flag and
+/// the way on; the plain load goes through.
+#[test]
+fn what_needs_one_session_names_the_way_on_through_a_transaction_pooler() {
     let Some(Pooled {
         pooler: _pooler,
         db,
@@ -219,18 +260,50 @@ fn the_command_names_the_way_on_through_a_transaction_pooler() {
     else {
         return;
     };
+    let file = file.to_str().unwrap();
+    for (extra, flag) in [
+        (&["--atomic"][..], "--atomic needs one"),
+        (
+            &["--on-conflict", "skip", "--conflict-key", "id"][..],
+            "--on-conflict needs one",
+        ),
+    ] {
+        let mut args = vec!["load", file, "-t", "t", "-d", &conninfo];
+        args.extend_from_slice(extra);
+        let out = common::pgpour(&args, None);
+        assert_eq!(out.status.code(), Some(2), "{extra:?}");
+        let stderr = text(&out.stderr);
+        assert!(
+            stderr.contains("transaction pooling mode")
+                && stderr.contains(flag)
+                && stderr.contains("through a session-mode pool")
+                && stderr.contains("without it, the load runs through this pooler"),
+            "{extra:?}: {stderr}"
+        );
+        assert_eq!(multiset(&db).0, 0, "{extra:?}");
+    }
     let out = common::pgpour(
-        &["load", file.to_str().unwrap(), "-t", "t", "-d", &conninfo],
+        &[
+            "load",
+            file,
+            "-t",
+            "t",
+            "-d",
+            &conninfo,
+            "--load-id",
+            "plain",
+        ],
         None,
     );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert_eq!(multiset(&db), EXPECTED);
+    let out = common::pgpour(&["forget", "plain", "-d", &conninfo], None);
     assert_eq!(out.status.code(), Some(2));
     let stderr = text(&out.stderr);
     assert!(
-        stderr.contains("transaction pooling mode")
-            && stderr.contains("through a session-mode pool"),
+        stderr.contains("`pgpour forget` needs one") && stderr.contains("pool_mode = session"),
         "{stderr}"
     );
-    assert_eq!(multiset(&db).0, 0);
 }
 
 /// A load through a statement pooler is refused before anything loads,
