@@ -151,6 +151,12 @@ pub fn workers_note(from: Option<pgpour::WorkersFrom>) -> String {
             "--atomic with --truncate: the TRUNCATE and every row in one transaction".to_string()
         }
         Some(WorkersFrom::NoPreparedTransactions {
+            max_prepared_transactions: 0,
+        }) => "--atomic in one transaction: the server's max_prepared_transactions is 0, \
+               which turns prepared transactions off (on RDS and Azure a setting of the \
+               parameter group or server parameters, which takes a restart)"
+            .to_string(),
+        Some(WorkersFrom::NoPreparedTransactions {
             max_prepared_transactions,
         }) => format!(
             "--atomic in one transaction: the server's max_prepared_transactions is \

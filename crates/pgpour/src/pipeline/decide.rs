@@ -250,8 +250,7 @@ pub(super) fn decide(
     });
     let (mut target, round_trip) = resolved?;
     target.copy_sql = crate::table::plan::with_where(&target.copy_sql, condition);
-    let refused =
-        |server| Error::Target(format!("{} refuses the load: {server}", target.qualified));
+    let refused = |server| crate::table::plan::refused(&target.qualified, &server);
     // The trial counts only if it was about the table resolved here (the
     // two sessions named it at about the same moment; another role may
     // have made one of the name earlier in the search path in between).
