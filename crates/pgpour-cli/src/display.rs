@@ -347,3 +347,28 @@ fn left_alone(why: &pgpour::LeftAlone, keep_flag: &str, undo: &str) -> String {
         other => other.to_string(),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::workers_note;
+    use pgpour::WorkersFrom;
+
+    /// Where managed servers turn prepared transactions off, the note says
+    /// so and where the setting lives.
+    #[test]
+    fn atomic_without_prepared_transactions_says_they_are_off() {
+        let none = workers_note(Some(WorkersFrom::NoPreparedTransactions {
+            max_prepared_transactions: 0,
+        }));
+        assert!(
+            none.contains("max_prepared_transactions is 0")
+                && none.contains("turns prepared transactions off")
+                && none.contains("RDS"),
+            "{none}"
+        );
+        let few = workers_note(Some(WorkersFrom::NoPreparedTransactions {
+            max_prepared_transactions: 2,
+        }));
+        assert!(few.contains("is 2, under one per worker"), "{few}");
+    }
+}
