@@ -91,14 +91,11 @@ pub fn engine_error(error: &Error) -> String {
             let what = match needs {
                 Some(SessionNeed::Atomic) => "--atomic needs one",
                 Some(SessionNeed::Merge) => "--on-conflict needs one",
-                Some(SessionNeed::Forget) => "`pgpour forget` needs one",
                 _ => "a load needs one",
             };
             let plain = match needs {
-                Some(SessionNeed::Atomic | SessionNeed::Merge) => {
-                    "; without it, the load runs through this pooler"
-                }
-                _ => "",
+                Some(_) => "; without it, the load runs through this pooler",
+                None => "",
             };
             format!(
                 "{error}. {what}: connect to the server directly, or through a session-mode \

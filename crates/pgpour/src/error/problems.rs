@@ -220,8 +220,6 @@ pub enum SessionNeed {
     Atomic,
     /// Merging rows on conflict: the staging table lives with its session.
     Merge,
-    /// Forgetting a load: its restores run on one session's settings.
-    Forget,
 }
 
 impl fmt::Display for SessionNeed {
@@ -235,7 +233,6 @@ impl fmt::Display for SessionNeed {
                 "merging rows on conflict stages them in a temporary table that lives with \
                  its session"
             }
-            SessionNeed::Forget => "forgetting a load restores its table on one session",
         })
     }
 }
