@@ -143,9 +143,14 @@ fn kill_and_resume(db: &TestDb, conninfo: &str, name: &str, runs: u64, after: im
 /// Advisory locks held in `db`, and what a fresh session through `pooler`
 /// is set to, once the pooler has reset what the last client left.
 fn pooled_sessions_clean(pooler: &PgBouncer, db: &TestDb) -> Result<(), String> {
+    pooled_sessions_of_clean(pooler, db, "postgres")
+}
+
+/// `pooled_sessions_clean` for the pooled sessions of `user`.
+fn pooled_sessions_of_clean(pooler: &PgBouncer, db: &TestDb, user: &str) -> Result<(), String> {
     let deadline = std::time::Instant::now() + Duration::from_secs(10);
     loop {
-        let mut client = pooler.client(&db.name, "postgres");
+        let mut client = pooler.client(&db.name, user);
         let row = client
             .query_one(
                 "SELECT (SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' \
@@ -381,6 +386,32 @@ fn sigkill_as_roles_with_a_dba_made_journal_then_resume_loads_every_row_once() {
             assert_eq!(pending, 0, "{name} run {run}: left to restore");
         });
     }
+}
+
+/// A role with INSERT only, its journal in a schema a DBA made for it,
+/// through a transaction pooler: killed and resumed, every row once, and
+/// nothing left on the role's pooled backends.
+#[test]
+fn sigkill_as_an_insert_only_role_through_a_transaction_pooler_then_resume_loads_every_row_once() {
+    let name = "pooled_insert_only";
+    let cluster = shared_cluster();
+    let db = cluster.create_database(name);
+    role(&db, name);
+    db.client()
+        .batch_execute(&format!(
+            "CREATE TABLE t (id int, v text); GRANT INSERT ON t TO {name}; \
+             CREATE SCHEMA pgpour AUTHORIZATION {name}"
+        ))
+        .unwrap();
+    let Some(pooler) = PgBouncer::start(cluster, PoolMode::Transaction, &["postgres", name]) else {
+        return;
+    };
+    let conninfo = pooler.conninfo(&db.name, name);
+    kill_and_resume(&db, &conninfo, name, 4, |run| {
+        if let Err(e) = pooled_sessions_of_clean(&pooler, &db, name) {
+            panic!("run {run}: {e}\n{}", pooler.log());
+        }
+    });
 }
 
 #[test]
