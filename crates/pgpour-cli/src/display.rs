@@ -151,6 +151,12 @@ pub fn workers_note(from: Option<pgpour::WorkersFrom>) -> String {
             "--atomic with --truncate: the TRUNCATE and every row in one transaction".to_string()
         }
         Some(WorkersFrom::NoPreparedTransactions {
+            max_prepared_transactions: 0,
+        }) => "--atomic in one transaction: the server's max_prepared_transactions is 0, \
+               which turns prepared transactions off (on RDS and Azure a setting of the \
+               parameter group or server parameters, which takes a restart)"
+            .to_string(),
+        Some(WorkersFrom::NoPreparedTransactions {
             max_prepared_transactions,
         }) => format!(
             "--atomic in one transaction: the server's max_prepared_transactions is \
@@ -339,5 +345,30 @@ fn left_alone(why: &pgpour::LeftAlone, keep_flag: &str, undo: &str) -> String {
         }
         pgpour::LeftAlone::Atomic => "--atomic loads keep them".to_string(),
         other => other.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::workers_note;
+    use pgpour::WorkersFrom;
+
+    /// Where managed servers turn prepared transactions off, the note says
+    /// so and where the setting lives.
+    #[test]
+    fn atomic_without_prepared_transactions_says_they_are_off() {
+        let none = workers_note(Some(WorkersFrom::NoPreparedTransactions {
+            max_prepared_transactions: 0,
+        }));
+        assert!(
+            none.contains("max_prepared_transactions is 0")
+                && none.contains("turns prepared transactions off")
+                && none.contains("RDS"),
+            "{none}"
+        );
+        let few = workers_note(Some(WorkersFrom::NoPreparedTransactions {
+            max_prepared_transactions: 2,
+        }));
+        assert!(few.contains("is 2, under one per worker"), "{few}");
     }
 }

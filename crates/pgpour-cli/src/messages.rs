@@ -6,6 +6,7 @@
 
 use pgpour::{
     ConnectionProblem, Error, FormatProblem, Mismatch, OptionsProblem, RequestProblem, RowHint,
+    SessionNeed,
 };
 
 /// What `pgpour` says for an engine error.
@@ -86,11 +87,22 @@ pub fn engine_error(error: &Error) -> String {
             "{error}: wait for that run to end (or stop it), then `pgpour resume {load_id}` if \
              it did not finish"
         ),
-        Error::SessionsShared { .. } => format!(
-            "{error}. Connect to the server directly, or through a session-mode pool (Supabase: \
-             port 5432 instead of 6543; Neon: the host without -pooler; PgBouncer: pool_mode = \
-             session)"
-        ),
+        Error::SessionsShared { needs, .. } => {
+            let what = match needs {
+                Some(SessionNeed::Atomic) => "--atomic needs one",
+                Some(SessionNeed::Merge) => "--on-conflict needs one",
+                _ => "a load needs one",
+            };
+            let plain = match needs {
+                Some(_) => "; without it, the load runs through this pooler",
+                None => "",
+            };
+            format!(
+                "{error}. {what}: connect to the server directly, or through a session-mode \
+                 pool (Supabase: port 5432 instead of 6543; Neon: the host without -pooler; \
+                 PgBouncer: pool_mode = session){plain}"
+            )
+        }
         Error::JournalNotPermitted { role, database, .. } => format!(
             "{error}. --no-journal loads without it (a load that stops cannot be resumed, and \
              indexes stay in place); or a DBA lets the role keep its own journal: \

@@ -6,7 +6,7 @@ use std::str::FromStr;
 
 use pgpour::{
     BadRow, ConnectionProblem, Error, FormatProblem, InputChange, Mismatch, OptionsProblem,
-    RequestProblem,
+    RequestProblem, SessionNeed,
 };
 
 use super::{any_error, engine_error};
@@ -337,12 +337,15 @@ fn load_and_journal_errors_say_which_command_goes_on() {
     says(
         Error::SessionsShared {
             mode: "transaction",
+            needs: Some(SessionNeed::Atomic),
         },
         "the server is reached through a connection pooler in transaction pooling mode, which \
-         shares server sessions between clients: a load's session settings would be left to \
-         other clients. Connect to the server directly, or through a session-mode \
-         pool (Supabase: port 5432 instead of 6543; Neon: the host without -pooler; PgBouncer: \
-         pool_mode = session)",
+         shares server sessions between clients: an atomic load keeps its transactions open, or \
+         prepared, on their sessions until every worker is done, which this pooling does not \
+         give a client. --atomic needs one: connect to the server directly, or through a \
+         session-mode pool (Supabase: port 5432 instead of 6543; Neon: the host without \
+         -pooler; PgBouncer: pool_mode = session); without it, the load runs through this \
+         pooler",
     );
     says(
         Error::JournalNotPermitted {

@@ -13,7 +13,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use common::text;
-use pgpour_testkit::{Cluster, Durability, TestDb};
+use pgpour_testkit::{Cluster, Durability, PgBouncer, PoolMode};
 
 /// A small deterministic generator: a schedule can be replayed by its seed.
 struct Lcg(u64);
@@ -50,7 +50,7 @@ fn input(dir: &std::path::Path) -> (std::path::PathBuf, String) {
     (path, bad)
 }
 
-fn start(db: &TestDb, file: &str, rejects: &str) -> Child {
+fn start(conninfo: &str, file: &str, rejects: &str) -> Child {
     Command::new(env!("CARGO_BIN_EXE_pgpour"))
         .args([
             "load",
@@ -58,7 +58,7 @@ fn start(db: &TestDb, file: &str, rejects: &str) -> Child {
             "-t",
             "t",
             "-d",
-            &db.conninfo(),
+            conninfo,
             "--load-id",
             "soak",
             "--workers",
@@ -95,9 +95,16 @@ fn wait(child: &mut Child, limit: Duration) -> Option<i32> {
 }
 
 /// One schedule: runs the load, with one random fault per run, until a run
-/// finishes; then checks the table and the reject file.
-fn schedule(cluster: &Cluster, seed: u64) {
-    let db = cluster.create_database(&format!("soak_{seed}"));
+/// finishes; then checks the table and the reject file. Through `pooler`
+/// when given, else directly.
+fn schedule(cluster: &Cluster, seed: u64, pooler: Option<&PgBouncer>) {
+    let name = match pooler {
+        Some(_) => format!("soak_pooled_{seed}"),
+        None => format!("soak_{seed}"),
+    };
+    let db = cluster.create_database(&name);
+    let conninfo = pooler.map_or_else(|| db.conninfo(), |p| p.conninfo(&db.name, "postgres"));
+    let conninfo = conninfo.as_str();
     db.client()
         .batch_execute(
             "CREATE TABLE t (id int, v text); \
@@ -113,7 +120,7 @@ fn schedule(cluster: &Cluster, seed: u64) {
     let mut rng = Lcg(seed);
     let mut finished = false;
     for round in 0..12 {
-        let mut child = start(&db, file, rejects_arg);
+        let mut child = start(conninfo, file, rejects_arg);
         let fault = if round >= 8 { 4 } else { rng.below(5) };
         std::thread::sleep(Duration::from_millis(50 + rng.below(400)));
         match fault {
@@ -129,7 +136,7 @@ fn schedule(cluster: &Cluster, seed: u64) {
             }
             2 => cluster.restart_immediate().unwrap(),
             3 => {
-                let mut second = start(&db, file, rejects_arg);
+                let mut second = start(conninfo, file, rejects_arg);
                 let code = wait(&mut second, Duration::from_secs(30));
                 let stderr = second
                     .stderr
@@ -180,7 +187,7 @@ fn schedule(cluster: &Cluster, seed: u64) {
         bad,
         "seed {seed}: every bad row once, in file order"
     );
-    let status = common::pgpour(&["status", "soak", "-d", &db.conninfo(), "--json"], None);
+    let status = common::pgpour(&["status", "soak", "-d", conninfo, "--json"], None);
     assert!(
         text(&status.stdout).contains("\"done\""),
         "{}",
@@ -200,6 +207,23 @@ fn random_fault_schedules_lose_and_double_nothing() {
         .and_then(|r| r.parse().ok())
         .unwrap_or(1);
     for seed in first..first + rounds {
-        schedule(&cluster, seed);
+        schedule(&cluster, seed, None);
+    }
+}
+
+/// The same schedules through a transaction pooler, which may hand each
+/// of pgpour's server sessions to another client between transactions.
+#[test]
+fn random_fault_schedules_through_a_transaction_pooler_lose_and_double_nothing() {
+    let cluster = Cluster::start(Durability::Fast).unwrap();
+    let Some(pooler) = PgBouncer::start(&cluster, PoolMode::Transaction, &["postgres"]) else {
+        return;
+    };
+    let rounds: u64 = std::env::var("PGPOUR_SOAK_ROUNDS")
+        .ok()
+        .and_then(|r| r.parse().ok())
+        .unwrap_or(2);
+    for seed in 1..1 + rounds {
+        schedule(&cluster, seed, Some(&pooler));
     }
 }

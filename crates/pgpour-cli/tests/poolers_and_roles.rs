@@ -143,9 +143,14 @@ fn kill_and_resume(db: &TestDb, conninfo: &str, name: &str, runs: u64, after: im
 /// Advisory locks held in `db`, and what a fresh session through `pooler`
 /// is set to, once the pooler has reset what the last client left.
 fn pooled_sessions_clean(pooler: &PgBouncer, db: &TestDb) -> Result<(), String> {
+    pooled_sessions_of_clean(pooler, db, "postgres")
+}
+
+/// `pooled_sessions_clean` for the pooled sessions of `user`.
+fn pooled_sessions_of_clean(pooler: &PgBouncer, db: &TestDb, user: &str) -> Result<(), String> {
     let deadline = std::time::Instant::now() + Duration::from_secs(10);
     loop {
-        let mut client = pooler.client(&db.name, "postgres");
+        let mut client = pooler.client(&db.name, user);
         let row = client
             .query_one(
                 "SELECT (SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' \
@@ -205,10 +210,51 @@ fn sigkill_through_a_session_pooler_then_resume_loads_every_row_once() {
     });
 }
 
-/// A load through a transaction pooler is refused by the command with the
-/// way on, and leaves nothing loaded.
+/// Through a transaction pooler, killed at random moments and resumed:
+/// every row once, and after each run a fresh client given one of the
+/// pooled backends finds no lock and no setting of the load's.
 #[test]
-fn the_command_names_the_way_on_through_a_transaction_pooler() {
+fn sigkill_through_a_transaction_pooler_then_resume_loads_every_row_once() {
+    let Some(Pooled {
+        pooler,
+        db,
+        conninfo,
+        file,
+        _dir,
+    }) = pooled(PoolMode::Transaction, "pooled_tx_kill")
+    else {
+        return;
+    };
+    let explain = common::pgpour(
+        &[
+            "load",
+            file.to_str().unwrap(),
+            "-t",
+            "t",
+            "-d",
+            &conninfo,
+            "--explain",
+        ],
+        None,
+    );
+    let shown = text(&explain.stdout);
+    assert!(
+        shown.contains("  pooler   a connection pooler in transaction pooling"),
+        "{shown}{}",
+        text(&explain.stderr)
+    );
+    kill_and_resume(&db, &conninfo, "pooled_tx", 6, |run| {
+        if let Err(e) = pooled_sessions_clean(&pooler, &db) {
+            panic!("run {run}: {e}\n{}", pooler.log());
+        }
+    });
+}
+
+/// What needs one server session for longer than a transaction is refused
+/// through a transaction pooler before anything loads, naming the flag and
+/// the way on; the plain load, and forgetting it, go through.
+#[test]
+fn what_needs_one_session_names_the_way_on_through_a_transaction_pooler() {
     let Some(Pooled {
         pooler: _pooler,
         db,
@@ -219,18 +265,45 @@ fn the_command_names_the_way_on_through_a_transaction_pooler() {
     else {
         return;
     };
+    let file = file.to_str().unwrap();
+    for (extra, flag) in [
+        (&["--atomic"][..], "--atomic needs one"),
+        (
+            &["--on-conflict", "skip", "--conflict-key", "id"][..],
+            "--on-conflict needs one",
+        ),
+    ] {
+        let mut args = vec!["load", file, "-t", "t", "-d", &conninfo];
+        args.extend_from_slice(extra);
+        let out = common::pgpour(&args, None);
+        assert_eq!(out.status.code(), Some(2), "{extra:?}");
+        let stderr = text(&out.stderr);
+        assert!(
+            stderr.contains("transaction pooling mode")
+                && stderr.contains(flag)
+                && stderr.contains("through a session-mode pool")
+                && stderr.contains("without it, the load runs through this pooler"),
+            "{extra:?}: {stderr}"
+        );
+        assert_eq!(multiset(&db).0, 0, "{extra:?}");
+    }
     let out = common::pgpour(
-        &["load", file.to_str().unwrap(), "-t", "t", "-d", &conninfo],
+        &[
+            "load",
+            file,
+            "-t",
+            "t",
+            "-d",
+            &conninfo,
+            "--load-id",
+            "plain",
+        ],
         None,
     );
-    assert_eq!(out.status.code(), Some(2));
-    let stderr = text(&out.stderr);
-    assert!(
-        stderr.contains("transaction pooling mode")
-            && stderr.contains("through a session-mode pool"),
-        "{stderr}"
-    );
-    assert_eq!(multiset(&db).0, 0);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert_eq!(multiset(&db), EXPECTED);
+    let out = common::pgpour(&["forget", "plain", "-d", &conninfo], None);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
 }
 
 /// A load through a statement pooler is refused before anything loads,
@@ -313,6 +386,32 @@ fn sigkill_as_roles_with_a_dba_made_journal_then_resume_loads_every_row_once() {
             assert_eq!(pending, 0, "{name} run {run}: left to restore");
         });
     }
+}
+
+/// A role with INSERT only, its journal in a schema a DBA made for it,
+/// through a transaction pooler: killed and resumed, every row once, and
+/// nothing left on the role's pooled backends.
+#[test]
+fn sigkill_as_an_insert_only_role_through_a_transaction_pooler_then_resume_loads_every_row_once() {
+    let name = "pooled_insert_only";
+    let cluster = shared_cluster();
+    let db = cluster.create_database(name);
+    role(&db, name);
+    db.client()
+        .batch_execute(&format!(
+            "CREATE TABLE t (id int, v text); GRANT INSERT ON t TO {name}; \
+             CREATE SCHEMA pgpour AUTHORIZATION {name}"
+        ))
+        .unwrap();
+    let Some(pooler) = PgBouncer::start(cluster, PoolMode::Transaction, &["postgres", name]) else {
+        return;
+    };
+    let conninfo = pooler.conninfo(&db.name, name);
+    kill_and_resume(&db, &conninfo, name, 4, |run| {
+        if let Err(e) = pooled_sessions_of_clean(&pooler, &db, name) {
+            panic!("run {run}: {e}\n{}", pooler.log());
+        }
+    });
 }
 
 #[test]

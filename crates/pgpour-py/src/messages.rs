@@ -5,7 +5,7 @@
 
 use pgpour::{
     ConnectionProblem, Error, FormatProblem, Mismatch, Notice, OptionsProblem, RequestProblem,
-    RowHint,
+    RowHint, SessionNeed,
 };
 
 /// `text` as Python's `repr` writes a str: in single quotes, as a user
@@ -98,11 +98,22 @@ pub fn engine_error(error: &Error) -> String {
              it did not finish",
             repr(load_id)
         ),
-        Error::SessionsShared { .. } => format!(
-            "{error}. Connect to the server directly, or through a session-mode pool (Supabase: \
-             port 5432 instead of 6543; Neon: the host without -pooler; PgBouncer: pool_mode = \
-             session)"
-        ),
+        Error::SessionsShared { needs, .. } => {
+            let what = match needs {
+                Some(SessionNeed::Atomic) => "atomic=True needs one: connect",
+                Some(SessionNeed::Merge) => "on_conflict needs one: connect",
+                _ => "Connect",
+            };
+            let plain = match needs {
+                Some(_) => "; without it, the load runs through this pooler",
+                None => "",
+            };
+            format!(
+                "{error}. {what} to the server directly, or through a session-mode pool \
+                 (Supabase: port 5432 instead of 6543; Neon: the host without -pooler; \
+                 PgBouncer: pool_mode = session){plain}"
+            )
+        }
         Error::JournalNotPermitted { role, database, .. } => format!(
             "{error}. no_journal=True loads without it (a load that stops cannot be resumed, and \
              indexes stay in place); or a DBA lets the role keep its own journal: \

@@ -61,6 +61,17 @@ impl PgBouncer {
     /// kit does not know), so that the tests that need it can skip;
     /// `PGPOUR_PGBOUNCER=required` turns that into a panic, for CI.
     pub fn start(cluster: &Cluster, mode: PoolMode, users: &[&str]) -> Option<PgBouncer> {
+        Self::start_with(cluster, mode, users, &[])
+    }
+
+    /// `start`, with `settings` added to PgBouncer's own section (such as
+    /// `("default_pool_size", "1")`: one server session for every client).
+    pub fn start_with(
+        cluster: &Cluster,
+        mode: PoolMode,
+        users: &[&str],
+        settings: &[(&str, &str)],
+    ) -> Option<PgBouncer> {
         let required = std::env::var("PGPOUR_PGBOUNCER").is_ok_and(|v| v == "required");
         let skip = |why: String| {
             assert!(!required, "PGPOUR_PGBOUNCER=required: {why}");
@@ -73,7 +84,13 @@ impl PgBouncer {
         let Some(socket_dir) = cluster.socket_dir() else {
             return skip("the cluster is not the test kit's own".into());
         };
-        match Self::spawn(&program, socket_dir, cluster.port()?, mode, users) {
+        match Self::spawn(
+            &program,
+            socket_dir,
+            cluster.port()?,
+            mode,
+            (users, settings),
+        ) {
             Ok(pooler) => Some(pooler),
             Err(e) => panic!("cannot start pgbouncer: {e}"),
         }
@@ -84,7 +101,7 @@ impl PgBouncer {
         socket_dir: &Path,
         server_port: u16,
         mode: PoolMode,
-        users: &[&str],
+        (users, settings): (&[&str], &[(&str, &str)]),
     ) -> Result<PgBouncer, String> {
         let dir = tempfile::Builder::new()
             .prefix("pgpour-pgbouncer-")
@@ -95,11 +112,15 @@ impl PgBouncer {
         let listed: String = users.iter().map(|u| format!("\"{u}\" \"\"\n")).collect();
         std::fs::write(&users_file, listed).map_err(|e| e.to_string())?;
         let ini = dir.path().join("pgbouncer.ini");
+        let extra: String = settings
+            .iter()
+            .map(|(name, value)| format!("{name} = {value}\n"))
+            .collect();
         let conf = format!(
             "[databases]\n* = host={socket} port={server_port}\n\n[pgbouncer]\n\
              listen_addr = 127.0.0.1\nlisten_port = {port}\nunix_socket_dir =\n\
              auth_type = trust\nauth_file = {users}\npool_mode = {mode}\n\
-             logfile = {log}\npidfile = {pid}\n",
+             logfile = {log}\npidfile = {pid}\n{extra}",
             socket = socket_dir.display(),
             users = users_file.display(),
             mode = mode.name(),

@@ -28,9 +28,8 @@ pub fn forget(
     connect: &ConnectOptions,
     load_id: &str,
 ) -> Result<Option<Vec<String>>> {
-    // Its journal statements run one session's settings.
-    crate::server::pooler::refuse_shared(connect)?;
-    crate::sql::with_pinned_search_path(client, |client| {
+    crate::server::pooler::refuse_shared(connect, None)?;
+    pinned_unless_shared(client, connect, |client| {
         if !crate::journal::exists(client)? {
             return Ok(None);
         }
@@ -48,8 +47,8 @@ pub fn forget_matching(
     connect: &ConnectOptions,
     filter: &LoadFilter,
 ) -> Result<Vec<Forgetting>> {
-    crate::server::pooler::refuse_shared(connect)?;
-    crate::sql::with_pinned_search_path(client, |client| {
+    crate::server::pooler::refuse_shared(connect, None)?;
+    pinned_unless_shared(client, connect, |client| {
         if !crate::journal::exists(client)? {
             return Ok(Vec::new());
         }
@@ -66,6 +65,20 @@ pub fn forget_matching(
     })
 }
 
+/// Runs `f` with the session's search path pinned, where the session is
+/// the caller's alone; where a pooler shares it with other clients between
+/// transactions, with nothing set on it (each statement names its schema).
+fn pinned_unless_shared<T>(
+    client: &mut postgres::Client,
+    connect: &ConnectOptions,
+    f: impl FnOnce(&mut postgres::Client) -> Result<T>,
+) -> Result<T> {
+    match connect.sessions_shared() {
+        true => f(client),
+        false => crate::sql::with_pinned_search_path(client, f),
+    }
+}
+
 /// Forgets `load_id` holding its run lease, if `filter` (when given) still
 /// picks it then.
 fn forget_locked(
@@ -74,7 +87,8 @@ fn forget_locked(
     load_id: &str,
     filter: Option<&LoadFilter>,
 ) -> Result<Option<Vec<String>>> {
-    let forgotten = crate::server::run_lock::while_claimed(client, load_id, |client| {
+    let shared = connect.sessions_shared();
+    let forgotten = crate::server::run_lock::while_claimed(client, (load_id, shared), |client| {
         if let Some(filter) = filter {
             if !still_picked(client, load_id, filter)? {
                 return Ok(None);

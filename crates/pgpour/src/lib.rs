@@ -48,7 +48,7 @@ pub use citus::{CitusRoute, CitusTable};
 pub use encode::{ArrowEncoderBench, EncoderBench, WireFormat};
 pub use error::{
     delimiter_name, BadRow, ConnectionProblem, Error, FormatProblem, InputChange, Mismatch,
-    OptionsProblem, Position, RequestProblem, Result, RowHint, ServerError,
+    OptionsProblem, Position, RequestProblem, Result, RowHint, ServerError, SessionNeed,
 };
 pub use forget::Forgetting;
 pub use journal::{LoadFilter, LoadState, LoadStatus};

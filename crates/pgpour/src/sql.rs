@@ -169,6 +169,29 @@ pub(crate) fn simple_rows(
         .collect())
 }
 
+/// Runs `f` in one transaction whose search path is pinned (`SET LOCAL`):
+/// nothing of it outlives the transaction, on a session of the caller's
+/// or one that a pooler shares with other clients. For reads: `f` must
+/// not end the transaction itself.
+pub(crate) fn in_pinned_transaction<C: postgres::GenericClient, T>(
+    client: &mut C,
+    f: impl FnOnce(&mut C) -> Result<T>,
+) -> Result<T> {
+    client
+        .batch_execute("BEGIN; SET LOCAL search_path = pg_catalog, pg_temp")
+        .map_err(Error::db("pinning the search path"))?;
+    let outcome = f(client);
+    let end = match outcome {
+        Ok(_) => "COMMIT",
+        Err(_) => "ROLLBACK",
+    };
+    let ended = client.batch_execute(end);
+    match (outcome, ended) {
+        (Ok(_), Err(e)) => Err(Error::db("ending the transaction")(e)),
+        (outcome, _) => outcome,
+    }
+}
+
 /// Runs `f` with the search path pinned, then gives the session its own
 /// back (for a caller's client).
 pub(crate) fn with_pinned_search_path<C: postgres::GenericClient, T>(

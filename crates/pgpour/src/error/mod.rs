@@ -19,7 +19,9 @@ mod tests;
 mod tune;
 
 pub use hint::{delimiter_name, RowHint};
-pub use problems::{ConnectionProblem, FormatProblem, InputChange, Mismatch, OptionsProblem};
+pub use problems::{
+    ConnectionProblem, FormatProblem, InputChange, Mismatch, OptionsProblem, SessionNeed,
+};
 pub use request::RequestProblem;
 pub use tune::TuneProblem;
 
@@ -379,19 +381,24 @@ pub enum Error {
     LoadMismatch { load_id: String, what: Mismatch },
 
     /// A connection pooler in front of the server shares its sessions
-    /// between clients (transaction or statement pooling), where the
-    /// loading sessions' settings would outlive the load or reach other
-    /// clients, or (statement pooling) no transaction holds a chunk.
+    /// between clients: statement pooling, where no transaction holds a
+    /// chunk; or transaction pooling, where what `needs` one session for
+    /// longer than a transaction cannot run.
     #[error(
         "the server is reached through a connection pooler in {mode} pooling mode, which \
          shares server sessions between clients: {}",
-        match *mode {
-            "statement" => "it runs each statement on any server session and takes no \
-                            transaction of several statements, which every chunk of a load is",
-            _ => "a load's session settings would be left to other clients",
+        match needs {
+            Some(need) => format!("{need}, which this pooling does not give a client"),
+            None if *mode == "statement" => "it runs each statement on any server session and \
+                takes no transaction of several statements, which every chunk of a load is"
+                .to_string(),
+            None => "a load's session settings would be left to other clients".to_string(),
         }
     )]
-    SessionsShared { mode: &'static str },
+    SessionsShared {
+        mode: &'static str,
+        needs: Option<SessionNeed>,
+    },
 
     /// The role may not keep the load journal: it may not create the
     /// journal's schema in the database, or may not use the one there.

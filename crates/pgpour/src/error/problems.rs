@@ -209,3 +209,30 @@ pub enum Mismatch {
     /// The same names, but an input's size, time or content changed.
     Inputs,
 }
+
+/// What needs one server session for longer than a transaction, which a
+/// pooler in transaction pooling does not give a client.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum SessionNeed {
+    /// An atomic load: its transactions stay open, or prepared, on their
+    /// sessions until every worker is done.
+    Atomic,
+    /// Merging rows on conflict: the staging table lives with its session.
+    Merge,
+}
+
+impl fmt::Display for SessionNeed {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            SessionNeed::Atomic => {
+                "an atomic load keeps its transactions open, or prepared, on their sessions \
+                 until every worker is done"
+            }
+            SessionNeed::Merge => {
+                "merging rows on conflict stages them in a temporary table that lives with \
+                 its session"
+            }
+        })
+    }
+}

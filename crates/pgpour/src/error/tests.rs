@@ -153,6 +153,7 @@ fn every_error() -> Vec<Error> {
         },
         Error::SessionsShared {
             mode: "transaction",
+            needs: Some(crate::error::SessionNeed::Atomic),
         },
         Error::JournalNotPermitted {
             role: "loader".into(),

@@ -379,7 +379,7 @@ pub fn finish_if_complete(
     let id = quote_literal(load_id);
     let token = quote_literal(run_token);
     let sql = format!(
-        "SET synchronous_commit = on; \
+        "SET LOCAL synchronous_commit = on; \
          WITH c AS (SELECT count(*) AS chunks, coalesce(sum(rows_loaded), 0)::int8 AS loaded, \
                            coalesce(sum(rows_rejected), 0)::int8 AS rejected, \
                            coalesce(sum(byte_end - byte_start), 0)::int8 AS bytes, \

@@ -342,19 +342,25 @@ fn after_checks(mut results: Vec<Vec<TextRow>>) -> Vec<Vec<TextRow>> {
 /// Fails, having made nothing, when a schema `pgpour` exists (made by
 /// another session or role meanwhile): `CREATE SCHEMA` without `IF NOT
 /// EXISTS` stops the message, and the caller goes step by step.
+/// The lock is the transaction's: none outlives it on a server session
+/// that a pooler gives other clients next.
 fn create_fresh(client: &mut impl GenericClient) -> Result<(), postgres::Error> {
-    let lock = format!("pg_catalog.pg_advisory_lock({MIGRATION_LOCK})");
-    let unlock = format!("pg_catalog.pg_advisory_unlock({MIGRATION_LOCK})");
     let sql = format!(
-        "SELECT {lock}; BEGIN; CREATE SCHEMA pgpour; {migrations}; \
+        "BEGIN ISOLATION LEVEL READ COMMITTED; {lock}; CREATE SCHEMA pgpour; {migrations}; \
          CREATE TABLE pgpour.schema_version (version int NOT NULL); \
          INSERT INTO pgpour.schema_version (version) VALUES ({LATEST}); {PRIVATE}; \
-         COMMIT; SELECT {unlock}",
+         COMMIT",
+        lock = lock_sql(),
         migrations = MIGRATIONS.join(";\n"),
     );
     client.batch_execute(&sql).inspect_err(|_| {
-        let _ = client.batch_execute(&format!("ROLLBACK; SELECT {unlock}"));
+        let _ = client.batch_execute("ROLLBACK");
     })
+}
+
+/// Takes the migration lock for the rest of the transaction.
+fn lock_sql() -> String {
+    format!("SELECT pg_catalog.pg_advisory_xact_lock({MIGRATION_LOCK})")
 }
 
 /// `ensure_schema` one step at a time, each with its own message.
@@ -394,29 +400,15 @@ fn version(client: &mut impl GenericClient) -> Result<Option<i32>> {
     }
 }
 
-/// Migrates under a session lock, in a transaction begun after it is
-/// granted: one begun before would not see the tables that another
-/// session's migration made meanwhile.
+/// Migrates under the migration lock, taken by the transaction's first
+/// statement: at read committed (the server's default), each later
+/// statement sees what another session's migration committed before the
+/// lock was granted. The lock
+/// goes with the transaction, so none stays on a pooled server session.
 fn migrate(client: &mut impl GenericClient) -> Result<()> {
     let context = "creating or upgrading the pgpour journal";
-    client
-        .execute_typed(
-            "SELECT pg_catalog.pg_advisory_lock($1)",
-            &[(&MIGRATION_LOCK, Type::INT8)],
-        )
-        .map_err(Error::db(context))?;
-    let migrated = migrate_locked(client);
-    let unlocked = client.execute_typed(
-        "SELECT pg_catalog.pg_advisory_unlock($1)",
-        &[(&MIGRATION_LOCK, Type::INT8)],
-    );
-    migrated?;
-    unlocked.map(drop).map_err(Error::db(context))
-}
-
-fn migrate_locked(client: &mut impl GenericClient) -> Result<()> {
-    let context = "creating or upgrading the pgpour journal";
     let mut tx = client.transaction().map_err(Error::db(context))?;
+    tx.batch_execute(&lock_sql()).map_err(Error::db(context))?;
     // Again under the lock: another session may have migrated, or another
     // role made the schema, meanwhile.
     super::trust::check_journal(&mut tx)?;

@@ -224,7 +224,7 @@ struct Entry {
 /// The loads `filter` picks, newest first; none when the database has no
 /// journal.
 pub fn status(client: &mut impl GenericClient, filter: &LoadFilter) -> Result<Vec<LoadStatus>> {
-    crate::sql::with_pinned_search_path(client, |client| status_of(client, filter))
+    crate::sql::in_pinned_transaction(client, |client| status_of(client, filter))
 }
 
 fn status_of(client: &mut impl GenericClient, filter: &LoadFilter) -> Result<Vec<LoadStatus>> {

@@ -189,10 +189,16 @@ pub(super) fn decide(
     // what follows on this session (journal, indexes, sequences) is
     // pgpour's own SQL, so the path is pinned in the same message, or with
     // the trial's end.
-    let pin = format!(
-        "SET search_path = pg_catalog, pg_temp{}",
-        load_settings(options, "SET")
-    );
+    // Not where a pooler gives the session to other clients between
+    // transactions: there pgpour's statements name their schemas, and each
+    // transaction that needs a setting sets it for itself (`SET LOCAL`).
+    let pin = match connect.sessions_shared() {
+        true => String::new(),
+        false => format!(
+            "; SET search_path = pg_catalog, pg_temp{}",
+            load_settings(options, "SET")
+        ),
+    };
     // The trial's COPY runs as the load's (a crashed run may have left the
     // table guarded).
     let trial_settings = load_settings(options, "SET LOCAL");
@@ -233,7 +239,7 @@ pub(super) fn decide(
         });
         let started = Instant::now();
         let resolved = match trial {
-            Some(_) => resolve(&mut client, "", &format!("; {pin}")),
+            Some(_) => resolve(&mut client, "", &pin),
             None if trial_settings.is_empty() => resolve(&mut client, "BEGIN; ", ""),
             None => resolve(&mut client, &format!("BEGIN; {trial_settings}; "), ""),
         };
@@ -244,8 +250,7 @@ pub(super) fn decide(
     });
     let (mut target, round_trip) = resolved?;
     target.copy_sql = crate::table::plan::with_where(&target.copy_sql, condition);
-    let refused =
-        |server| Error::Target(format!("{} refuses the load: {server}", target.qualified));
+    let refused = |server| crate::table::plan::refused(&target.qualified, &server);
     // The trial counts only if it was about the table resolved here (the
     // two sessions named it at about the same moment; another role may
     // have made one of the name earlier in the search path in between).
@@ -265,7 +270,7 @@ pub(super) fn decide(
             // driver's session is not used again after a failed COPY.)
             target.try_copy(&mut client)?;
             client
-                .batch_execute(&format!("ROLLBACK; {pin}"))
+                .batch_execute(&format!("ROLLBACK{pin}"))
                 .map_err(Error::db("setting up the session"))?;
         }
     }
@@ -332,7 +337,31 @@ pub(super) fn decide(
     plan.route = route;
     plan.route_required = options.citus_route == CitusRoute::Shards;
     plan.arrow = arrow;
+    if connect.sessions_shared() {
+        leave_table_alone_shared(&mut plan);
+    }
     Ok((client, plan))
+}
+
+/// Where a pooler gives the load's server session to other clients between
+/// its transactions, the table keeps its indexes, keys and sequences: the
+/// guard that keeps other writers out while unique keys are away, and the
+/// restores, run on one session's settings.
+fn leave_table_alone_shared(plan: &mut Plan) {
+    let why = || {
+        LeftAlone::Because(
+            "a transaction pooler may give the load's server session to other clients \
+             between its transactions, and changing the table for the load needs one session"
+                .into(),
+        )
+    };
+    plan.indexes_left_alone.get_or_insert_with(why);
+    plan.foreign_keys_left_alone.get_or_insert_with(why);
+    plan.sequences_left_alone.get_or_insert_with(why);
+    // A chunk is answered before the next goes: such a pooler hands the
+    // server session on at the end of each transaction, and the next
+    // chunk's message, sent ahead, would reach a session given away.
+    plan.chunks_ahead = 0;
 }
 
 /// A Parquet or Arrow load: its COPY in binary, and the first input's

@@ -82,12 +82,19 @@ pub fn explain(connect: &ConnectOptions, options: &LoadOptions) -> Result<Explai
     options.open_batches()?;
     let options = &options;
     let total = options.check()?;
-    let pooler = crate::server::pooler::refuse_shared(connect)?.map(|mode| {
-        format!(
+    let needs = super::session_need(options);
+    let pooler = crate::server::pooler::refuse_shared(connect, needs)?.map(|mode| match mode {
+        crate::server::pooler::PoolMode::Transaction => "a connection pooler in transaction \
+             pooling: another client may be given the load's server session between two of \
+             its transactions, so the load sets nothing beyond a transaction and leaves the \
+             table's indexes, keys and sequences in place; --atomic and --on-conflict need a \
+             direct connection or a session-mode pool (Supabase: port 5432)"
+            .to_string(),
+        mode => format!(
             "a connection pooler in {} pooling: each client keeps its server session until it \
              leaves, so the load runs as on a direct connection",
             mode.name()
-        )
+        ),
     });
     let (mut client, plan) = decide(
         connect,

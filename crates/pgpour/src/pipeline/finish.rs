@@ -65,7 +65,7 @@ pub(super) fn finish(
     let complete = error.is_none() && read_end == Some(ReadEnd::Done { chunks: committed });
     if plan.atomic.is_some() && !complete {
         // All or nothing: nothing. (Best effort; resume rolls back leftovers.)
-        if let Ok(mut client) = connect_retrying(connect, cancel).and_then(pinned) {
+        if let Ok(mut client) = connect_retrying(connect, cancel).and_then(pinned(connect)) {
             crate::journal::two_phase::rollback(&mut client, &prepared);
         }
     }
@@ -113,7 +113,7 @@ pub(super) fn finish(
                     if (client.is_closed() || e.is_transient())
                         && std::time::Instant::now() < deadline =>
                 {
-                    client = connect_retrying(connect, cancel).and_then(pinned)?;
+                    client = connect_retrying(connect, cancel).and_then(pinned(connect))?;
                     if let Some(run) = run {
                         run.ensure_held(connect)?;
                     }

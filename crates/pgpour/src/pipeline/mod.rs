@@ -203,8 +203,8 @@ fn passes_then_undo(
     let kept = take_spare(&spare);
     let client = match (retry, kept) {
         (true, Some(client)) => Ok(client),
-        (true, None) => connect_retrying(connect, cancel).and_then(pinned),
-        (false, _) => connect.connect().and_then(pinned),
+        (true, None) => connect_retrying(connect, cancel).and_then(pinned(connect)),
+        (false, _) => connect.connect().and_then(pinned(connect)),
     };
     let mut done = Vec::new();
     // Index builds at once, up to the worker count.
@@ -302,7 +302,7 @@ fn undo(
         // No question to the server while the lease has not run out.
         let mut still_held = || run.map_or(Ok(()), |run| run.ensure_held(connect));
         // Plain indexes several at once; then the rest in order.
-        let open = || connect.connect().and_then(pinned);
+        let open = || connect.connect().and_then(pinned(connect));
         let mut at_once = |client: &mut postgres::Client, indexes, done: &mut Vec<String>| {
             let sessions = (
                 client,
@@ -331,7 +331,7 @@ fn undo(
         match outcome {
             Err(e) if e.is_transient() && Instant::now() < deadline => {
                 std::thread::sleep(std::time::Duration::from_millis(500));
-                client = connect_retrying(connect, cancel).and_then(pinned)?;
+                client = connect_retrying(connect, cancel).and_then(pinned(connect))?;
                 if let Some(run) = run {
                     run.ensure_held(connect)?;
                 }
@@ -420,14 +420,27 @@ fn run_lock(
     options: &LoadOptions,
     warm: &WarmSessions,
 ) -> Result<Option<RunLock>> {
-    // Its first session pins its search path and names the load: not on a
-    // server session that other clients are given next.
-    crate::server::pooler::refuse_shared_on(connect, warm)?;
+    // Where a pooler shares server sessions between transactions, the load
+    // keeps no session state (see `ConnectOptions::sessions_shared`); what
+    // needs a session for longer is refused before anything loads.
+    crate::server::pooler::refuse_shared_on(connect, warm, session_need(options))?;
     if !options.journal {
         return Ok(None);
     }
     let load_id = options.load_id.as_deref().unwrap_or_default();
     Ok(Some(RunLock::new(load_id)))
+}
+
+/// What of a load's options needs one server session for longer than a
+/// transaction: refused through a pooler in transaction pooling.
+pub(crate) fn session_need(options: &LoadOptions) -> Option<crate::error::SessionNeed> {
+    match () {
+        _ if options.atomic => Some(crate::error::SessionNeed::Atomic),
+        _ if options.on_conflict != crate::options::OnConflict::Error => {
+            Some(crate::error::SessionNeed::Merge)
+        }
+        _ => None,
+    }
 }
 
 /// What every pass of a load runs with.

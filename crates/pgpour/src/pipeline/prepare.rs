@@ -161,7 +161,10 @@ fn prepare_new_load(
         run,
     )?;
     let facts_sql = crate::table::facts::facts_sql(target, false);
-    let sql = format!("{register}; {facts_sql};");
+    // The registration commits synchronously, in this message's own
+    // transaction: a run token lost in a crash would fence out the run's
+    // own chunks.
+    let sql = format!("{register}; SET LOCAL synchronous_commit = on; {facts_sql};");
     let sent = std::time::Instant::now();
     let results = crate::journal::checked(client, &sql, "recording the load in the journal")?;
     let created = results

@@ -16,7 +16,7 @@
 //! PgBouncer hands out the server session released last, so under
 //! transaction pooling the second client gets the first's.
 
-use crate::error::{Error, Result};
+use crate::error::{Error, Result, SessionNeed};
 use crate::server::conn::ConnectOptions;
 use crate::server::wire::Wire;
 use crate::sql::TextRow;
@@ -47,31 +47,39 @@ impl PoolMode {
 /// session of its own (one round trip; two more behind a pooler). `None`
 /// also where the protocol level cannot open a session (an authentication
 /// it does not speak): the command meets whatever this met on the driver.
+/// Transaction pooling is recorded on `connect` (see
+/// `ConnectOptions::sessions_shared`).
 pub(crate) fn find(connect: &ConnectOptions) -> Result<Option<PoolMode>> {
     let Ok(mut wire) = connect.open_wire() else {
         return Ok(None);
     };
-    let found =
-        ask(&mut wire, "SELECT pg_catalog.pg_backend_pid()").and_then(|backend| match backend {
-            Some(pid) if Some(pid) != wire.key_pid => mode(connect, &mut wire, pid).map(Some),
-            _ => Ok(None),
-        });
+    let found = find_on(connect, &mut wire);
     wire.close();
     found
 }
 
-/// Stops a command that takes no run lock (a load without the journal,
-/// `forget`, `--explain`), whose sessions would leave their settings or
-/// locks to other clients, where a pooler shares server sessions.
-pub(crate) fn refuse_shared(connect: &ConnectOptions) -> Result<Option<PoolMode>> {
-    match find(connect)? {
-        Some(shared @ (PoolMode::Transaction | PoolMode::Statement)) => {
-            Err(Error::SessionsShared {
-                mode: shared.name(),
-            })
-        }
-        found => Ok(found),
+/// `find`, asked on `wire`, a session of its own.
+fn find_on(connect: &ConnectOptions, wire: &mut Wire) -> Result<Option<PoolMode>> {
+    let found =
+        ask(wire, "SELECT pg_catalog.pg_backend_pid()").and_then(|backend| match backend {
+            Some(pid) if Some(pid) != wire.key_pid => mode(connect, wire, pid).map(Some),
+            _ => Ok(None),
+        })?;
+    if found == Some(PoolMode::Transaction) {
+        connect.set_sessions_shared();
     }
+    Ok(found)
+}
+
+/// Stops what cannot run where a pooler shares server sessions: anything
+/// under statement pooling; under transaction pooling what `needs` one
+/// session for longer than a transaction. Else the pooler's mode, if a
+/// pooler is there.
+pub(crate) fn refuse_shared(
+    connect: &ConnectOptions,
+    needs: Option<SessionNeed>,
+) -> Result<Option<PoolMode>> {
+    refused(find(connect)?, needs)
 }
 
 /// `refuse_shared`, asked on a loading session opened ahead (see
@@ -81,49 +89,55 @@ pub(crate) fn refuse_shared(connect: &ConnectOptions) -> Result<Option<PoolMode>
 pub(crate) fn refuse_shared_on(
     connect: &ConnectOptions,
     warm: &crate::server::warm::WarmSessions,
+    needs: Option<SessionNeed>,
 ) -> Result<Option<PoolMode>> {
     let Some(mut wire) = warm.take() else {
-        return refuse_shared(connect);
+        return refuse_shared(connect, needs);
     };
-    let found =
-        ask(&mut wire, "SELECT pg_catalog.pg_backend_pid()").and_then(|backend| match backend {
-            Some(pid) if Some(pid) != wire.key_pid => mode(connect, &mut wire, pid).map(Some),
-            _ => Ok(None),
-        });
+    let found = find_on(connect, &mut wire);
     warm.give_back(wire);
-    match found? {
-        Some(shared @ (PoolMode::Transaction | PoolMode::Statement)) => {
-            Err(Error::SessionsShared {
-                mode: shared.name(),
-            })
-        }
-        found => Ok(found),
+    refused(found?, needs)
+}
+
+fn refused(found: Option<PoolMode>, needs: Option<SessionNeed>) -> Result<Option<PoolMode>> {
+    match (found, needs) {
+        (Some(PoolMode::Statement), _) => Err(Error::SessionsShared {
+            mode: PoolMode::Statement.name(),
+            needs: None,
+        }),
+        (Some(PoolMode::Transaction), Some(needs)) => Err(Error::SessionsShared {
+            mode: PoolMode::Transaction.name(),
+            needs: Some(needs),
+        }),
+        (found, _) => Ok(found),
     }
 }
 
 /// The mode of the pooler in front of the server, found with a second
 /// session while `first` (whose backend was `first_pid` a statement ago)
-/// stays open.
+/// stays open. The second holds a transaction open on its backend: if
+/// that is the first's, the pooler gave the first's backend away between
+/// two of its statements (transaction pooling), and the first is not asked
+/// again, which would wait for that backend where the pool has no other.
 pub(crate) fn mode(connect: &ConnectOptions, first: &mut Wire, first_pid: i32) -> Result<PoolMode> {
     let mut second = connect.open_wire()?;
     let held = ask(&mut second, "BEGIN; SELECT pg_catalog.pg_backend_pid()");
     let mode = match held {
         // Statement pooling takes no transaction block.
-        Err(_) => PoolMode::Statement,
-        Ok(held) => {
-            let again = ask(first, "SELECT pg_catalog.pg_backend_pid()")?;
-            // Two clients on one backend at once, or one client moved to
-            // another: nothing a session pooler does.
-            if held == Some(first_pid) || again != Some(first_pid) {
-                PoolMode::Transaction
-            } else {
-                PoolMode::Session
-            }
+        Err(_) => Ok(PoolMode::Statement),
+        Ok(held) if held == Some(first_pid) => Ok(PoolMode::Transaction),
+        Ok(_) => {
+            // The first moved to another backend: nothing a session
+            // pooler does.
+            ask(first, "SELECT pg_catalog.pg_backend_pid()").map(|again| match again {
+                Some(pid) if pid == first_pid => PoolMode::Session,
+                _ => PoolMode::Transaction,
+            })
         }
     };
     let _ = ask(&mut second, "ROLLBACK");
     second.close();
-    Ok(mode)
+    mode
 }
 
 /// The backend pid the one-row answer to `sql` ends with.

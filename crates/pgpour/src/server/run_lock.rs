@@ -290,10 +290,13 @@ fn lease_sql() -> String {
 /// Runs `f` holding `load_id`'s lease (for `forget`, which must not pull a
 /// load from under a running run, nor have a run start under it), with a
 /// bounded wait for any other lock; the lease goes with the row, or is let
-/// go after. `None` when the journal has no such load.
+/// go after. `None` when the journal has no such load. Where the session
+/// is `shared` with other clients between transactions (a transaction
+/// pooler), `f` runs without the session's bounded wait, which would
+/// outlive it: the waits are the server's own.
 pub(crate) fn while_claimed<T>(
     client: &mut postgres::Client,
-    load_id: &str,
+    (load_id, shared): (&str, bool),
     f: impl FnOnce(&mut postgres::Client) -> Result<T>,
 ) -> Result<Option<T>> {
     let claimant = RunLock::new(load_id);
@@ -308,6 +311,11 @@ pub(crate) fn while_claimed<T>(
         Ok(claimed)
     })();
     let outcome = match claimed {
+        Ok(true) if shared => {
+            let outcome = f(client).map(Some);
+            let _ = client.batch_execute(&claimant.release_sql());
+            outcome
+        }
         Ok(true) => {
             let outcome = client
                 .batch_execute("SET lock_timeout = '10s'")

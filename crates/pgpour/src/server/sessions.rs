@@ -47,10 +47,10 @@ pub(crate) fn reuse_or_connect(
     cancel: &AtomicBool,
 ) -> Result<Client> {
     let kept = take_spare(spare);
-    if let Some(client) = kept.and_then(|c| pinned(c).ok()) {
+    if let Some(client) = kept.and_then(|c| pinned(connect)(c).ok()) {
         return Ok(client);
     }
-    connect_retrying(connect, cancel).and_then(pinned)
+    connect_retrying(connect, cancel).and_then(pinned(connect))
 }
 
 /// Runs `f` on the spare session without asking first whether it still
@@ -74,7 +74,7 @@ pub(crate) fn on_spare<T>(
             }
         }
     }
-    let mut client = connect_retrying(connect, cancel).and_then(pinned)?;
+    let mut client = connect_retrying(connect, cancel).and_then(pinned(connect))?;
     let outcome = f(&mut client);
     keep_spare(spare, client);
     outcome
@@ -91,10 +91,19 @@ pub(crate) fn keep_spare(spare: &Spare, client: Client) {
     *spare.lock().unwrap_or_else(|p| p.into_inner()) = Some(client);
 }
 
-/// A session for pgpour's own statements only, its search path pinned.
-pub(crate) fn pinned(mut client: Client) -> Result<Client> {
-    crate::sql::pin_search_path(&mut client).map_err(Error::db("setting up the session"))?;
-    Ok(client)
+/// A session for pgpour's own statements only, its search path pinned:
+/// not where a pooler shares the server's sessions between transactions
+/// (the pin would reach other clients, and not the next transaction).
+pub(crate) fn pinned(connect: &ConnectOptions) -> impl Fn(Client) -> Result<Client> + '_ {
+    move |mut client| {
+        let asked = match connect.sessions_shared() {
+            // Asks nothing, but whether the session still answers.
+            true => client.batch_execute(""),
+            false => crate::sql::pin_search_path(&mut client),
+        };
+        asked.map_err(Error::db("setting up the session"))?;
+        Ok(client)
+    }
 }
 
 /// A worker session of a journaled load. Chunks commit asynchronously: the

@@ -267,9 +267,7 @@ impl Target {
         check
             .map(drop)
             .map_err(|e| match crate::error::ServerError::from_db(&e) {
-                Some(server) => {
-                    Error::Target(format!("{} refuses the load: {server}", self.qualified))
-                }
+                Some(server) => refused(&self.qualified, &server),
                 None => Error::Db {
                     context: "checking the COPY options".into(),
                     source: e,
@@ -436,4 +434,22 @@ pub(crate) fn try_copy_on(
         tried.error.or(ended.error),
         oid.and_then(|o| o.parse().ok()),
     ))
+}
+
+/// The table `qualified` refusing the load, as the server said: for a
+/// table with row-level security, which COPY FROM does not load for a role
+/// its policies apply to, with what would load it.
+pub(crate) fn refused(qualified: &str, server: &crate::error::ServerError) -> Error {
+    let rls = server.sqlstate == "0A000" && server.message.contains("row-level security");
+    let way_on = match rls {
+        true => format!(
+            " (pgpour loads with COPY, as psql's \\copy does, and COPY FROM refuses a table \
+             to a role that its row-level security policies apply to: a role they do not \
+             apply to loads it, such as its owner, unless the table forces row security, or a role with \
+             BYPASSRLS; rows of a role they apply to go in with INSERT, such as \
+             INSERT INTO {qualified} SELECT ... from a table loaded first)"
+        ),
+        false => String::new(),
+    };
+    Error::Target(format!("{qualified} refuses the load: {server}{way_on}"))
 }

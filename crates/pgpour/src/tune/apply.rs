@@ -90,7 +90,7 @@ pub fn apply(connect: &ConnectOptions, report: &TuneReport) -> Result<Applied> {
     // An entry someone changed since is theirs, and becomes the old value.
     client
         .batch_execute(&format!(
-            "SET synchronous_commit = on; \
+            "SET LOCAL synchronous_commit = on; \
              INSERT INTO pgpour.tuned_settings AS t (name, had_entry, old_value, new_value) \
              VALUES {records} ON CONFLICT (name) DO UPDATE SET \
                new_value = excluded.new_value, \
@@ -167,7 +167,7 @@ pub fn revert(connect: &ConnectOptions) -> Result<Reverted> {
     change_and_reload(&mut client, &statements)?;
     client
         .batch_execute(&format!(
-            "SET synchronous_commit = on; DELETE FROM pgpour.tuned_settings WHERE name IN ({})",
+            "SET LOCAL synchronous_commit = on; DELETE FROM pgpour.tuned_settings WHERE name IN ({})",
             names
                 .iter()
                 .map(|n| quote_literal(n))

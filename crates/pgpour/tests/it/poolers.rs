@@ -205,46 +205,127 @@ fn a_second_run_through_a_session_pooler_finds_the_load_running() {
     nothing_left(&pooler, &db);
 }
 
-/// Transaction and statement pooling share server sessions: refused
-/// before anything loads, naming the mode, with nothing left behind.
+/// Statement pooling runs each statement anywhere: refused before
+/// anything loads, naming the mode, with nothing left behind.
 #[test]
-fn a_load_through_a_pooler_that_shares_sessions_is_refused_before_loading() {
+fn a_load_through_a_statement_pooler_is_refused_before_loading() {
     let cluster = shared_cluster();
-    for (mode, name) in [
-        (PoolMode::Transaction, "transaction"),
-        (PoolMode::Statement, "statement"),
-    ] {
-        let Some(pooler) = PgBouncer::start(cluster, mode, &["postgres"]) else {
-            return;
-        };
-        let db = cluster.create_database(&format!("pooled_{name}"));
-        let dir = tempfile::tempdir().unwrap();
-        let path = tables_and_input(&db, dir.path());
-        let mut without_journal = options(&path, "shared");
-        without_journal.journal = false;
-        without_journal.load_id = None;
-        for options in [options(&path, "shared"), without_journal] {
-            let failure =
-                load_via(&through(&pooler, &db), &options).expect_err("sessions are shared");
-            match &failure.error {
-                Error::SessionsShared { mode } => assert_eq!(*mode, name),
-                other => panic!("{name}: {other}\n{}", pooler.log()),
-            }
+    let Some(pooler) = PgBouncer::start(cluster, PoolMode::Statement, &["postgres"]) else {
+        return;
+    };
+    let db = cluster.create_database("pooled_statement");
+    let dir = tempfile::tempdir().unwrap();
+    let path = tables_and_input(&db, dir.path());
+    let mut without_journal = options(&path, "shared");
+    without_journal.journal = false;
+    without_journal.load_id = None;
+    for options in [options(&path, "shared"), without_journal] {
+        let failure = load_via(&through(&pooler, &db), &options).expect_err("sessions are shared");
+        match &failure.error {
+            Error::SessionsShared { mode, needs: None } => assert_eq!(*mode, "statement"),
+            other => panic!("{other}\n{}", pooler.log()),
         }
-        match pgpour::explain(&through(&pooler, &db), &options(&path, "shared")) {
-            Err(Error::SessionsShared { mode }) => assert_eq!(mode, name),
-            other => panic!("{name}: explain: {:?}", other.map(|e| e.pooler)),
-        }
-        match pgpour::forget(&through(&pooler, &db), "shared") {
-            Err(Error::SessionsShared { mode }) => assert_eq!(mode, name),
-            other => panic!("{name}: forget: {other:?}"),
-        }
-        let loaded: i64 = db
-            .client()
-            .query_one("SELECT count(*) FROM actual", &[])
-            .unwrap()
-            .get(0);
-        assert_eq!(loaded, 0, "{name}");
-        nothing_left(&pooler, &db);
     }
+    match pgpour::explain(&through(&pooler, &db), &options(&path, "shared")) {
+        Err(Error::SessionsShared { mode, .. }) => assert_eq!(mode, "statement"),
+        other => panic!("explain: {:?}", other.map(|e| e.pooler)),
+    }
+    assert_eq!(loaded(&db), 0);
+    nothing_left(&pooler, &db);
+}
+
+fn loaded(db: &TestDb) -> i64 {
+    db.client()
+        .query_one("SELECT count(*) FROM actual", &[])
+        .unwrap()
+        .get(0)
+}
+
+/// Through a transaction pooler with one server session for every client,
+/// the load, a second run of its id, and a load without the journal load
+/// what COPY loads; after each, a fresh client (given that one session)
+/// finds no advisory lock and none of pgpour's settings. The table keeps
+/// its indexes, and the plan says why. `status` and `forget` run there
+/// too; what needs a session for longer than a transaction is refused
+/// before anything loads.
+#[test]
+fn a_stranger_on_the_one_pooled_backend_finds_nothing_of_the_load() {
+    let cluster = shared_cluster();
+    let Some(pooler) = PgBouncer::start_with(
+        cluster,
+        PoolMode::Transaction,
+        &["postgres"],
+        &[("default_pool_size", "1"), ("max_db_connections", "1")],
+    ) else {
+        return;
+    };
+    let db = cluster.create_database("pooled_one_backend");
+    let dir = tempfile::tempdir().unwrap();
+    let path = tables_and_input(&db, dir.path());
+    let connect = through(&pooler, &db);
+    let explained = pgpour::explain(&connect, &options(&path, "one")).unwrap();
+    assert!(
+        explained
+            .pooler
+            .as_deref()
+            .is_some_and(|p| p.contains("in transaction pooling")),
+        "{:?}",
+        explained.pooler
+    );
+    assert!(connect.sessions_shared());
+    nothing_left(&pooler, &db);
+
+    let summary = load_via(&connect, &options(&path, "one"))
+        .unwrap_or_else(|f| panic!("{}\n{}", f.error, pooler.log()));
+    assert_eq!(summary.rows_loaded, ROWS as u64);
+    assert_same_rows(&mut db.client(), "transaction pooling", None);
+    nothing_left(&pooler, &db);
+    let indexes: i64 = db
+        .client()
+        .query_one(
+            "SELECT count(*) FROM pg_index WHERE indrelid = 'actual'::regclass AND indisvalid",
+            &[],
+        )
+        .unwrap()
+        .get(0);
+    assert_eq!(indexes, 2, "kept in place");
+
+    let again = load_via(&connect, &options(&path, "one")).unwrap();
+    assert!(again.already_done, "{again:?}");
+    assert_same_rows(&mut db.client(), "transaction pooling, run twice", None);
+    nothing_left(&pooler, &db);
+
+    let statuses = pgpour::status(&connect, &Default::default()).unwrap();
+    assert!(statuses.iter().any(|s| s.load_id == "one"), "{statuses:?}");
+    nothing_left(&pooler, &db);
+
+    db.client().batch_execute("TRUNCATE actual").unwrap();
+    let mut without_journal = options(&path, "one");
+    without_journal.journal = false;
+    without_journal.load_id = None;
+    let summary = load_via(&connect, &without_journal).unwrap_or_else(|f| panic!("{}", f.error));
+    assert_eq!(summary.rows_loaded, ROWS as u64);
+    assert_same_rows(&mut db.client(), "transaction pooling, no journal", None);
+    nothing_left(&pooler, &db);
+
+    let mut atomic = options(&path, "atomic");
+    atomic.atomic = true;
+    match load_via(&connect, &atomic) {
+        Err(failure) => assert!(
+            matches!(
+                failure.error,
+                Error::SessionsShared {
+                    mode: "transaction",
+                    needs: Some(pgpour::SessionNeed::Atomic)
+                }
+            ),
+            "{}",
+            failure.error
+        ),
+        Ok(summary) => panic!("atomic through a transaction pooler: {summary:?}"),
+    }
+    assert!(pgpour::forget(&connect, "one").unwrap().is_some());
+    let statuses = pgpour::status(&connect, &Default::default()).unwrap();
+    assert!(!statuses.iter().any(|s| s.load_id == "one"), "{statuses:?}");
+    nothing_left(&pooler, &db);
 }

@@ -209,3 +209,34 @@ fn a_table_owner_without_create_on_its_schema_keeps_its_indexes() {
         );
     }
 }
+
+/// A table with row-level security, loaded by a role its policies apply
+/// to: COPY FROM refuses it, and the load says so before anything moves,
+/// naming who could load it and how; its owner loads it.
+#[test]
+fn a_table_with_row_level_security_is_refused_with_what_would_load_it() {
+    let db = shared_cluster().create_database("row_security");
+    role(&db, "rls_loader");
+    let dir = tempfile::tempdir().unwrap();
+    let path = tables_and_input(&db, dir.path());
+    db.client()
+        .batch_execute(
+            "ALTER TABLE actual ENABLE ROW LEVEL SECURITY; \
+             CREATE POLICY everyone ON actual USING (true) WITH CHECK (true); \
+             GRANT INSERT, SELECT ON actual TO rls_loader",
+        )
+        .unwrap();
+    let failure = load_via(&as_role(&db, "rls_loader"), &options(&path, false))
+        .expect_err("COPY FROM refuses row-level security");
+    let said = failure.error.to_string();
+    assert!(
+        said.contains("row-level security")
+            && said.contains("BYPASSRLS")
+            && said.contains("INSERT"),
+        "{said}"
+    );
+    assert_eq!(loaded(&db), 0);
+    let summary = load_via(&as_role(&db, "postgres"), &options(&path, false))
+        .unwrap_or_else(|f| panic!("{}", f.error));
+    assert_eq!(summary.rows_loaded, ROWS as u64);
+}

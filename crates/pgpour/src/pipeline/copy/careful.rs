@@ -84,6 +84,10 @@ pub(crate) struct ChunkLoader<'a> {
     /// when it refuses a row. Such a refusal is not looked for row by row:
     /// a half of the rows would refuse a row whose parent is in the other.
     pub self_reference: Option<&'a str>,
+    /// The journaled chunk's settings, set in each chunk's transaction
+    /// (`SET LOCAL`) where a pooler shares the session with other clients;
+    /// `None` where the session holds them (see `journaled_session`).
+    pub chunk_settings: Option<&'a str>,
 }
 
 /// How a COPY failed.
@@ -116,6 +120,10 @@ impl<'a> ChunkLoader<'a> {
         }
         let first = (|| {
             let mut tx = client.transaction().map_err(|e| Failure::Fatal(fatal(e)))?;
+            if let Some(sql) = self.chunk_settings {
+                tx.batch_execute(sql)
+                    .map_err(|e| Failure::Fatal(fatal(e)))?;
+            }
             if let Some(sql) = before {
                 tx.batch_execute(sql)
                     .map_err(|e| Failure::Fatal(fatal(e)))?;
@@ -260,6 +268,9 @@ impl<'a> ChunkLoader<'a> {
         }
 
         let mut tx = client.transaction().map_err(fatal)?;
+        if let Some(sql) = self.chunk_settings {
+            tx.batch_execute(sql).map_err(fatal)?;
+        }
         if let Some(sql) = before {
             tx.batch_execute(sql).map_err(fatal)?;
         }

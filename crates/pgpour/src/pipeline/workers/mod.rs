@@ -97,6 +97,11 @@ pub(super) fn run(
     let merge_order = MergeOrder::default();
     let merge = plan.merge.as_ref().map(|m| (m, &merge_order));
     let self_reference = crate::pipeline::self_reference::refused_words(plan);
+    // Where other clients share the server's sessions, a journaled chunk
+    // on the driver sets its settings in its own transaction (the
+    // streaming path always does).
+    let chunk_settings = (plan.journal && setup.connect.sessions_shared())
+        .then(|| crate::server::warm::chunk_settings_sql(load_id, plan.citus.is_some()));
     let loader = ChunkLoader {
         copy_sql: merge.map_or(&target.copy_sql, |(m, _)| &m.copy_sql),
         // The server names the table of a refused row in its context.
@@ -111,6 +116,7 @@ pub(super) fn run(
         binary: plan.wire.encoder.as_ref(),
         merge,
         self_reference: self_reference.as_deref(),
+        chunk_settings: chunk_settings.as_deref(),
     };
     let committed_ranges: Mutex<Vec<(usize, u64, u64)>> = Mutex::new(Vec::new());
     let committed = AtomicU64::new(0);
@@ -421,15 +427,17 @@ impl Worker<'_> {
     /// session) or a new one, set up for the load.
     fn session(&self, given: Option<Client>) -> Result<Client> {
         let mut client = match given {
+            // COPY runs the table's triggers: with the user's path (which
+            // a session that other clients share was never pinned from).
+            Some(c) if self.connect.sessions_shared() => c,
             Some(mut c) => {
-                // COPY runs the table's triggers: with the user's path.
                 c.batch_execute("RESET search_path")
                     .map_err(Error::db("setting up the session"))?;
                 c
             }
             None => connect_retrying(self.connect, self.cancel)?,
         };
-        if let Some(load_id) = self.loader.journal {
+        if let (Some(load_id), None) = (self.loader.journal, self.loader.chunk_settings) {
             journaled_session(&mut client, load_id, self.durable_chunks())?;
         }
         self.stage(&mut client)?;
@@ -622,7 +630,9 @@ impl Worker<'_> {
         let Some(load_id) = self.loader.journal else {
             return Ok(None);
         };
-        journaled_session(client, load_id, self.durable_chunks())?;
+        if self.loader.chunk_settings.is_none() {
+            journaled_session(client, load_id, self.durable_chunks())?;
+        }
         self.committed_after_all(client, chunk)
     }
 

@@ -112,6 +112,11 @@ pub struct ConnectOptions {
     /// Shared by every copy of these options, so the refusal costs one
     /// handshake per load.
     own_options_refused: Arc<AtomicBool>,
+    /// Set once a pooler in front of the server was found to share its
+    /// sessions between clients from one transaction to the next
+    /// (transaction pooling): the load's sessions then keep no state
+    /// beyond a transaction. Shared by every copy of these options.
+    sessions_shared: Arc<AtomicBool>,
 }
 
 /// Unix socket directories tried when no host is given: Debian's, then upstream's.
@@ -166,7 +171,22 @@ impl ConnectOptions {
             tls_connector: Arc::default(),
             plain_options: (!plain.is_empty()).then_some(plain),
             own_options_refused: Arc::default(),
+            sessions_shared: Arc::default(),
         })
+    }
+
+    /// Whether a pooler in front of the server was found to share server
+    /// sessions between clients from one transaction to the next
+    /// (transaction pooling). A load through such a pooler sets nothing
+    /// beyond a transaction (`SET LOCAL`), leaves the table's indexes and
+    /// keys in place, and refuses what needs one session for longer.
+    pub fn sessions_shared(&self) -> bool {
+        self.sessions_shared.load(Ordering::Relaxed)
+    }
+
+    /// Records that the server's sessions are shared (see `sessions_shared`).
+    pub(crate) fn set_sessions_shared(&self) {
+        self.sessions_shared.store(true, Ordering::Relaxed);
     }
 
     /// Whether a server (a pooler) refused pgpour's own start-up switches.
