@@ -24,8 +24,10 @@ def _texts(column: pa.ChunkedArray) -> list:
     """Each value as PostgreSQL's text input takes it; None for NULL."""
     kind = column.type
     if pa.types.is_dictionary(kind):
-        column = column.cast(kind.value_type)
-        kind = kind.value_type
+        # Through Python values: pyarrow neither casts nor decodes a
+        # dictionary of string views (polars' categoricals).
+        column = pa.chunked_array([pa.array(column.to_pylist())])
+        kind = column.type
     if pa.types.is_fixed_size_binary(kind) and kind.byte_width == 16:
         return [None if v is None else str(uuid.UUID(bytes=v)) for v in column.to_pylist()]
     if pa.types.is_binary(kind) or pa.types.is_large_binary(kind) or pa.types.is_fixed_size_binary(kind) \

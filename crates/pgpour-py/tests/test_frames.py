@@ -16,22 +16,6 @@ from frames import arrow_of, copy_csv, write_csv
 pa = pytest.importorskip("pyarrow")
 
 
-def _in_memory_loads() -> bool:
-    """Whether this build loads Arrow data: a build that does not refuses
-    before connecting anywhere."""
-    try:
-        pgpour.load(pa.table({"a": [1]}), "t", db="host=/nonexistent port=1")
-    except pgpour.OptionsError as e:
-        return "not supported yet" not in str(e)
-    except pgpour.Error:
-        pass
-    return True
-
-
-pytestmark = pytest.mark.skipif(
-    not _in_memory_loads(), reason="this build does not load in-memory Arrow data yet"
-)
-
 D = decimal.Decimal
 NS = 1_700_000_000_123_456_789  # 2023-11-14 22:13:20.123456789 UTC
 
@@ -115,19 +99,47 @@ def test_a_pyarrow_table_loads_what_copy_loads(db, tmp_path, name, values, pg_ty
     assert db.sql(f"SELECT count(*) FROM {by_pgpour} WHERE v IS NULL") == str(values.null_count)
 
 
+# What polars and pandas hand over for some types, which the table's
+# column does not take in that form yet: known gaps, each an expected
+# failure that must keep failing until it is closed (strict).
+POLARS_GAPS = {
+    "date64": "polars has no date64: it hands the column over as Timestamp(ms), which does not "
+    "go into a date column yet",
+    "uuid": "polars has no fixed-size binary: it hands 16-byte values over as BinaryView, which "
+    "does not go into a uuid column yet",
+}
+_NULLABLE_INT = "pandas holds an integer column with a None as float64 (NaN), which does not go "\
+    "into an integer column (Arrow-backed dtypes, int64[pyarrow], keep the integers)"
+PANDAS_GAPS = {
+    **{name: _NULLABLE_INT for name in ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32")},
+    "uuid": "pandas holds fixed-size binary as Python bytes, handed over as Binary, which does "
+    "not go into a uuid column yet",
+}
+
+
+def known_gap(request, gaps, name):
+    if name in gaps:
+        request.applymarker(pytest.mark.xfail(strict=True, reason=gaps[name]))
+
+
 @pytest.mark.parametrize("name, values, pg_type", DTYPES, ids=[d[0] for d in DTYPES])
-def test_a_polars_frame_loads_what_copy_loads(db, tmp_path, name, values, pg_type):
+def test_a_polars_frame_loads_what_copy_loads(db, tmp_path, request, name, values, pg_type):
     pl = pytest.importorskip("polars")
     try:
         frame = pl.from_arrow(indexed(values))
-    except Exception as e:  # a type polars does not have
-        pytest.skip(f"polars has no {values.type}: {e}")
+    except BaseException as e:  # a type polars does not have
+        # polars refuses decimal256 by a panic of its own (PanicException,
+        # a BaseException): before pgpour sees anything.
+        if isinstance(e, (KeyboardInterrupt, SystemExit)):
+            raise
+        pytest.skip(f"polars has no {values.type}: {type(e).__name__}: {e}")
+    known_gap(request, POLARS_GAPS, name)
     by_pgpour, by_copy = load_like_copy(db, frame, pg_type, tmp_path)
     assert db.same_rows(f"TABLE {by_pgpour}", f"TABLE {by_copy}"), db.rows(by_pgpour)
 
 
 @pytest.mark.parametrize("name, values, pg_type", DTYPES, ids=[d[0] for d in DTYPES])
-def test_a_pandas_frame_loads_what_copy_loads(db, tmp_path, name, values, pg_type):
+def test_a_pandas_frame_loads_what_copy_loads(db, tmp_path, request, name, values, pg_type):
     pytest.importorskip("pandas")
     try:
         frame = indexed(values).to_pandas()
@@ -136,6 +148,7 @@ def test_a_pandas_frame_loads_what_copy_loads(db, tmp_path, name, values, pg_typ
         arrow_of(frame)
     except (pa.ArrowException, TypeError, ValueError) as e:
         pytest.skip(f"pandas cannot hold {values.type}: {e}")
+    known_gap(request, PANDAS_GAPS, name)
     by_pgpour, by_copy = load_like_copy(db, frame, pg_type, tmp_path)
     assert db.same_rows(f"TABLE {by_pgpour}", f"TABLE {by_copy}"), db.rows(by_pgpour)
 
@@ -191,13 +204,19 @@ def test_bad_values_go_to_the_reject_file_by_row_index(db, tmp_path):
     kept = [json.loads(line) for line in rejects.read_text().splitlines()]
     assert sorted(r["i"] for r in kept) == ["1", "3", "5"]
     log = [json.loads(line) for line in pathlib.Path(result.reject_log).read_text().splitlines()]
-    assert sorted(r["row"] for r in log) == [1, 3, 5]
-    assert {r["column"] for r in log} == {"v"}
+    # `byte` is a row's index in the source, as for a Parquet file's rows.
+    assert sorted((r["byte"], r["row_group"], r["row_in_group"]) for r in log) == [(1, 0, 1), (3, 0, 3), (5, 0, 5)]
+    # pgpour's own refusals (out of range) name the column; the server names
+    # it in the message of a NOT NULL violation.
+    assert [r["column"] for r in sorted(log, key=lambda r: r["byte"])] == ["v", None, "v"]
+    assert 'column "v"' in sorted(log, key=lambda r: r["byte"])[1]["message"]
     # Without max_errors the first bad row stops the load, named by index.
     with pytest.raises(pgpour.RowError) as raised:
         pgpour.load(frame, db.table("i bigint, v smallint"), db=db.conninfo, workers=1)
     error = raised.value
     assert (error.row, error.column, error.value, error.sqlstate) == (1, "v", "70000", "22003")
+    assert (error.batch, error.row_in_batch, error.file, error.line) == (0, 1, None, None)
+    assert str(error).startswith("row 1 of the in-memory source (batch 0, row 1 in it), column v: "), error
 
 
 def test_an_in_memory_load_cannot_be_resumed_by_a_later_call(db):
@@ -206,8 +225,9 @@ def test_an_in_memory_load_cannot_be_resumed_by_a_later_call(db):
     target = db.table("i bigint, v text NOT NULL")
     with pytest.raises(pgpour.RowError):
         pgpour.load(frame, target, db=db.conninfo, load_id=load_id)
-    with pytest.raises(pgpour.Error) as raised:
+    with pytest.raises(pgpour.LoadError) as raised:
         pgpour.resume(load_id, db=db.conninfo)
+    assert "which pgpour does not keep: the data is gone" in str(raised.value)
     assert "cannot be resumed" in str(raised.value)
 
 
