@@ -67,6 +67,8 @@ DTYPES = [
     ("binary", pa.array([b"\x00\x01", b"", None, b"\xff"], pa.binary()), "bytea"),
     ("large_binary", pa.array([b"\x00", None], pa.large_binary()), "bytea"),
     ("uuid", pa.array([bytes(range(16)), None, b"\xff" * 16], pa.binary(16)), "uuid"),
+    # What polars (BinaryView) and pandas (Binary) hand over for uuids.
+    ("uuid_of_binary", pa.array([bytes(range(16)), None, b"\xff" * 16], pa.binary()), "uuid"),
     ("dictionary", pa.array(["red", "green", None, "red", ""]).dictionary_encode(), "text"),
     ("dictionary_int", pa.array([5, 7, None, 5], pa.int64()).dictionary_encode(), "bigint"),
 ]
@@ -82,7 +84,7 @@ def load_like_copy(db, frame, pg_type, tmp_path, **keywords):
     by_pgpour, by_copy = db.table(columns), db.table(columns)
     result = pgpour.load(frame, by_pgpour, db=db.conninfo, **keywords)
     path = tmp_path / f"{by_copy}.csv"
-    rows = write_csv(frame, path)
+    rows = write_csv(frame, path, uuids={"v"} if pg_type == "uuid" else ())
     copy_csv(db, by_copy, arrow_of(frame).column_names, path)
     assert result.rows_loaded == rows == db.count(by_pgpour)
     return by_pgpour, by_copy
@@ -105,15 +107,11 @@ def test_a_pyarrow_table_loads_what_copy_loads(db, tmp_path, name, values, pg_ty
 POLARS_GAPS = {
     "date64": "polars has no date64: it hands the column over as Timestamp(ms), which does not "
     "go into a date column yet",
-    "uuid": "polars has no fixed-size binary: it hands 16-byte values over as BinaryView, which "
-    "does not go into a uuid column yet",
 }
 _NULLABLE_INT = "pandas holds an integer column with a None as float64 (NaN), which does not go "\
     "into an integer column (Arrow-backed dtypes, int64[pyarrow], keep the integers)"
 PANDAS_GAPS = {
     **{name: _NULLABLE_INT for name in ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32")},
-    "uuid": "pandas holds fixed-size binary as Python bytes, handed over as Binary, which does "
-    "not go into a uuid column yet",
 }
 
 
@@ -229,6 +227,16 @@ def test_an_in_memory_load_cannot_be_resumed_by_a_later_call(db):
         pgpour.resume(load_id, db=db.conninfo)
     assert "which pgpour does not keep: the data is gone" in str(raised.value)
     assert "cannot be resumed" in str(raised.value)
+
+
+def test_a_uuid_of_another_width_is_a_bad_row(db, tmp_path):
+    frame = indexed(pa.array([bytes(16), b"short", None, b"\x01" * 16], pa.binary()))
+    target = db.table("i bigint, v uuid")
+    rejects = tmp_path / "uuids.rejected.jsonl"
+    result = pgpour.load(frame, target, db=db.conninfo, max_errors=1, reject_file=rejects)
+    assert (result.rows_loaded, result.rows_rejected) == (3, 1)
+    assert json.loads(rejects.read_text()) == {"i": "1", "v": "\\x73686f7274"}
+    assert db.sql(f"SELECT count(*) FROM {target} WHERE v IS NOT NULL") == "2"
 
 
 def test_atomic_loads_a_frame_whole_or_not_at_all(db):

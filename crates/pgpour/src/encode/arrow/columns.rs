@@ -108,6 +108,9 @@ pub(super) enum Writer<'a> {
     Timestamp(&'a [i64], TimeUnit),
     /// As they are: text, json, bytea, uuid.
     Raw(Bytes<'a>),
+    /// A uuid from a byte string of any width (what exporters without a
+    /// fixed-size binary hand over): 16 bytes, or the row is refused.
+    Uuid(Bytes<'a>),
     /// jsonb: its version byte, then the text.
     Jsonb(Bytes<'a>),
     /// A dictionary's keys into its values' writer.
@@ -215,6 +218,14 @@ impl Writer<'_> {
                 put_fixed(out, scalars::timestamp(m)?);
             }
             Writer::Raw(bytes) => put_value(out, bytes.get(i)),
+            Writer::Uuid(bytes) => {
+                let value = bytes.get(i);
+                if value.len() != 16 {
+                    let n = value.len();
+                    return Err(("22P02", format!("a uuid is 16 bytes, not {n}")));
+                }
+                put_value(out, value);
+            }
             Writer::Jsonb(bytes) => {
                 let value = bytes.get(i);
                 out.extend_from_slice(&(value.len() as i32 + 1).to_be_bytes());
@@ -292,7 +303,11 @@ pub(super) fn writer(array: &dyn Array, column: Option<ColumnType>) -> Option<Wr
         C::Jsonb => Some(Writer::Jsonb(bytes)),
         _ => None,
     };
-    let binary = |bytes| matches!(column, C::Bytea).then_some(Writer::Raw(bytes));
+    let binary = |bytes| match column {
+        C::Bytea => Some(Writer::Raw(bytes)),
+        C::Uuid => Some(Writer::Uuid(bytes)),
+        _ => None,
+    };
     let zoned_ok = |tz: &Option<std::sync::Arc<str>>| match column {
         C::Timestamp => true,
         C::Timestamptz { zoneless_is_utc } => tz.is_some() || zoneless_is_utc,
