@@ -47,6 +47,9 @@ DTYPES = [
     ("decimal_rounded", pa.array([D("1.25"), D("1.35"), D("-1.25"), None], pa.decimal128(10, 2)), "numeric(10,1)"),
     ("date32", pa.array([0, 19000, None, -719162], pa.date32()), "date"),
     ("date64", pa.array([0, 86_400_000, None], pa.date64()), "date"),
+    # What polars hands over for date64; the time of day dropped as date's input drops it.
+    ("timestamp_ms_into_date", pa.array([0, 86_400_000 + 5, None, -1, -86_400_001], pa.timestamp("ms")), "date"),
+    ("timestamp_ns_into_date", pa.array([NS, None, -1], pa.timestamp("ns")), "date"),
     ("time64_ns", pa.array([0, 1, None, 86_399_999_999_999, 45_296_000_000_500], pa.time64("ns")), "time"),
     ("time64_us", pa.array([0, 1, None, 86_399_999_999], pa.time64("us")), "time"),
     ("time32_ms", pa.array([0, 1, None, 86_399_999], pa.time32("ms")), "time"),
@@ -104,10 +107,7 @@ def test_a_pyarrow_table_loads_what_copy_loads(db, tmp_path, name, values, pg_ty
 # What polars and pandas hand over for some types, which the table's
 # column does not take in that form yet: known gaps, each an expected
 # failure that must keep failing until it is closed (strict).
-POLARS_GAPS = {
-    "date64": "polars has no date64: it hands the column over as Timestamp(ms), which does not "
-    "go into a date column yet",
-}
+POLARS_GAPS: dict = {}
 _NULLABLE_INT = "pandas holds an integer column with a None as float64 (NaN), which does not go "\
     "into an integer column (Arrow-backed dtypes, int64[pyarrow], keep the integers)"
 PANDAS_GAPS = {

@@ -106,6 +106,9 @@ pub(super) enum Writer<'a> {
     Time64(&'a [i64], TimeUnit),
     /// Since 1970 (UTC, or the wall clock for a zoneless one), in the unit.
     Timestamp(&'a [i64], TimeUnit),
+    /// A zoneless timestamp into a date: its day, the time of day dropped
+    /// as date's input drops it (what polars hands over for date64).
+    TimestampDay(&'a [i64], TimeUnit),
     /// As they are: text, json, bytea, uuid.
     Raw(Bytes<'a>),
     /// A uuid from a byte string of any width (what exporters without a
@@ -216,6 +219,15 @@ impl Writer<'_> {
                     _ => Some(micros(v[i], *unit)),
                 };
                 put_fixed(out, scalars::timestamp(m)?);
+            }
+            Writer::TimestampDay(v, unit) => {
+                let per_day = match unit {
+                    TimeUnit::Second => 86_400,
+                    TimeUnit::Millisecond => 86_400_000,
+                    TimeUnit::Microsecond => 86_400_000_000,
+                    TimeUnit::Nanosecond => 86_400_000_000_000,
+                };
+                put_fixed(out, scalars::date(v[i].div_euclid(per_day))?);
             }
             Writer::Raw(bytes) => put_value(out, bytes.get(i)),
             Writer::Uuid(bytes) => {
@@ -359,6 +371,15 @@ pub(super) fn writer(array: &dyn Array, column: Option<ColumnType>) -> Option<Wr
                 _ => array.as_primitive::<Time64NanosecondType>().values(),
             };
             Some(Writer::Time64(values, *unit))
+        }
+        DataType::Timestamp(unit, None) if column == C::Date => {
+            let values: &[i64] = match unit {
+                TimeUnit::Second => array.as_primitive::<TimestampSecondType>().values(),
+                TimeUnit::Millisecond => array.as_primitive::<TimestampMillisecondType>().values(),
+                TimeUnit::Microsecond => array.as_primitive::<TimestampMicrosecondType>().values(),
+                TimeUnit::Nanosecond => array.as_primitive::<TimestampNanosecondType>().values(),
+            };
+            Some(Writer::TimestampDay(values, *unit))
         }
         DataType::Timestamp(unit, tz) if zoned_ok(tz) => {
             let values: &[i64] = match unit {
