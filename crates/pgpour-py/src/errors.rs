@@ -14,6 +14,7 @@ fn class_of(error: &Error) -> &'static str {
         Error::InvalidOptions(_)
         | Error::InvalidFormat(_)
         | Error::InvalidRequest(_)
+        | Error::ColumnarOption { .. }
         | Error::DuplicateColumn { .. } => "OptionsError",
         Error::InvalidConnection(_)
         | Error::Unreachable { .. }
@@ -40,15 +41,31 @@ fn class_of(error: &Error) -> &'static str {
     }
 }
 
+/// Where the load's rows came from: files (or a file object), or an
+/// in-memory Arrow source, whose rows have no file, line or byte.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum Rows {
+    Files,
+    InMemory,
+}
+
 /// The data of `error` its class carries.
-fn details<'py>(py: Python<'py>, error: &Error) -> PyResult<Bound<'py, PyDict>> {
+fn details<'py>(py: Python<'py>, error: &Error, rows: Rows) -> PyResult<Bound<'py, PyDict>> {
     let d = PyDict::new(py);
     d.set_item("sqlstate", error.sqlstate())?;
     match error {
         Error::Rejected { row, .. } | Error::KeyRefused { row, .. } => {
-            d.set_item("file", &row.file)?;
-            d.set_item("line", row.line)?;
-            d.set_item("byte", row.byte)?;
+            if rows == Rows::Files {
+                d.set_item("file", &row.file)?;
+                d.set_item("line", row.line)?;
+                d.set_item("byte", row.byte)?;
+            }
+            if let Some(at) = row.group_row {
+                // A Parquet or Arrow row: `byte` is its index in its input.
+                d.set_item("row", row.byte)?;
+                d.set_item("batch", at.row_group)?;
+                d.set_item("row_in_batch", at.row_in_group)?;
+            }
             d.set_item("column", &row.column)?;
             d.set_item("value", &row.value)?;
         }
@@ -91,11 +108,21 @@ fn details<'py>(py: Python<'py>, error: &Error) -> PyResult<Bound<'py, PyDict>> 
 /// `error` raised as its class, with `summary` (what the load did before
 /// it) as `result`.
 pub fn to_py(py: Python<'_>, error: &Error, summary: Option<&LoadSummary>) -> PyErr {
-    raise(py, error, summary).unwrap_or_else(|e| e)
+    to_py_of(py, error, summary, Rows::Files)
 }
 
-fn raise(py: Python<'_>, error: &Error, summary: Option<&LoadSummary>) -> PyResult<PyErr> {
-    let details = details(py, error)?;
+/// [`to_py`] for a load whose rows are `rows`.
+pub fn to_py_of(py: Python<'_>, error: &Error, summary: Option<&LoadSummary>, rows: Rows) -> PyErr {
+    raise(py, error, summary, rows).unwrap_or_else(|e| e)
+}
+
+fn raise(
+    py: Python<'_>,
+    error: &Error,
+    summary: Option<&LoadSummary>,
+    rows: Rows,
+) -> PyResult<PyErr> {
+    let details = details(py, error, rows)?;
     if let Some(summary) = summary {
         // A load that never started has no id worth naming.
         if !details.contains("load_id")? && !summary.load_id.is_empty() {
@@ -103,7 +130,10 @@ fn raise(py: Python<'_>, error: &Error, summary: Option<&LoadSummary>) -> PyResu
         }
         details.set_item("result", record(py, "LoadResult", &json(summary)?)?)?;
     }
-    let message = engine_error(error);
+    let message = match rows {
+        Rows::Files => engine_error(error),
+        Rows::InMemory => crate::messages::in_memory_error(error),
+    };
     new_error(py, class_of(error), &message, &details)
 }
 

@@ -8,11 +8,16 @@
 
 use std::path::PathBuf;
 
+use arrow_schema::Schema;
 use pgpour::values::{self, MaxErrors, ValueProblem};
 use pgpour::{
-    CitusRoute, ConnectOptions, CreateRequest, Format, FormatRequest, Header, LoadOptions,
-    LoadRequest, Notice, OnConflict, StdinStream, TypeRequest, WireFormat,
+    CitusRoute, ConnectOptions, CreateRequest, Format, FormatOptions, FormatRequest, Header,
+    InputKind, InputSpec, LoadOptions, LoadRequest, Notice, OnConflict, StdinStream, TableName,
+    TypeRequest, WireFormat,
 };
+
+/// What errors call an in-memory source in place of a file's name.
+pub const FRAME: &str = "the in-memory source";
 use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyDict, PyInt, PyString};
@@ -61,9 +66,35 @@ const LOAD_KEYWORDS: &[&str] = &[
     "load_id",
 ];
 
+/// The keywords of delimited text, and of a table made from a sniff: none
+/// of them means anything for an in-memory source, whose columns and types
+/// are its schema's.
+const TEXT_KEYWORDS: &[&str] = &[
+    "format",
+    "header",
+    "delimiter",
+    "null",
+    "quote",
+    "escape",
+    "encoding",
+    "force_null",
+    "force_not_null",
+    "skip_lines",
+    "columns_from_header",
+    "max_record_size",
+    "create",
+    "if_not_exists",
+    "types",
+    "create_types",
+    "where",
+    "limit",
+];
+
 /// A load's keywords, read: the request the engine resolves, and the rest
 /// of its options.
 pub struct Keywords {
+    /// The keywords given, by name.
+    given: Vec<String>,
     request: LoadRequest,
     workers: Option<usize>,
     truncate: Option<bool>,
@@ -118,7 +149,13 @@ impl Keywords {
         if let Some(id) = &load_id {
             values::check_load_id(id).map_err(|p| problem("load_id", id, &p))?;
         }
+        let given = kw
+            .keys()
+            .iter()
+            .map(|k| k.extract::<String>())
+            .collect::<PyResult<_>>()?;
         Ok(Keywords {
+            given,
             request,
             workers: count(kw, "workers")?.map(|n| n as usize),
             truncate: boolean(kw, "truncate")?,
@@ -163,7 +200,68 @@ impl Keywords {
         let resolved =
             self.request
                 .resolve_with_stdin(connect, &|key| std::env::var(key).ok(), stdin)?;
-        let mut load = resolved.options;
+        Ok((self.finish(resolved.options)?, resolved.notices))
+    }
+
+    /// The keywords that cannot apply to an in-memory source (of text
+    /// format, or for a table made from a sniff), refused by name before
+    /// anything else.
+    pub fn check_in_memory(&self) -> PyResult<()> {
+        let refused: Vec<&str> = TEXT_KEYWORDS
+            .iter()
+            .copied()
+            .filter(|k| self.given.iter().any(|g| g == k))
+            .collect();
+        if refused.is_empty() {
+            return Ok(());
+        }
+        let (does, they) = match refused.len() {
+            1 => ("does", "it is"),
+            _ => ("do", "they are"),
+        };
+        Err(options_error(format!(
+            "{} {does} not apply to an in-memory Arrow source: {they} for delimited text, or for \
+             a table made from a file's sniff; the source's schema gives its columns and types \
+             (create the table first)",
+            refused.join(", "),
+        )))
+    }
+
+    /// The options of a load of an in-memory source of `schema`: nothing
+    /// read from stdin, no file sniffed. Its columns are `columns`, or the
+    /// schema's fields; each must be one of them.
+    pub fn in_memory_options(self, schema: &Schema) -> pgpour::Result<LoadOptions> {
+        let table = TableName::parse(&self.request.table)?;
+        let names: Vec<String> = schema.fields().iter().map(|f| f.name().clone()).collect();
+        let columns = self
+            .request
+            .columns
+            .clone()
+            .unwrap_or_else(|| names.clone());
+        if let Some(missing) = columns.iter().find(|c| !names.contains(c)) {
+            return Err(pgpour::Error::ColumnarColumnMissing {
+                file: FRAME.to_string(),
+                column: missing.clone(),
+            });
+        }
+        let mut load = LoadOptions::new(
+            vec![InputSpec::Stdin],
+            table,
+            FormatOptions::new(Format::Csv),
+        );
+        load.input_kind = InputKind::Arrow;
+        load.columns = Some(columns);
+        if self.reject_file.is_none() {
+            // Not `stdin.rejected.jsonl`: the frame has no file to go
+            // beside, so the table names it.
+            let name = load.table.name.clone();
+            load.reject_file = Some(PathBuf::from(format!("{name}.rejected.jsonl")));
+        }
+        self.finish(load)
+    }
+
+    /// `load` with the options given set, checked.
+    fn finish(self, mut load: LoadOptions) -> pgpour::Result<LoadOptions> {
         load.workers = self.workers.or(load.workers);
         set(&mut load.truncate, self.truncate);
         if let Some(m) = self.max_errors {
@@ -188,7 +286,7 @@ impl Keywords {
         set(&mut load.on_conflict, self.on_conflict);
         load.conflict_key = self.conflict_key.or(load.conflict_key);
         load.validate()?;
-        Ok((load, resolved.notices))
+        Ok(load)
     }
 }
 

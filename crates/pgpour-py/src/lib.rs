@@ -20,7 +20,7 @@ use pyo3::types::PyDict;
 
 use arrow_in::ArrowSource;
 use convert::{json, record};
-use errors::{options_error, to_py};
+use errors::{to_py, to_py_of, Rows};
 use keywords::Keywords;
 
 /// `db` as the CLI's `--db` takes it, over libpq's environment.
@@ -28,21 +28,18 @@ fn connect_options(py: Python<'_>, db: Option<&str>) -> PyResult<ConnectOptions>
     ConnectOptions::resolve(db, &|key| std::env::var(key).ok()).map_err(|e| to_py(py, &e, None))
 }
 
-/// The options of a load from `load`'s or `explain`'s arguments, with the
-/// engine's notices raised as Python warnings.
+/// The options of a load of files (or a file object) from `load`'s or
+/// `explain`'s arguments, with the engine's notices raised as Python
+/// warnings.
 fn load_options(
     py: Python<'_>,
     table: &str,
     inputs: Vec<String>,
     stream: Option<Py<PyAny>>,
-    arrow: Option<Bound<'_, PyAny>>,
     connect: &ConnectOptions,
     options: &Bound<'_, PyDict>,
 ) -> PyResult<pgpour::LoadOptions> {
     let keywords = Keywords::read(table, inputs, options)?;
-    if let Some(arrow) = arrow {
-        return Err(arrow_not_yet(&arrow));
-    }
     let stdin = match stream {
         Some(file) => StdinStream::from_reader(stream::FileObject(file)),
         None => StdinStream::default(),
@@ -59,20 +56,22 @@ fn load_options(
     Ok(options)
 }
 
-/// An in-memory source, refused until the engine takes Arrow batches.
-fn arrow_not_yet(arrow: &Bound<'_, PyAny>) -> PyErr {
-    let what = arrow
-        .get_type()
-        .name()
-        .map_or_else(|_| "object".to_string(), |n| n.to_string());
-    let columns = match ArrowSource::take(arrow) {
-        Ok(source) => format!(" (columns {})", source.columns()),
-        Err(e) => return e,
-    };
-    options_error(format!(
-        "loading in-memory Arrow data (a {what}{columns}) is not supported yet: this pgpour \
-         loads files and file objects; write the data to a CSV file and load that meanwhile"
-    ))
+/// The options of a load of an in-memory Arrow source, and the source:
+/// the keywords of text input refused by name, its stream taken (its
+/// schema read) before the server is asked anything.
+fn in_memory_options(
+    py: Python<'_>,
+    table: &str,
+    arrow: &Bound<'_, PyAny>,
+    options: &Bound<'_, PyDict>,
+) -> PyResult<(pgpour::LoadOptions, ArrowSource)> {
+    let keywords = Keywords::read(table, Vec::new(), options)?;
+    keywords.check_in_memory()?;
+    let source = ArrowSource::take(arrow)?;
+    let options = keywords
+        .in_memory_options(&source.schema())
+        .map_err(|e| to_py_of(py, &e, None, Rows::InMemory))?;
+    Ok((options, source))
 }
 
 #[pyfunction]
@@ -89,9 +88,17 @@ fn load(
     progress: Option<Py<PyAny>>,
 ) -> PyResult<Py<PyAny>> {
     let connect = connect_options(py, db)?;
-    let mut options = load_options(py, table, inputs, stream, arrow, &connect, options)?;
+    if let Some(arrow) = arrow {
+        let (mut options, source) = in_memory_options(py, table, &arrow, options)?;
+        options.ensure_load_id();
+        let batches = source.into_reader();
+        return run::run_load(py, progress, Rows::InMemory, move |progress, cancel| {
+            pgpour::load_batches(&connect, &options, batches, progress, cancel)
+        });
+    }
+    let mut options = load_options(py, table, inputs, stream, &connect, options)?;
     options.ensure_load_id();
-    run::run_load(py, progress, move |progress, cancel| {
+    run::run_load(py, progress, Rows::Files, move |progress, cancel| {
         pgpour::load(&connect, &options, progress, cancel)
     })
 }
@@ -108,7 +115,19 @@ fn explain(
     options: &Bound<'_, PyDict>,
 ) -> PyResult<Py<PyAny>> {
     let connect = connect_options(py, db)?;
-    let options = load_options(py, table, inputs, stream, arrow, &connect, options)?;
+    let rows = match arrow.is_some() {
+        true => Rows::InMemory,
+        false => Rows::Files,
+    };
+    let options = match arrow {
+        Some(arrow) => {
+            // Only the schema is read: the batches stay where they are.
+            let (mut options, source) = in_memory_options(py, table, &arrow, options)?;
+            options.batches = Some(pgpour::BatchStream::new(source.into_reader()));
+            options
+        }
+        None => load_options(py, table, inputs, stream, &connect, options)?,
+    };
     if let Some((create, _)) = &options.create_table {
         // The plan reads the table, which explaining must not make.
         let fields = serde_json::json!({ "create_table": format!("{create};") });
@@ -116,7 +135,7 @@ fn explain(
     }
     let plan = py
         .detach(|| pgpour::explain(&connect, &options))
-        .map_err(|e| to_py(py, &e, None))?;
+        .map_err(|e| to_py_of(py, &e, None, rows))?;
     let mut fields = json(&plan)?;
     if let Some(why) = &plan.indexes.not_used {
         fields["indexes"]["not_used"] = left_alone(why, "keep_indexes=True", "rebuild them").into();
@@ -156,12 +175,12 @@ fn resume(
     progress: Option<Py<PyAny>>,
 ) -> PyResult<Py<PyAny>> {
     pgpour::values::check_load_id(&load_id)
-        .map_err(|p| options_error(format!("load_id={}: {p}", messages::repr(&load_id))))?;
+        .map_err(|p| errors::options_error(format!("load_id={}: {p}", messages::repr(&load_id))))?;
     let connect = connect_options(py, db)?;
     let mut changes = pgpour::ResumeChanges::default();
     changes.workers = workers;
     changes.max_errors = journal::max_errors(max_errors)?.map(|m| m.limit());
-    run::run_load(py, progress, move |progress, cancel| {
+    run::run_load(py, progress, Rows::Files, move |progress, cancel| {
         pgpour::resume(&connect, &load_id, &changes, progress, cancel)
     })
 }

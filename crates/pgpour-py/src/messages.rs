@@ -153,6 +153,13 @@ pub fn engine_error(error: &Error) -> String {
              and its tables to a trusted role without other triggers, rules or policies"
         ),
         Error::JournalTooNew { .. } => format!("{error}: use the newer pgpour"),
+        Error::StreamNotResumable => "this load read an Arrow stream (an in-memory frame, or an \
+            Arrow IPC stream from a file object), which pgpour does not keep: the data is gone \
+            once the call that gave it returns, so the load cannot be resumed. The chunks it \
+            committed stay in the table; load the data again as a new load (truncate=True \
+            starts over), or write it to a Parquet file and load that to be able to resume"
+            .to_string(),
+        Error::ColumnarOption { option } => columnar_option(option, error),
         Error::Restore { load_id, .. } => {
             format!(
                 "{error}; fix the cause, then pgpour.resume({}) restores it",
@@ -166,6 +173,84 @@ pub fn engine_error(error: &Error) -> String {
         ),
         _ => error.to_string(),
     }
+}
+
+/// What a load of Parquet or Arrow data cannot do, by its keyword.
+fn columnar_option(option: &str, error: &Error) -> String {
+    let keyword = match option {
+        "WHERE" => "where",
+        "a row limit" => "limit",
+        "skipping lines" => "skip_lines",
+        "HEADER" => "header",
+        "creating the table" => "create=True",
+        "merging rows on conflict" => "on_conflict='skip' or 'update'",
+        "routing rows to Citus shards" => "citus_route='shards'",
+        _ => return error.to_string(),
+    };
+    format!("{keyword} does not apply to Parquet or Arrow data ({option} needs a row's text)")
+}
+
+/// What the package says for an engine error of a load of an in-memory
+/// source: its rows by their index, not a file's line; the source by that
+/// name, not `<stdin>`.
+pub fn in_memory_error(error: &Error) -> String {
+    let frame = crate::keywords::FRAME;
+    match error {
+        Error::Rejected {
+            row, max_errors, ..
+        } if row.group_row.is_some() => {
+            let stopping = match max_errors {
+                0 => String::new(),
+                n => format!(" (stopping: more than {n} rows rejected, see max_errors)"),
+            };
+            format!("{}{stopping}", in_memory_row(row))
+        }
+        Error::ColumnarType {
+            column,
+            arrow_type,
+            column_type,
+            ..
+        } => format!(
+            "{frame}: column {} holds {arrow_type}, which cannot be loaded into a column of \
+             type {column_type}",
+            pgpour::quote_ident(column)
+        ),
+        Error::ColumnarColumnMissing { column, .. } => format!(
+            "{frame} has no column {} (columns names the source's columns to load)",
+            pgpour::quote_ident(column)
+        ),
+        Error::ColumnarExtraColumn { column, table, .. } => format!(
+            "{frame} has a column {} that the table {table} does not have: give columns=[...] \
+             to load some of its columns only",
+            pgpour::quote_ident(column)
+        ),
+        Error::ColumnarInput { message, .. } => {
+            format!("cannot read the batches of {frame}: {message}")
+        }
+        _ => engine_error(error),
+    }
+}
+
+/// A bad row of an in-memory source, as `BadRow` tells one of a file.
+fn in_memory_row(row: &pgpour::BadRow) -> String {
+    let mut text = format!("row {} of {}", row.byte, crate::keywords::FRAME);
+    if let Some(at) = row.group_row {
+        text.push_str(&format!(
+            " (batch {}, row {} in it)",
+            at.row_group, at.row_in_group
+        ));
+    }
+    if let Some(column) = &row.column {
+        text.push_str(&format!(", column {column}"));
+    }
+    text.push_str(&format!(": {} (SQLSTATE {})", row.message, row.sqlstate));
+    match &row.value {
+        Some(value) if !row.message.contains(value.as_str()) => {
+            text.push_str(&format!("; value \"{value}\""));
+        }
+        _ => {}
+    }
+    text
 }
 
 /// What a refused row says about the options, with the keyword that fixes

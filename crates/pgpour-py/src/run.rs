@@ -16,7 +16,7 @@ use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
 use crate::convert::{json, record};
-use crate::errors::{new_error, to_py};
+use crate::errors::{new_error, to_py_of, Rows};
 
 /// What the engine returns for a load.
 pub type Outcome = Result<LoadSummary, Box<LoadFailure>>;
@@ -31,6 +31,7 @@ const PROGRESS_EVERY: Duration = Duration::from_millis(200);
 pub fn run_load(
     py: Python<'_>,
     on_progress: Option<Py<PyAny>>,
+    rows: Rows,
     engine: impl FnOnce(&Progress, &AtomicBool) -> Outcome + Send + 'static,
 ) -> PyResult<Py<PyAny>> {
     let progress = Arc::new(Progress::default());
@@ -87,17 +88,22 @@ pub fn run_load(
             last?;
         }
     }
-    finish(py, outcome, stopped_by)
+    finish(py, outcome, stopped_by, rows)
 }
 
 /// The load's outcome as Python sees it.
-fn finish(py: Python<'_>, outcome: Outcome, stopped_by: Option<PyErr>) -> PyResult<Py<PyAny>> {
+fn finish(
+    py: Python<'_>,
+    outcome: Outcome,
+    stopped_by: Option<PyErr>,
+    rows: Rows,
+) -> PyResult<Py<PyAny>> {
     let interrupt = stopped_by
         .as_ref()
         .is_some_and(|e| e.is_instance_of::<pyo3::exceptions::PyKeyboardInterrupt>(py));
     let summary = match outcome {
         Ok(summary) => summary,
-        Err(failure) => return Err(to_py(py, &failure.error, Some(&failure.summary))),
+        Err(failure) => return Err(to_py_of(py, &failure.error, Some(&failure.summary), rows)),
     };
     match stopped_by {
         None if !summary.interrupted => Ok(record(py, "LoadResult", &json(&summary)?)?.unbind()),
@@ -108,13 +114,18 @@ fn finish(py: Python<'_>, outcome: Outcome, stopped_by: Option<PyErr>) -> PyResu
             let _ = e.value(py).setattr("pgpour_result", result);
             Err(e)
         }
-        _ => Err(interrupted(py, &summary)?),
+        _ => Err(interrupted(py, &summary, rows)?),
     }
 }
 
 /// `pgpour.Interrupted`, saying how to go on.
-fn interrupted(py: Python<'_>, summary: &LoadSummary) -> PyResult<PyErr> {
+fn interrupted(py: Python<'_>, summary: &LoadSummary, rows: Rows) -> PyResult<PyErr> {
     let message = match summary.interrupted {
+        true if rows == Rows::InMemory => format!(
+            "interrupted: whole chunks were committed ({} rows); an in-memory source is not kept, \
+             so the load cannot be resumed: load the rest as a new load",
+            summary.rows_loaded
+        ),
         true if summary.load_id.is_empty() => {
             "interrupted: whole chunks were committed; the load cannot be resumed \
              (no_journal=True)"

@@ -20,13 +20,16 @@ def arrow_of(frame: Any) -> pa.Table:
     return pa.Table.from_batches([pa.record_batch(frame)])
 
 
-def _texts(column: pa.ChunkedArray) -> list:
-    """Each value as PostgreSQL's text input takes it; None for NULL."""
+def _texts(column: pa.ChunkedArray, uuid_text: bool = False) -> list:
+    """Each value as PostgreSQL's text input takes it; None for NULL.
+    `uuid_text`: byte strings are uuids (the column is one)."""
     kind = column.type
     if pa.types.is_dictionary(kind):
-        column = column.cast(kind.value_type)
-        kind = kind.value_type
-    if pa.types.is_fixed_size_binary(kind) and kind.byte_width == 16:
+        # Through Python values: pyarrow neither casts nor decodes a
+        # dictionary of string views (polars' categoricals).
+        column = pa.chunked_array([pa.array(column.to_pylist())])
+        kind = column.type
+    if uuid_text or pa.types.is_fixed_size_binary(kind) and kind.byte_width == 16:
         return [None if v is None else str(uuid.UUID(bytes=v)) for v in column.to_pylist()]
     if pa.types.is_binary(kind) or pa.types.is_large_binary(kind) or pa.types.is_fixed_size_binary(kind) \
             or str(kind) == "binary_view":
@@ -34,11 +37,12 @@ def _texts(column: pa.ChunkedArray) -> list:
     return pc.cast(column, pa.string()).to_pylist()
 
 
-def write_csv(frame: Any, path) -> int:
+def write_csv(frame: Any, path, uuids=()) -> int:
     """Writes `frame`'s rows as CSV, NULL unquoted and empty, every other
-    value quoted (so an empty string stays one); the rows written."""
+    value quoted (so an empty string stays one); the rows written. The
+    columns named in `uuids` go into uuid columns."""
     table = arrow_of(frame)
-    columns = [_texts(table.column(i)) for i in range(table.num_columns)]
+    columns = [_texts(table.column(i), table.column_names[i] in uuids) for i in range(table.num_columns)]
     with open(path, "w", encoding="utf-8", newline="") as out:
         for row in zip(*columns):
             out.write(",".join("" if v is None else '"' + v.replace('"', '""') + '"' for v in row))

@@ -1,5 +1,6 @@
-"""In-memory Arrow sources: taken through the PyCapsule interface today,
-and refused by name until the engine takes batches."""
+"""In-memory Arrow sources: taken through the PyCapsule interface, their
+batches pulled on one thread; the keywords that cannot apply to them
+refused by name, before anything else."""
 
 from __future__ import annotations
 
@@ -13,11 +14,43 @@ def frame():
     return pa.table({"id": pa.array([1, 2, 3], pa.int64()), "name": ["a", None, "c"]})
 
 
-def test_a_table_is_refused_by_name_with_its_columns(db):
+def test_keywords_of_text_input_are_refused_by_name(db):
+    target = db.table("id bigint, name text")
     with pytest.raises(pgpour.OptionsError) as raised:
-        pgpour.load(frame(), "t", db=db.conninfo)
-    message = str(raised.value)
-    assert "loading in-memory Arrow data (a Table (columns id: Int64, name: Utf8)) is not supported yet" in message
+        pgpour.load(frame(), target, db=db.conninfo, delimiter=";", header=True)
+    assert str(raised.value).startswith(
+        "header, delimiter do not apply to an in-memory Arrow source"
+    ), raised.value
+    with pytest.raises(pgpour.OptionsError, match="^create does not apply"):
+        pgpour.load(frame(), target, db=db.conninfo, create=True)
+    # Refused before the server is asked anything.
+    with pytest.raises(pgpour.OptionsError, match="^where does not apply"):
+        pgpour.load(frame(), target, db="host=/nonexistent port=1", where="id > 1")
+    assert db.count(target) == 0
+
+
+def test_what_the_engine_refuses_for_arrow_data_is_an_options_error(db):
+    target = db.table("id bigint PRIMARY KEY, name text")
+    with pytest.raises(pgpour.OptionsError) as raised:
+        pgpour.load(frame(), target, db=db.conninfo, on_conflict="skip")
+    assert "on_conflict='skip' or 'update' does not apply to Parquet or Arrow data" in str(raised.value)
+
+
+def test_a_column_the_frame_lacks_is_named(db):
+    target = db.table("id bigint, name text")
+    with pytest.raises(pgpour.LoadError) as raised:
+        pgpour.load(frame(), target, db=db.conninfo, columns=["id", "nope"])
+    assert str(raised.value).startswith('the in-memory source has no column "nope"'), raised.value
+
+
+def test_explain_reads_the_schema_only(db):
+    target = db.table("id bigint, name text")
+    table = frame()
+    plan = pgpour.explain(table, target, db=db.conninfo)
+    assert "FORMAT binary" in plan.copy_sql, plan.to_dict()
+    assert db.count(target) == 0
+    # The frame is still whole: explaining took nothing from it.
+    assert pgpour.load(table, target, db=db.conninfo).rows_loaded == 3
 
 
 def test_streams_and_arrays_are_pulled_as_batches_on_one_thread():

@@ -16,22 +16,6 @@ from frames import arrow_of, copy_csv, write_csv
 pa = pytest.importorskip("pyarrow")
 
 
-def _in_memory_loads() -> bool:
-    """Whether this build loads Arrow data: a build that does not refuses
-    before connecting anywhere."""
-    try:
-        pgpour.load(pa.table({"a": [1]}), "t", db="host=/nonexistent port=1")
-    except pgpour.OptionsError as e:
-        return "not supported yet" not in str(e)
-    except pgpour.Error:
-        pass
-    return True
-
-
-pytestmark = pytest.mark.skipif(
-    not _in_memory_loads(), reason="this build does not load in-memory Arrow data yet"
-)
-
 D = decimal.Decimal
 NS = 1_700_000_000_123_456_789  # 2023-11-14 22:13:20.123456789 UTC
 
@@ -63,6 +47,9 @@ DTYPES = [
     ("decimal_rounded", pa.array([D("1.25"), D("1.35"), D("-1.25"), None], pa.decimal128(10, 2)), "numeric(10,1)"),
     ("date32", pa.array([0, 19000, None, -719162], pa.date32()), "date"),
     ("date64", pa.array([0, 86_400_000, None], pa.date64()), "date"),
+    # What polars hands over for date64; the time of day dropped as date's input drops it.
+    ("timestamp_ms_into_date", pa.array([0, 86_400_000 + 5, None, -1, -86_400_001], pa.timestamp("ms")), "date"),
+    ("timestamp_ns_into_date", pa.array([NS, None, -1], pa.timestamp("ns")), "date"),
     ("time64_ns", pa.array([0, 1, None, 86_399_999_999_999, 45_296_000_000_500], pa.time64("ns")), "time"),
     ("time64_us", pa.array([0, 1, None, 86_399_999_999], pa.time64("us")), "time"),
     ("time32_ms", pa.array([0, 1, None, 86_399_999], pa.time32("ms")), "time"),
@@ -83,6 +70,8 @@ DTYPES = [
     ("binary", pa.array([b"\x00\x01", b"", None, b"\xff"], pa.binary()), "bytea"),
     ("large_binary", pa.array([b"\x00", None], pa.large_binary()), "bytea"),
     ("uuid", pa.array([bytes(range(16)), None, b"\xff" * 16], pa.binary(16)), "uuid"),
+    # What polars (BinaryView) and pandas (Binary) hand over for uuids.
+    ("uuid_of_binary", pa.array([bytes(range(16)), None, b"\xff" * 16], pa.binary()), "uuid"),
     ("dictionary", pa.array(["red", "green", None, "red", ""]).dictionary_encode(), "text"),
     ("dictionary_int", pa.array([5, 7, None, 5], pa.int64()).dictionary_encode(), "bigint"),
 ]
@@ -98,7 +87,7 @@ def load_like_copy(db, frame, pg_type, tmp_path, **keywords):
     by_pgpour, by_copy = db.table(columns), db.table(columns)
     result = pgpour.load(frame, by_pgpour, db=db.conninfo, **keywords)
     path = tmp_path / f"{by_copy}.csv"
-    rows = write_csv(frame, path)
+    rows = write_csv(frame, path, uuids={"v"} if pg_type == "uuid" else ())
     copy_csv(db, by_copy, arrow_of(frame).column_names, path)
     assert result.rows_loaded == rows == db.count(by_pgpour)
     return by_pgpour, by_copy
@@ -115,19 +104,40 @@ def test_a_pyarrow_table_loads_what_copy_loads(db, tmp_path, name, values, pg_ty
     assert db.sql(f"SELECT count(*) FROM {by_pgpour} WHERE v IS NULL") == str(values.null_count)
 
 
+# What polars and pandas hand over for some types, which the table's
+# column does not take in that form yet: known gaps, each an expected
+# failure that must keep failing until it is closed (strict).
+POLARS_GAPS: dict = {}
+_NULLABLE_INT = "pandas holds an integer column with a None as float64 (NaN), which does not go "\
+    "into an integer column (Arrow-backed dtypes, int64[pyarrow], keep the integers)"
+PANDAS_GAPS = {
+    **{name: _NULLABLE_INT for name in ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32")},
+}
+
+
+def known_gap(request, gaps, name):
+    if name in gaps:
+        request.applymarker(pytest.mark.xfail(strict=True, reason=gaps[name]))
+
+
 @pytest.mark.parametrize("name, values, pg_type", DTYPES, ids=[d[0] for d in DTYPES])
-def test_a_polars_frame_loads_what_copy_loads(db, tmp_path, name, values, pg_type):
+def test_a_polars_frame_loads_what_copy_loads(db, tmp_path, request, name, values, pg_type):
     pl = pytest.importorskip("polars")
     try:
         frame = pl.from_arrow(indexed(values))
-    except Exception as e:  # a type polars does not have
-        pytest.skip(f"polars has no {values.type}: {e}")
+    except BaseException as e:  # a type polars does not have
+        # polars refuses decimal256 by a panic of its own (PanicException,
+        # a BaseException): before pgpour sees anything.
+        if isinstance(e, (KeyboardInterrupt, SystemExit)):
+            raise
+        pytest.skip(f"polars has no {values.type}: {type(e).__name__}: {e}")
+    known_gap(request, POLARS_GAPS, name)
     by_pgpour, by_copy = load_like_copy(db, frame, pg_type, tmp_path)
     assert db.same_rows(f"TABLE {by_pgpour}", f"TABLE {by_copy}"), db.rows(by_pgpour)
 
 
 @pytest.mark.parametrize("name, values, pg_type", DTYPES, ids=[d[0] for d in DTYPES])
-def test_a_pandas_frame_loads_what_copy_loads(db, tmp_path, name, values, pg_type):
+def test_a_pandas_frame_loads_what_copy_loads(db, tmp_path, request, name, values, pg_type):
     pytest.importorskip("pandas")
     try:
         frame = indexed(values).to_pandas()
@@ -136,6 +146,7 @@ def test_a_pandas_frame_loads_what_copy_loads(db, tmp_path, name, values, pg_typ
         arrow_of(frame)
     except (pa.ArrowException, TypeError, ValueError) as e:
         pytest.skip(f"pandas cannot hold {values.type}: {e}")
+    known_gap(request, PANDAS_GAPS, name)
     by_pgpour, by_copy = load_like_copy(db, frame, pg_type, tmp_path)
     assert db.same_rows(f"TABLE {by_pgpour}", f"TABLE {by_copy}"), db.rows(by_pgpour)
 
@@ -191,13 +202,19 @@ def test_bad_values_go_to_the_reject_file_by_row_index(db, tmp_path):
     kept = [json.loads(line) for line in rejects.read_text().splitlines()]
     assert sorted(r["i"] for r in kept) == ["1", "3", "5"]
     log = [json.loads(line) for line in pathlib.Path(result.reject_log).read_text().splitlines()]
-    assert sorted(r["row"] for r in log) == [1, 3, 5]
-    assert {r["column"] for r in log} == {"v"}
+    # `byte` is a row's index in the source, as for a Parquet file's rows.
+    assert sorted((r["byte"], r["row_group"], r["row_in_group"]) for r in log) == [(1, 0, 1), (3, 0, 3), (5, 0, 5)]
+    # pgpour's own refusals (out of range) name the column; the server names
+    # it in the message of a NOT NULL violation.
+    assert [r["column"] for r in sorted(log, key=lambda r: r["byte"])] == ["v", None, "v"]
+    assert 'column "v"' in sorted(log, key=lambda r: r["byte"])[1]["message"]
     # Without max_errors the first bad row stops the load, named by index.
     with pytest.raises(pgpour.RowError) as raised:
         pgpour.load(frame, db.table("i bigint, v smallint"), db=db.conninfo, workers=1)
     error = raised.value
     assert (error.row, error.column, error.value, error.sqlstate) == (1, "v", "70000", "22003")
+    assert (error.batch, error.row_in_batch, error.file, error.line) == (0, 1, None, None)
+    assert str(error).startswith("row 1 of the in-memory source (batch 0, row 1 in it), column v: "), error
 
 
 def test_an_in_memory_load_cannot_be_resumed_by_a_later_call(db):
@@ -206,9 +223,20 @@ def test_an_in_memory_load_cannot_be_resumed_by_a_later_call(db):
     target = db.table("i bigint, v text NOT NULL")
     with pytest.raises(pgpour.RowError):
         pgpour.load(frame, target, db=db.conninfo, load_id=load_id)
-    with pytest.raises(pgpour.Error) as raised:
+    with pytest.raises(pgpour.LoadError) as raised:
         pgpour.resume(load_id, db=db.conninfo)
+    assert "which pgpour does not keep: the data is gone" in str(raised.value)
     assert "cannot be resumed" in str(raised.value)
+
+
+def test_a_uuid_of_another_width_is_a_bad_row(db, tmp_path):
+    frame = indexed(pa.array([bytes(16), b"short", None, b"\x01" * 16], pa.binary()))
+    target = db.table("i bigint, v uuid")
+    rejects = tmp_path / "uuids.rejected.jsonl"
+    result = pgpour.load(frame, target, db=db.conninfo, max_errors=1, reject_file=rejects)
+    assert (result.rows_loaded, result.rows_rejected) == (3, 1)
+    assert json.loads(rejects.read_text()) == {"i": "1", "v": "\\x73686f7274"}
+    assert db.sql(f"SELECT count(*) FROM {target} WHERE v IS NOT NULL") == "2"
 
 
 def test_atomic_loads_a_frame_whole_or_not_at_all(db):

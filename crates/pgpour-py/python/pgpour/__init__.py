@@ -58,7 +58,8 @@ __all__ = [
 
 PathLike = Union[str, "os.PathLike[str]"]
 Source = Union[PathLike, Sequence[Union[PathLike, Any]], Any]
-"""A path, a glob, a list of them, a binary file object, or (soon) an Arrow object."""
+"""A path, a glob, a list of them, a binary file object, or an in-memory Arrow
+source (anything with ``__arrow_c_stream__`` or ``__arrow_c_array__``)."""
 OnProgress = Union[bool, Callable[[Progress], Any], None]
 
 
@@ -111,7 +112,13 @@ def load(
     their first bytes), a quoted glob (``"parts/*.csv"``, expanded in sorted
     order), a list of them, or a binary file object (``open(p, "rb")``,
     ``io.BytesIO``, a pipe's stdout), read as the CLI reads stdin. ``"-"`` is
-    ``sys.stdin``.
+    ``sys.stdin``. Or an in-memory Arrow source: anything with
+    ``__arrow_c_stream__`` or ``__arrow_c_array__`` (a pyarrow Table,
+    RecordBatch or RecordBatchReader, a polars or pandas DataFrame, a DuckDB
+    relation), its columns matched to the table's by name; a bad value's
+    position is its row's index (``RowError.row``). Its data is not kept: a
+    load of one cannot be resumed by a later call. The keywords of text
+    input (``delimiter``, ``header``, ``create``...) do not apply to it.
 
     The keywords are ``pgpour load``'s options in snake case, with the same
     meanings and defaults; each left at ``None`` is not given. Sizes take an
@@ -134,7 +141,8 @@ def load(
     Returns a :class:`LoadResult`; rows rejected (with ``max_errors``) are in
     ``result.reject_file``. Raises an :class:`Error`: :class:`OptionsError`,
     :class:`ConnectionError`, :class:`RowError` for a bad row (``file``,
-    ``line``, ``column``, ``value``, ``sqlstate``), :class:`LoadError`,
+    ``line``, or for Arrow data ``row``, ``batch`` and ``row_in_batch``;
+    ``column``, ``value``, ``sqlstate``), :class:`LoadError`,
     :class:`JournalError`.
     """
     options = _given(locals(), ("source", "table", "db", "progress"))

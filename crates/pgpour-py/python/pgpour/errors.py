@@ -65,11 +65,18 @@ class RowError(LoadError):
     """A row that cannot be loaded, and more of them than ``max_errors`` allows."""
 
     file: Optional[str]
-    """The input the row is in."""
+    """The input the row is in; ``None`` for an in-memory source."""
     line: Optional[int]
-    """The row's first physical line in its file (1-based)."""
+    """The row's first physical line in its file (1-based); for a Parquet or
+    Arrow file its 1-based index; ``None`` for an in-memory source."""
     row: Optional[int]
-    """The row's index in an in-memory source (0-based); ``None`` for files."""
+    """The row's index (from 0) in an in-memory source, or in a Parquet or
+    Arrow file; ``None`` for delimited text."""
+    batch: Optional[int]
+    """The index (from 0) of the record batch (a Parquet file's row group)
+    the row is in; ``None`` for delimited text."""
+    row_in_batch: Optional[int]
+    """The row's index (from 0) within its batch."""
     column: Optional[str]
     """The column the server refused the value of, when it says."""
     value: Optional[str]
@@ -81,6 +88,8 @@ class RowError(LoadError):
         self.file = None
         self.line = None
         self.row = None
+        self.batch = None
+        self.row_in_batch = None
         self.column = None
         self.value = None
         self.byte = None

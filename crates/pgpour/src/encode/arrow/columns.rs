@@ -106,8 +106,14 @@ pub(super) enum Writer<'a> {
     Time64(&'a [i64], TimeUnit),
     /// Since 1970 (UTC, or the wall clock for a zoneless one), in the unit.
     Timestamp(&'a [i64], TimeUnit),
+    /// A zoneless timestamp into a date: its day, the time of day dropped
+    /// as date's input drops it (what polars hands over for date64).
+    TimestampDay(&'a [i64], TimeUnit),
     /// As they are: text, json, bytea, uuid.
     Raw(Bytes<'a>),
+    /// A uuid from a byte string of any width (what exporters without a
+    /// fixed-size binary hand over): 16 bytes, or the row is refused.
+    Uuid(Bytes<'a>),
     /// jsonb: its version byte, then the text.
     Jsonb(Bytes<'a>),
     /// A dictionary's keys into its values' writer.
@@ -214,7 +220,24 @@ impl Writer<'_> {
                 };
                 put_fixed(out, scalars::timestamp(m)?);
             }
+            Writer::TimestampDay(v, unit) => {
+                let per_day = match unit {
+                    TimeUnit::Second => 86_400,
+                    TimeUnit::Millisecond => 86_400_000,
+                    TimeUnit::Microsecond => 86_400_000_000,
+                    TimeUnit::Nanosecond => 86_400_000_000_000,
+                };
+                put_fixed(out, scalars::date(v[i].div_euclid(per_day))?);
+            }
             Writer::Raw(bytes) => put_value(out, bytes.get(i)),
+            Writer::Uuid(bytes) => {
+                let value = bytes.get(i);
+                if value.len() != 16 {
+                    let n = value.len();
+                    return Err(("22P02", format!("a uuid is 16 bytes, not {n}")));
+                }
+                put_value(out, value);
+            }
             Writer::Jsonb(bytes) => {
                 let value = bytes.get(i);
                 out.extend_from_slice(&(value.len() as i32 + 1).to_be_bytes());
@@ -292,7 +315,11 @@ pub(super) fn writer(array: &dyn Array, column: Option<ColumnType>) -> Option<Wr
         C::Jsonb => Some(Writer::Jsonb(bytes)),
         _ => None,
     };
-    let binary = |bytes| matches!(column, C::Bytea).then_some(Writer::Raw(bytes));
+    let binary = |bytes| match column {
+        C::Bytea => Some(Writer::Raw(bytes)),
+        C::Uuid => Some(Writer::Uuid(bytes)),
+        _ => None,
+    };
     let zoned_ok = |tz: &Option<std::sync::Arc<str>>| match column {
         C::Timestamp => true,
         C::Timestamptz { zoneless_is_utc } => tz.is_some() || zoneless_is_utc,
@@ -344,6 +371,15 @@ pub(super) fn writer(array: &dyn Array, column: Option<ColumnType>) -> Option<Wr
                 _ => array.as_primitive::<Time64NanosecondType>().values(),
             };
             Some(Writer::Time64(values, *unit))
+        }
+        DataType::Timestamp(unit, None) if column == C::Date => {
+            let values: &[i64] = match unit {
+                TimeUnit::Second => array.as_primitive::<TimestampSecondType>().values(),
+                TimeUnit::Millisecond => array.as_primitive::<TimestampMillisecondType>().values(),
+                TimeUnit::Microsecond => array.as_primitive::<TimestampMicrosecondType>().values(),
+                TimeUnit::Nanosecond => array.as_primitive::<TimestampNanosecondType>().values(),
+            };
+            Some(Writer::TimestampDay(values, *unit))
         }
         DataType::Timestamp(unit, tz) if zoned_ok(tz) => {
             let values: &[i64] = match unit {

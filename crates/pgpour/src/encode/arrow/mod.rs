@@ -9,6 +9,8 @@
 mod columns;
 pub(crate) mod render;
 mod scalars;
+#[cfg(test)]
+mod tests;
 
 use arrow_array::{Array, RecordBatch};
 use arrow_schema::Schema;
