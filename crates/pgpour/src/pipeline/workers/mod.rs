@@ -246,8 +246,15 @@ pub(super) fn run(
         let settled = connect_retrying(setup.connect, setup.cancel).and_then(|mut client| {
             crate::citus::leftovers::settle(&mut client, setup.connect, load_id, own)
         });
+        // A batch rolled back to be loaded again is missing from the
+        // journal: the next pass loads it.
+        let committed_some = |settled: &[crate::citus::leftovers::Settled]| {
+            settled
+                .iter()
+                .any(|s| s.how == crate::citus::leftovers::SettledAs::Committed)
+        };
         match settled {
-            Ok(0) => {}
+            Ok(settled) if !committed_some(&settled) => {}
             Ok(_) => guard.in_doubt((0..routing.map_or(0, |r| r.shards.len())).collect()),
             Err(e) => record_error(e),
         }
