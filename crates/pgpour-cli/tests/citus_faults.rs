@@ -534,6 +534,9 @@ fn resumed_whole(cluster: &CitusCluster, table_name: &str, load_id: &str, want: 
     let out = common::pgpour(&["resume", load_id, "-d", &cluster.conninfo()], None);
     let stderr = common::text(&out.stderr);
     assert!(out.status.success(), "{stderr}");
+    // The summary counts the batch loaded again as this run's.
+    let summary = common::text(&out.stdout);
+    assert!(summary.contains("loaded 5,000 rows"), "{summary}");
     assert_eq!(&contents(cluster, table_name), want);
     assert_eq!(misplaced(cluster, table_name), 0);
     assert_eq!(direct_prepared(cluster), Vec::new());

@@ -125,9 +125,7 @@ fn forget_locked(
         };
         // Rows sent straight to Citus' shards wait on the nodes in prepared
         // transactions that the journal decides: settled before it goes.
-        settled.extend(crate::citus::leftovers::settle(
-            client, connect, load_id, None,
-        )?);
+        settled.extend(crate::citus::leftovers::settle(client, connect, load_id, None)?.settled);
         let mut restored = Vec::new();
         crate::journal::undo::run_pending(
             client,

@@ -38,6 +38,7 @@ use postgres::types::Type;
 use postgres::Client;
 
 use crate::error::{Error, Result};
+use crate::journal::Totals;
 use crate::server::conn::ConnectOptions;
 use crate::server::sessions::RETRY_FOR;
 use crate::server::wire::Wire;
@@ -117,6 +118,15 @@ pub struct Settled {
     pub how: SettledAs,
 }
 
+/// What a settling did: each prepared transaction it settled, and the
+/// journal rows it deleted (their batches to be loaded again).
+#[derive(Debug, Default)]
+pub(crate) struct Settlement {
+    pub settled: Vec<Settled>,
+    pub forgotten_chunks: u64,
+    pub forgotten: Totals,
+}
+
 /// Commits or rolls back, on every active primary worker node (one whose
 /// shards all moved away may still hold some) and on the coordinator if it
 /// holds shards (its address in `pg_dist_node` may be one only the nodes
@@ -130,12 +140,12 @@ pub(crate) fn settle(
     connect: &ConnectOptions,
     load_id: &str,
     own_token: Option<&str>,
-) -> Result<Vec<Settled>> {
+) -> Result<Settlement> {
     // A node restarting (shutting down, starting up, gone for a moment)
     // is waited for, as a chunk's retries wait for the server.
     let deadline = Instant::now() + RETRY_FOR;
     let mut delay = Duration::from_millis(200);
-    let mut settled = Vec::new();
+    let mut settled = Settlement::default();
     loop {
         match settle_once(client, connect, load_id, own_token, &mut settled) {
             Ok(()) => return Ok(settled),
@@ -173,7 +183,7 @@ fn settle_once(
     connect: &ConnectOptions,
     load_id: &str,
     own_token: Option<&str>,
-    settled: &mut Vec<Settled>,
+    settlement: &mut Settlement,
 ) -> std::result::Result<(), Failed> {
     let journal = |e: Error| (None, e);
     let mut tx = client
@@ -214,12 +224,23 @@ fn settle_once(
     // the next settling, never committed where Citus no longer reads.
     let tokens: Vec<&str> = again.iter().map(String::as_str).collect();
     if !tokens.is_empty() {
-        tx.execute_typed(
-            "DELETE FROM pgpour.chunks WHERE load_id = $1 AND direct_token = ANY($2::text[])",
-            &[(&load_id, Type::TEXT), (&tokens, Type::TEXT_ARRAY)],
-        )
-        .map_err(Error::db("forgetting batches to load again"))
-        .map_err(journal)?;
+        let gone = tx
+            .query_typed_one(
+                "WITH gone AS (DELETE FROM pgpour.chunks \
+                   WHERE load_id = $1 AND direct_token = ANY($2::text[]) \
+                   RETURNING rows_loaded, rows_rejected, byte_end - byte_start AS bytes) \
+                 SELECT pg_catalog.count(*)::int8, coalesce(sum(rows_loaded), 0)::int8, \
+                        coalesce(sum(rows_rejected), 0)::int8, coalesce(sum(bytes), 0)::int8 \
+                 FROM gone",
+                &[(&load_id, Type::TEXT), (&tokens, Type::TEXT_ARRAY)],
+            )
+            .map_err(Error::db("forgetting batches to load again"))
+            .map_err(journal)?;
+        let value = |i| u64::try_from(gone.get::<_, i64>(i)).unwrap_or(0);
+        settlement.forgotten_chunks += value(0);
+        settlement.forgotten.rows_loaded += value(1);
+        settlement.forgotten.rows_rejected += value(2);
+        settlement.forgotten.bytes += value(3);
         tx.batch_execute("SET LOCAL synchronous_commit = on")
             .map_err(Error::db("forgetting batches to load again"))
             .map_err(journal)?;
@@ -239,7 +260,7 @@ fn settle_once(
             };
             node::finish(&mut holds.wire, &leftover.gid, how == SettledAs::Committed)
                 .map_err(|e| (Some(holds.at.clone()), e))?;
-            settled.push(Settled {
+            settlement.settled.push(Settled {
                 node: holds.at.clone(),
                 gid: leftover.gid.clone(),
                 how,
