@@ -301,8 +301,8 @@ order, or whose reference is then missing, is rejected (naming both lines, or th
 load when no more rows may be rejected; --explain says which keys.
 
 Exactly once: each chunk commits together with its entry in the load journal (schema pgpour in the \
-target database, created on first use; `DROP SCHEMA pgpour CASCADE` removes it, once `pgpour \
-forget` has settled what its loads left prepared). A load that stops \
+target database, created on first use; `pgpour forget --drop-journal` removes it, after settling \
+what its loads left prepared, and refuses while anything would be orphaned). A load that stops \
 for any reason continues with `pgpour resume <load-id>` and ends with every good row loaded once.
 
 Exit codes: 0 loaded everything, 1 finished with rejected rows, 2 error (the summary says what was \
@@ -442,12 +442,15 @@ pub struct StatusArgs {
 #[derive(Debug, Args)]
 #[command(
     group(clap::ArgGroup::new("which").required(true).multiple(true)
-        .args(["load_ids", "failed", "older_than"])),
+        .args(["load_ids", "failed", "older_than", "drop_journal"])),
     after_long_help = "The rows the loads committed stay in their tables; a forgotten load can no \
-longer be resumed. Each load's pending undo steps (indexes to rebuild...) run first. --failed and \
+longer be resumed. Each load's pending undo steps (indexes to rebuild...) run first, and what it \
+left prepared (on the server, or on Citus' nodes) is committed where its journal decided it and \
+rolled back otherwise; each is listed. --failed and \
 --older-than never forget a load that a live run holds (its run lease has not run out): they list it as \
 left. A load still marked running whose run was killed is forgotten only by its id.\n\n\
-Examples:\n  pgpour forget nightly-votes\n  pgpour forget --failed\n  pgpour forget --older-than 7d"
+Examples:\n  pgpour forget nightly-votes\n  pgpour forget --failed\n  pgpour forget --older-than 7d\n  \
+pgpour forget --drop-journal"
 )]
 pub struct ForgetArgs {
     /// The loads to forget, by id.
@@ -464,6 +467,13 @@ pub struct ForgetArgs {
     /// stopped ones (`pgpour status --older-than DURATION` lists them).
     #[arg(long, value_name = "DURATION", value_parser = journal_values::duration)]
     pub older_than: Option<std::time::Duration>,
+
+    /// Forget every load, then drop the journal (schema pgpour). Refused,
+    /// the journal kept, while a run holds a load or a prepared
+    /// transaction of pgpour's is left on the server or a Citus node:
+    /// nothing would settle it without the journal.
+    #[arg(long, conflicts_with_all = ["load_ids", "failed", "older_than"])]
+    pub drop_journal: bool,
 
     #[command(flatten)]
     pub connection: ConnectionArgs,

@@ -67,8 +67,15 @@ fn main() -> ExitCode {
     })
 }
 
+/// How long the engine has to reach its safe point after Ctrl-C: a chunk
+/// in flight may wait on a lock nothing will release (a prepared
+/// transaction left on a node), and Ctrl-C must end any run.
+const INTERRUPT_GRACE: std::time::Duration = std::time::Duration::from_secs(30);
+
 /// Ctrl-C asks the engine to stop at a safe point (`what_happens` says
-/// which); a second one exits now.
+/// which); a second one, or `INTERRUPT_GRACE` without reaching it, exits
+/// now. Exiting is safe at any moment: what committed is in the journal,
+/// and a resume settles the rest.
 pub(crate) fn install_interrupt_handler(what_happens: &'static str) -> Arc<AtomicBool> {
     let cancel = Arc::new(AtomicBool::new(false));
     let flag = cancel.clone();
@@ -77,6 +84,16 @@ pub(crate) fn install_interrupt_handler(what_happens: &'static str) -> Arc<Atomi
             std::process::exit(i32::from(EXIT_INTERRUPTED));
         }
         eprintln!("\npgpour: interrupted, {what_happens} (Ctrl-C again to quit now)");
+        std::thread::spawn(|| {
+            std::thread::sleep(INTERRUPT_GRACE);
+            eprintln!(
+                "pgpour: the work in flight did not finish within {} s of Ctrl-C (waiting for a \
+                 lock? see pg_locks and pg_prepared_xacts): quitting; what committed is kept, \
+                 and `pgpour resume` continues",
+                INTERRUPT_GRACE.as_secs()
+            );
+            std::process::exit(i32::from(EXIT_INTERRUPTED));
+        });
     });
     cancel
 }

@@ -146,6 +146,11 @@ pub fn engine_error(error: &Error) -> String {
             "{error}; once that is done, or if it is not needed, `pgpour forget {load_id}` \
              drops the load's entry and reports what it did not run (the rows stay)"
         ),
+        Error::JournalKept { .. } => format!(
+            "{error}; once no run holds a load, and each of those prepared transactions is \
+             committed or rolled back by hand on its node (COMMIT PREPARED or ROLLBACK \
+             PREPARED), `pgpour forget --drop-journal` again"
+        ),
         _ => error.to_string(),
     }
 }

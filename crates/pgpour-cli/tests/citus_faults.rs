@@ -445,35 +445,69 @@ fn a_decision_replayed_after_the_guard_died_does_not_commit_into_moved_shards() 
     assert_eq!(direct_prepared(cluster), Vec::new());
 }
 
-/// A run killed after a batch's decision and before its `COMMIT
-/// PREPARED`s leaves the batch prepared on the nodes, decided. Nothing
-/// holds off shard moves between runs, and a move does not copy prepared
-/// rows: the resume committed them into the old placement, which Citus
-/// no longer reads, and said done with rows missing. It must refuse.
+/// Splits each shard of `table` on worker 1 in two halves that stay on
+/// worker 1 (`block_writes`): the shard ids the prepared rows were
+/// written under are gone.
+fn split_worker_1_shards(cluster: &CitusCluster, table: &str) {
+    let (_, port) = cluster.worker(1);
+    let mut client = cluster.client();
+    let shards = client
+        .query(
+            "SELECT s.shardid, ((s.shardminvalue::int8 + s.shardmaxvalue::int8) / 2)::text, \
+                    n.nodeid \
+             FROM pg_dist_shard s JOIN pg_dist_placement p USING (shardid) \
+             JOIN pg_dist_node n USING (groupid) \
+             WHERE s.logicalrelid = $1::text::regclass AND n.nodeport = $2",
+            &[&table, &i32::from(port)],
+        )
+        .unwrap();
+    assert!(!shards.is_empty());
+    for shard in shards {
+        let (id, point, node): (i64, String, i32) = (shard.get(0), shard.get(1), shard.get(2));
+        client
+            .execute(
+                "SELECT citus_split_shard_by_split_points($1::int8, ARRAY[$2::text], \
+                        ARRAY[$3::int4, $3::int4], \
+                        shard_transfer_mode := 'block_writes'::citus.shard_transfer_mode)",
+                &[&id, &point, &node],
+            )
+            .unwrap();
+    }
+}
+
+/// Loads `table` with 5,000 keyed rows as `load_id` and kills pgpour
+/// (kill -9) between its first batch's decision and its `COMMIT
+/// PREPARED`s, then lets the decision commit: the batch is left
+/// prepared on both workers, decided. What COPY loads from the file.
 /// Stopped at known points: the decision waits for a lock on the journal
-/// the test holds; pgpour is killed (kill -9); the lock goes and the
-/// decision commits; the shards of the first worker move away.
-#[test]
-fn a_resume_does_not_commit_prepared_rows_into_shards_that_moved_away() {
-    let Some(cluster) = citus_cluster() else {
-        return;
-    };
-    let _alone = one_at_a_time();
-    let dir = tempfile::tempdir().unwrap();
-    journal_made(cluster, &dir);
+/// the test holds; pgpour is killed; the lock goes.
+fn killed_after_a_decision(
+    cluster: &CitusCluster,
+    dir: &tempfile::TempDir,
+    table_name: &str,
+    load_id: &str,
+) -> (i64, String) {
+    // What an earlier failed test left.
+    for (n, gid) in direct_prepared(cluster) {
+        let _ = cluster
+            .node_client(n)
+            .batch_execute(&format!("ROLLBACK PREPARED '{gid}'"));
+    }
+    journal_made(cluster, dir);
     let ids: Vec<i64> = (1..=5_000).collect();
+    let body = keyed(&ids);
     let file = dir.path().join("keyed.csv");
-    std::fs::write(&file, keyed(&ids)).unwrap();
-    table(cluster, "moved_before_resume", true);
+    std::fs::write(&file, &body).unwrap();
+    let want = copied(cluster, table_name, &body);
+    table(cluster, table_name, true);
     let mut blocker = cluster.client();
     blocker
         .batch_execute("BEGIN; LOCK TABLE pgpour.chunks IN SHARE MODE")
         .unwrap();
-    let load_id = "moved-before-resume";
     let mut child = start_load(
         cluster,
         &file,
-        "moved_before_resume",
+        table_name,
         &["--workers", "1", "--load-id", load_id],
     );
     wait_until("the decision waits", &mut child, || {
@@ -491,26 +525,60 @@ fn a_resume_does_not_commit_prepared_rows_into_shards_that_moved_away() {
     }
     let prepared = direct_prepared(cluster);
     assert_eq!(prepared.len(), 2, "{prepared:?}");
-    move_worker_1_away(cluster, "moved_before_resume");
+    want
+}
+
+/// After the resume: the table holds what COPY loads, every row in the
+/// shard Citus computes, nothing prepared, the journal agrees.
+fn resumed_whole(cluster: &CitusCluster, table_name: &str, load_id: &str, want: &(i64, String)) {
     let out = common::pgpour(&["resume", load_id, "-d", &cluster.conninfo()], None);
     let stderr = common::text(&out.stderr);
-    assert!(!out.status.success(), "the resume reported done: {stderr}");
-    assert!(
-        stderr.contains("have since moved to another node"),
-        "{stderr}"
-    );
-    // Nothing of the batch went where Citus no longer reads it.
-    let left_on_worker_1 = direct_prepared(cluster)
-        .iter()
-        .filter(|(n, _)| *n == 1)
-        .count();
-    assert_eq!(left_on_worker_1, 1);
-    for (n, gid) in direct_prepared(cluster) {
-        cluster
-            .node_client(n)
-            .batch_execute(&format!("ROLLBACK PREPARED '{gid}'"))
-            .unwrap();
-    }
+    assert!(out.status.success(), "{stderr}");
+    // The summary counts the batch loaded again as this run's.
+    let summary = common::text(&out.stdout);
+    assert!(summary.contains("loaded 5,000 rows"), "{summary}");
+    assert_eq!(&contents(cluster, table_name), want);
+    assert_eq!(misplaced(cluster, table_name), 0);
+    assert_eq!(direct_prepared(cluster), Vec::new());
+    assert_eq!(journaled_rows(cluster, load_id), want.0);
+}
+
+/// A run killed after a batch's decision and before its `COMMIT
+/// PREPARED`s leaves the batch prepared on the nodes, decided. Nothing
+/// holds off shard moves between runs, and a move does not copy prepared
+/// rows: the resume committed them into the old placement, which Citus
+/// no longer reads, and said done with rows missing (later: refused,
+/// leaving the load stuck). The resume now rolls the batch back on every
+/// node, with its journal rows gone first, and loads it again through
+/// the shards' current placements.
+#[test]
+fn a_resume_loads_again_a_batch_whose_shards_moved_away() {
+    let Some(cluster) = citus_cluster() else {
+        return;
+    };
+    let _alone = one_at_a_time();
+    let dir = tempfile::tempdir().unwrap();
+    let (name, load_id) = ("moved_before_resume", "moved-before-resume");
+    let want = killed_after_a_decision(cluster, &dir, name, load_id);
+    move_worker_1_away(cluster, name);
+    resumed_whole(cluster, name, load_id, &want);
+}
+
+/// As above, but the shards on worker 1 were split, their halves kept on
+/// worker 1: the node still holds the rows' range, but the shard tables
+/// the batch was prepared in are no longer read (and are dropped). A
+/// resume committed into them, and said done with rows missing.
+#[test]
+fn a_resume_loads_again_a_batch_whose_shard_split() {
+    let Some(cluster) = citus_cluster() else {
+        return;
+    };
+    let _alone = one_at_a_time();
+    let dir = tempfile::tempdir().unwrap();
+    let (name, load_id) = ("split_before_resume", "split-before-resume");
+    let want = killed_after_a_decision(cluster, &dir, name, load_id);
+    split_worker_1_shards(cluster, name);
+    resumed_whole(cluster, name, load_id, &want);
 }
 
 /// A run killed while a node still worked on its batch left a backend
@@ -840,4 +908,62 @@ fn rows_a_worker_refuses_for_a_key_or_a_check_are_rejected_on_both_routes() {
         assert!(rejected.contains("600,"), "{route}: {rejected}");
         assert_eq!(direct_prepared(cluster), Vec::new());
     }
+}
+
+/// `forget` settles what a killed run left prepared on every node and
+/// says which it settled and how; the journal's removal
+/// (`forget --drop-journal`) refuses while a prepared transaction of
+/// pgpour's is left anywhere, which nothing would settle without the
+/// journal (dropping the schema by hand orphaned every leftover).
+#[test]
+fn forget_says_what_it_settled_and_the_journal_is_not_dropped_over_leftovers() {
+    let Some(cluster) = citus_cluster() else {
+        return;
+    };
+    let _alone = one_at_a_time();
+    let dir = tempfile::tempdir().unwrap();
+    let (name, load_id) = ("forget_settles", "forget-settles");
+    killed_after_a_decision(cluster, &dir, name, load_id);
+    let out = common::pgpour(&["forget", load_id, "-d", &cluster.conninfo()], None);
+    let stdout = common::text(&out.stdout);
+    assert!(out.status.success(), "{}", common::text(&out.stderr));
+    let committed = stdout
+        .lines()
+        .filter(|l| l.starts_with("committed the prepared transaction pgpour:"))
+        .count();
+    assert_eq!(committed, 2, "{stdout}");
+    assert_eq!(direct_prepared(cluster), Vec::new());
+    assert_eq!(contents(cluster, name).0, 5_000);
+    // A leftover of a load the journal no longer knows.
+    let stray = "pgpour:00ab:d:0:0:1:1";
+    cluster
+        .node_client(1)
+        .batch_execute(&format!("BEGIN; PREPARE TRANSACTION '{stray}'"))
+        .unwrap();
+    let drop_journal = || {
+        common::pgpour(
+            &["forget", "--drop-journal", "-d", &cluster.conninfo()],
+            None,
+        )
+    };
+    let journal_there = || -> bool {
+        cluster
+            .client()
+            .query_one("SELECT to_regnamespace('pgpour') IS NOT NULL", &[])
+            .unwrap()
+            .get(0)
+    };
+    let out = drop_journal();
+    let stderr = common::text(&out.stderr);
+    assert!(!out.status.success(), "{stderr}");
+    assert!(stderr.contains("the journal was kept"), "{stderr}");
+    assert!(stderr.contains(stray), "{stderr}");
+    assert!(journal_there());
+    cluster
+        .node_client(1)
+        .batch_execute(&format!("ROLLBACK PREPARED '{stray}'"))
+        .unwrap();
+    let out = drop_journal();
+    assert!(out.status.success(), "{}", common::text(&out.stderr));
+    assert!(!journal_there());
 }

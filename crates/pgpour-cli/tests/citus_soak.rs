@@ -1,7 +1,8 @@
 //! Random fault schedules against loads into a Citus table: kill -9 of
 //! pgpour, pgpour's sessions terminated on a node, a node restarted at
-//! once (`-m immediate`), a shard moved, each at a random moment, then a
-//! resume when the run did not finish. After each: the table holds what
+//! once (`-m immediate`), a shard moved, each at a random moment, or a
+//! kill then a shard moved or split; then a resume when the run did not
+//! finish. After each: the table holds what
 //! the coordinator's COPY loads from the file, every row in the shard
 //! Citus computes, nothing prepared on any node, and the journal agrees.
 //! The suite runs two schedules; `bench/citus-soak.sh` runs many. Skipped
@@ -73,7 +74,7 @@ fn random_fault_schedules_keep_every_row_once() {
     let mut passed = 0;
     for seed in first..first + rounds {
         let mut dice = Dice(seed);
-        let fault = dice.below(5);
+        let fault = dice.below(6);
         let at = Duration::from_millis(100 + dice.below(1_500));
         let key = if dice.below(2) == 0 {
             "PRIMARY KEY"
@@ -127,6 +128,37 @@ fn random_fault_schedules_keep_every_row_once() {
             }
             2 => cluster.restart_worker(1 + dice.below(2) as u16).unwrap(),
             3 => cluster.restart_coordinator().unwrap(),
+            5 => {
+                // Killed, then a shard of worker 1 moved or split before
+                // the resume: nothing holds off either between runs.
+                let _ = child.kill();
+                let _ = child.wait();
+                let (_, from) = cluster.worker(1);
+                let (_, to) = cluster.worker(2);
+                let (from, to) = (i32::from(from), i32::from(to));
+                let mut client = cluster.client();
+                let changed = match dice.below(2) {
+                    0 => client.execute(
+                        "SELECT citus_move_shard_placement(s.shardid, '127.0.0.1', $1, \
+                                '127.0.0.1', $2, shard_transfer_mode := 'block_writes') \
+                         FROM pg_dist_shard s JOIN pg_dist_placement p USING (shardid) \
+                         JOIN pg_dist_node n USING (groupid) \
+                         WHERE s.logicalrelid = 'soak'::regclass AND n.nodeport = $1 LIMIT 1",
+                        &[&from, &to],
+                    ),
+                    _ => client.execute(
+                        "SELECT citus_split_shard_by_split_points(s.shardid, \
+                                ARRAY[((s.shardminvalue::int8 + s.shardmaxvalue::int8) / 2)::text], \
+                                ARRAY[n.nodeid, n.nodeid], \
+                                shard_transfer_mode := 'block_writes'::citus.shard_transfer_mode) \
+                         FROM pg_dist_shard s JOIN pg_dist_placement p USING (shardid) \
+                         JOIN pg_dist_node n USING (groupid) \
+                         WHERE s.logicalrelid = 'soak'::regclass AND n.nodeport = $1 LIMIT 1",
+                        &[&from],
+                    ),
+                };
+                changed.unwrap();
+            }
             _ => {
                 let (_, from) = cluster.worker(1);
                 let (_, to) = cluster.worker(2);

@@ -345,6 +345,84 @@ fn interrupt_stops_at_a_chunk_boundary_and_exits_130() {
     );
 }
 
+/// Ctrl-C let the chunks in flight finish, and one that waited on a lock
+/// nothing would release (a prepared transaction's, left on the server)
+/// kept pgpour there for ever: it printed "finishing the chunks in
+/// flight" and stayed. It now quits within a bounded time, progress
+/// saved, with the exit status of an interrupted load.
+#[test]
+fn interrupt_of_a_load_waiting_on_a_prepared_transaction_ends_in_bounded_time() {
+    let db = shared_cluster().create_database("cli_interrupt_held");
+    let mut holder = db.client();
+    holder
+        .batch_execute("CREATE TABLE t (a int PRIMARY KEY); INSERT INTO t VALUES (0)")
+        .unwrap();
+    holder
+        .batch_execute("BEGIN; INSERT INTO t VALUES (1); PREPARE TRANSACTION 'held_by_the_test'")
+        .unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_pgpour"))
+        .args([
+            "load",
+            "-",
+            "-t",
+            "t",
+            "-d",
+            &db.conninfo(),
+            "--workers",
+            "1",
+        ])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    stdin.write_all(b"2\n1\n3\n").unwrap();
+    drop(stdin);
+    // The load's insert of key 1 waits for the prepared transaction.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    loop {
+        let waiting: i64 = db
+            .client()
+            .query_one("SELECT count(*) FROM pg_locks WHERE NOT granted", &[])
+            .unwrap()
+            .get(0);
+        if waiting > 0 {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the load never waited"
+        );
+        if child.try_wait().unwrap().is_some() {
+            let out = child.wait_with_output().unwrap();
+            panic!("the load ended first: {}", text(&out.stderr));
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let interrupted = std::time::Instant::now();
+    // SAFETY: plain kill(2) on our own child.
+    unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGINT) };
+    let ended = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break Some(status);
+        }
+        if interrupted.elapsed() > std::time::Duration::from_secs(90) {
+            break None;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    };
+    let _ = child.kill();
+    let out = child.wait_with_output().unwrap();
+    holder
+        .batch_execute("ROLLBACK PREPARED 'held_by_the_test'")
+        .unwrap();
+    let status = ended.expect("still waiting 90 s after Ctrl-C");
+    let stderr = text(&out.stderr);
+    assert_eq!(status.code(), Some(130), "{stderr}");
+    assert!(stderr.contains("did not finish within"), "{stderr}");
+}
+
 /// 12345 as the summary prints it: 12,345.
 fn pretty(n: i64) -> String {
     let s = n.to_string();

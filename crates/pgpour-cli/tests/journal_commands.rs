@@ -368,3 +368,46 @@ fn status_of_a_load_shows_its_options_and_compressed_sizes_as_such() {
         "sizes of two kinds compared: {first}"
     );
 }
+
+/// `forget --drop-journal` forgets every load, then drops the journal; a
+/// prepared transaction of pgpour's left in the database (which nothing
+/// would settle once the journal is gone) keeps it, named.
+#[test]
+fn the_journal_is_dropped_only_when_nothing_would_be_orphaned() {
+    let db = shared_cluster().create_database("journal_drop");
+    let dir = tempfile::tempdir().unwrap();
+    three_loads(&db, dir.path());
+    let conninfo = db.conninfo();
+    let journal_there = || {
+        count(
+            &db,
+            "SELECT count(*) FROM pg_namespace WHERE nspname = 'pgpour'",
+        )
+    };
+    let stray = "pgpour:00ab:1";
+    let mut holder = db.client();
+    holder.batch_execute("CREATE TABLE held (a int)").unwrap();
+    holder
+        .batch_execute(&format!(
+            "BEGIN; INSERT INTO held VALUES (1); PREPARE TRANSACTION '{stray}'"
+        ))
+        .unwrap();
+    let out = run(&["forget", "--drop-journal", "-d", &conninfo]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stdout));
+    let stderr = text(&out.stderr);
+    assert!(stderr.contains("the journal was kept"), "{stderr}");
+    assert!(stderr.contains(stray), "{stderr}");
+    assert_eq!(journal_there(), 1);
+    // Every load was forgotten on the way.
+    assert_eq!(listed(&db, &[]), Vec::<String>::new());
+    db.client()
+        .batch_execute(&format!("ROLLBACK PREPARED '{stray}'"))
+        .unwrap();
+    let out = stdout_of(&["forget", "--drop-journal", "-d", &conninfo]);
+    assert!(out.contains("dropped the journal"), "{out}");
+    assert_eq!(journal_there(), 0);
+    // The rows stay.
+    assert_eq!(count(&db, "SELECT count(*) FROM t"), 3);
+    let out = stdout_of(&["forget", "--drop-journal", "-d", &conninfo]);
+    assert!(out.starts_with("no journal"), "{out}");
+}

@@ -111,11 +111,26 @@ pub fn forget(
     let older_than = duration("older_than", older_than)?;
     let connect = crate::connect_options(py, db)?;
     let done = PyList::empty(py);
-    let forgotten = |load_id: &str, restored: &[String], left: Option<String>| {
+    let forgotten = |load_id: &str, done: Option<&pgpour::Forgotten>, left: Option<String>| {
+        let restored = done.map_or(&[][..], |f| &f.restored[..]);
+        let settled: Vec<serde_json::Value> = done
+            .map_or(&[][..], |f| &f.settled[..])
+            .iter()
+            .map(|s| {
+                let how = match s.how {
+                    pgpour::SettledAs::Committed => "committed",
+                    pgpour::SettledAs::RolledBack => "rolled back",
+                    pgpour::SettledAs::RolledBackToLoadAgain => "rolled back to load again",
+                    _ => "settled",
+                };
+                serde_json::json!({"node": s.node, "gid": s.gid, "how": how})
+            })
+            .collect();
         let fields = serde_json::json!({
             "load_id": load_id,
             "forgotten": left.is_none(),
             "restored": restored,
+            "settled": settled,
             "left": left,
         });
         record(py, "Forgotten", &fields)
@@ -132,11 +147,11 @@ pub fn forget(
         for forgetting in outcomes {
             let id = &forgetting.load_id;
             let item = match forgetting.outcome {
-                Ok(Some(restored)) => forgotten(id, &restored, None)?,
-                Ok(None) => forgotten(id, &[], Some("a run took it over meanwhile".into()))?,
+                Ok(Some(done)) => forgotten(id, Some(&done), None)?,
+                Ok(None) => forgotten(id, None, Some("a run took it over meanwhile".into()))?,
                 Err(pgpour::Error::LoadRunning { holder, .. }) => {
                     let who = holder.map_or_else(String::new, |h| format!(" ({h})"));
-                    forgotten(id, &[], Some(format!("a run holds it{who}")))?
+                    forgotten(id, None, Some(format!("a run holds it{who}")))?
                 }
                 Err(e) => return Err(to_py(py, &e, None)),
             };
@@ -149,7 +164,7 @@ pub fn forget(
     let mut refused: Option<PyErr> = None;
     for id in &load_ids {
         match py.detach(|| pgpour::forget(&connect, id)) {
-            Ok(Some(restored)) => done.append(forgotten(id, &restored, None)?)?,
+            Ok(Some(forgotten_now)) => done.append(forgotten(id, Some(&forgotten_now), None)?)?,
             Ok(None) => {
                 let message = format!(
                     "no load {} in the journal of {}",

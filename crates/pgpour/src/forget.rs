@@ -4,10 +4,24 @@
 
 use postgres::types::Type;
 
+use crate::citus::leftovers::{Settled, SettledAs};
 use crate::error::{Error, Result};
 use crate::journal::status::{picked, still_picked, LoadFilter};
 use crate::journal::undo::Refused;
 use crate::server::conn::ConnectOptions;
+
+/// What forgetting a load did before its entry went.
+#[derive(Debug, Default)]
+#[non_exhaustive]
+pub struct Forgotten {
+    /// What was put back in the table (indexes it dropped...).
+    pub restored: Vec<String>,
+    /// The load's prepared transactions, committed where its journal
+    /// decided them and rolled back otherwise: on the server itself
+    /// (`--atomic` with several workers) and on Citus' nodes (rows sent
+    /// straight to the shards).
+    pub settled: Vec<Settled>,
+}
 
 /// What forgetting one of the loads a filter picked came to.
 #[derive(Debug)]
@@ -18,16 +32,17 @@ pub struct Forgetting {
     /// longer picked it once its run lock was taken (a run took it
     /// meanwhile, or it went). `Err(Error::LoadRunning)`: a run holds it,
     /// and it stays.
-    pub outcome: Result<Option<Vec<String>>>,
+    pub outcome: Result<Option<Forgotten>>,
 }
 
 /// Drops a load's journal entry, after restoring what the load left to
-/// restore (indexes it dropped); `None` when there was no such load.
+/// restore (indexes it dropped) and settling its prepared transactions;
+/// `None` when there was no such load.
 pub fn forget(
     client: &mut postgres::Client,
     connect: &ConnectOptions,
     load_id: &str,
-) -> Result<Option<Vec<String>>> {
+) -> Result<Option<Forgotten>> {
     crate::server::pooler::refuse_shared(connect, None)?;
     pinned_unless_shared(client, connect, |client| {
         if !crate::journal::exists(client)? {
@@ -86,7 +101,7 @@ fn forget_locked(
     connect: &ConnectOptions,
     load_id: &str,
     filter: Option<&LoadFilter>,
-) -> Result<Option<Vec<String>>> {
+) -> Result<Option<Forgotten>> {
     let shared = connect.sessions_shared();
     let forgotten = crate::server::run_lock::while_claimed(client, (load_id, shared), |client| {
         if let Some(filter) = filter {
@@ -103,16 +118,28 @@ fn forget_locked(
             )
             .map_err(Error::db("reading the journal"))?
             .and_then(|r| r.get(0));
-        match decided {
-            Some(gids) => crate::journal::two_phase::finish_decided(client, load_id, &gids)?,
+        let server = connect.describe();
+        let on_server = |gids: Vec<String>, how| {
+            gids.into_iter().map(move |gid| Settled {
+                node: server.clone(),
+                gid,
+                how,
+            })
+        };
+        let mut settled: Vec<Settled> = match decided {
+            Some(gids) => {
+                let committed = crate::journal::two_phase::finish_decided(client, load_id, &gids)?;
+                on_server(committed, SettledAs::Committed).collect()
+            }
             None => {
                 let leftovers = crate::journal::two_phase::leftovers(client, load_id)?;
                 crate::journal::two_phase::rollback(client, &leftovers);
+                on_server(leftovers, SettledAs::RolledBack).collect()
             }
-        }
+        };
         // Rows sent straight to Citus' shards wait on the nodes in prepared
         // transactions that the journal decides: settled before it goes.
-        crate::citus::leftovers::settle(client, connect, load_id, None)?;
+        settled.extend(crate::citus::leftovers::settle(client, connect, load_id, None)?.settled);
         let mut restored = Vec::new();
         crate::journal::undo::run_pending(
             client,
@@ -129,7 +156,59 @@ fn forget_locked(
                 &[(&load_id, Type::TEXT)],
             )
             .map_err(Error::db("forgetting the load"))?;
-        Ok((n > 0).then_some(restored))
+        Ok((n > 0).then_some(Forgotten { restored, settled }))
     })?;
     Ok(forgotten.flatten())
+}
+
+/// Forgets every load, as [`forget`] does (settling what each left
+/// prepared, on every node), then drops the journal (schema `pgpour`),
+/// unless something would be orphaned by it: a load that stays (a run
+/// holds it, or forgetting it failed), or a prepared transaction of
+/// pgpour's still in this database, on the server or on a Citus node,
+/// which nothing would settle without the journal. `None` when there was
+/// no journal.
+pub fn drop_journal(
+    client: &mut postgres::Client,
+    connect: &ConnectOptions,
+) -> Result<Option<Vec<Forgetting>>> {
+    crate::server::pooler::refuse_shared(connect, None)?;
+    pinned_unless_shared(client, connect, |client| {
+        if !crate::journal::exists(client)? {
+            return Ok(None);
+        }
+        crate::journal::ensure_schema(client)?;
+        let every = LoadFilter::default();
+        let mut done = Vec::new();
+        for load_id in picked(client, &every)? {
+            let outcome = forget_locked(client, connect, &load_id, Some(&every));
+            done.push(Forgetting { load_id, outcome });
+            if client.is_closed() {
+                break;
+            }
+        }
+        let mut loads: Vec<String> = done
+            .iter()
+            .filter_map(|f| {
+                f.outcome
+                    .as_ref()
+                    .err()
+                    .map(|e| format!("{} ({e})", f.load_id))
+            })
+            .collect();
+        // Begun meanwhile.
+        loads.extend(
+            picked(client, &every)?
+                .into_iter()
+                .filter(|id| !done.iter().any(|f| &f.load_id == id)),
+        );
+        let prepared = crate::citus::leftovers::pgpour_prepared_anywhere(client, connect)?;
+        if !loads.is_empty() || !prepared.is_empty() {
+            return Err(Error::JournalKept { loads, prepared });
+        }
+        client
+            .batch_execute("DROP SCHEMA pgpour CASCADE")
+            .map_err(Error::db("dropping the journal"))?;
+        Ok(Some(done))
+    })
 }

@@ -44,13 +44,14 @@ mod sql;
 mod table;
 pub mod tune;
 
+pub use citus::leftovers::{Settled, SettledAs};
 pub use citus::{CitusRoute, CitusTable};
 pub use encode::{ArrowEncoderBench, EncoderBench, WireFormat};
 pub use error::{
     delimiter_name, BadRow, ConnectionProblem, Error, FormatProblem, InputChange, Mismatch,
     OptionsProblem, Position, RequestProblem, Result, RowHint, ServerError, SessionNeed,
 };
-pub use forget::Forgetting;
+pub use forget::{Forgetting, Forgotten};
 pub use journal::{LoadFilter, LoadState, LoadStatus};
 pub use options::{default_workers, LoadOptions, DEFAULT_CHUNK_SIZE};
 pub use pipeline::report::{LoadSummary, PhaseTime};
@@ -89,9 +90,11 @@ pub fn status(connect: &ConnectOptions, filter: &LoadFilter) -> Result<Vec<LoadS
 }
 
 /// Drops a load's journal entry, after putting back what the load changed
-/// in its table (indexes it dropped...), which it returns; `None` when the
-/// journal has no such load. The load's rows stay in the table.
-pub fn forget(connect: &ConnectOptions, load_id: &str) -> Result<Option<Vec<String>>> {
+/// in its table (indexes it dropped...) and settling its prepared
+/// transactions on every node, and says which it restored and settled;
+/// `None` when the journal has no such load. The load's rows stay in the
+/// table.
+pub fn forget(connect: &ConnectOptions, load_id: &str) -> Result<Option<Forgotten>> {
     forget::forget(&mut connect.connect()?, connect, load_id)
 }
 
@@ -100,6 +103,15 @@ pub fn forget(connect: &ConnectOptions, load_id: &str) -> Result<Option<Vec<Stri
 /// how each went.
 pub fn forget_matching(connect: &ConnectOptions, filter: &LoadFilter) -> Result<Vec<Forgetting>> {
     forget::forget_matching(&mut connect.connect()?, connect, filter)
+}
+
+/// Forgets every load, as [`forget`] does, then drops the journal (schema
+/// `pgpour`); refuses, with the journal kept, while a load stays (a run
+/// holds it) or a prepared transaction of pgpour's is left on the server or
+/// a Citus node, which nothing would settle without the journal. What
+/// forgetting each load came to; `None` when there was no journal.
+pub fn drop_journal(connect: &ConnectOptions) -> Result<Option<Vec<Forgetting>>> {
+    forget::drop_journal(&mut connect.connect()?, connect)
 }
 
 /// Whether the database has a pgpour journal.

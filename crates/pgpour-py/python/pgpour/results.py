@@ -98,11 +98,15 @@ class LoadStatus(Record):
 
 class Forgotten(Record):
     """What ``pgpour.forget`` did to one load: ``forgotten`` and what it
-    ``restored`` first (indexes...), or why it was ``left``."""
+    ``restored`` first (indexes...) and ``settled`` (its prepared
+    transactions: each a dict of ``node``, ``gid`` and ``how``, one of
+    "committed", "rolled back", "rolled back to load again"), or why it
+    was ``left``."""
 
     load_id: str
     forgotten: bool
     restored: List[str]
+    settled: List[Dict[str, str]]
     left: Optional[str]
 
 

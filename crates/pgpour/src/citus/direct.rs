@@ -11,7 +11,8 @@
 //!    nodes parse and store them at the same time;
 //! 2. once every node has prepared, with as many rows as the client sent
 //!    it, the journal rows commit on the coordinator, synchronously, with
-//!    `<run>:<attempt>` in `direct_token`, in the same transaction as a
+//!    `<run>:<attempt>:<groups>` in `direct_token` (the groups of the nodes
+//!    that prepared it, so that a settling knows the batch whole), in the same transaction as a
 //!    check that the guard still holds off shard moves: that commit is the
 //!    decision;
 //! 3. `COMMIT PREPARED` goes to each node, its answer read with the next
@@ -40,7 +41,7 @@ use crate::table::plan::Target;
 mod fence;
 
 use super::guard::Guard;
-use super::leftovers::gid_and_token;
+use super::leftovers::{decision_token, gid};
 use super::route::Routing;
 use crate::encode::rows::{Step, Values};
 
@@ -187,7 +188,7 @@ impl<'a> DirectStream<'a> {
         if prepared.len() != sent.len() || !all_counted || covered != records {
             return self.decline(&prepared, &sent, first);
         }
-        match self.decide(batch, &journaled, guard_pid) {
+        match self.decide(batch, &journaled, &prepared, guard_pid) {
             Decided::Committed => {}
             Decided::Refused => return self.decline(&prepared, &sent, first),
             Decided::Stop(e) => {
@@ -304,7 +305,7 @@ impl<'a> DirectStream<'a> {
     fn gid(&self, first: &Chunk, node: usize) -> String {
         let group = self.setup.routing.nodes[node].group;
         let at = (first.input, first.offset);
-        gid_and_token(self.setup.run_token, at, group, self.attempt).0
+        gid(self.setup.run_token, at, group, self.attempt)
     }
 
     /// Sends each node its shards' rows, in one message that prepares them;
@@ -421,11 +422,21 @@ impl<'a> DirectStream<'a> {
     }
 
     /// Commits the batch's journal rows on the coordinator, synchronously,
-    /// if the guard (process `guard_pid`) still holds its lock. A lost
+    /// naming the nodes that `prepared` it, if the guard (process `guard_pid`) still holds its lock. A lost
     /// answer is asked again (`replay`).
-    fn decide(&mut self, batch: &[Chunk], journaled: &[u64], guard_pid: i32) -> Decided {
+    fn decide(
+        &mut self,
+        batch: &[Chunk],
+        journaled: &[u64],
+        prepared: &[usize],
+        guard_pid: i32,
+    ) -> Decided {
         let setup = &self.setup;
-        let token = gid_and_token(setup.run_token, (0, 0), 0, self.attempt).1;
+        let groups: Vec<i32> = prepared
+            .iter()
+            .map(|&node| setup.routing.nodes[node].group)
+            .collect();
+        let token = decision_token(setup.run_token, self.attempt, &groups);
         let rows = journal_rows_sql(
             (setup.load_id, setup.run_token),
             batch,

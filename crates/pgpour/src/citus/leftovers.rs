@@ -13,19 +13,32 @@
 //! waits for every journal row being committed (they hold it `FOR KEY
 //! SHARE`): a decision in flight is never read as missing.
 //!
-//! A decided transaction is committed only where its shards still live:
-//! between runs nothing holds off shard moves, and a move copies a shard
-//! without the rows still prepared in it. One whose shards (the shard
-//! tables it holds locks on) have left its node is not committed: the
-//! settling stops with `Error::PreparedShardMoved`.
+//! Every node is read before anything is settled. A decided transaction is
+//! committed only where its shards still live: between runs nothing holds
+//! off shard moves or splits, and a move or a split copies a shard without
+//! the rows still prepared in it. A decided batch one of whose shards
+//! moved away from its node, or was split (its id is gone), is loaded
+//! again: its journal rows are deleted, synchronously, then its prepared
+//! transactions are rolled back on every node, and the run's next pass
+//! loads that byte range through the shards' current placements. That
+//! needs every part of the batch still prepared (its journal row names the
+//! nodes it was prepared on) and a run to load it: partly committed, made
+//! by a pgpour that did not record its nodes, or met by `forget`, the
+//! settling stops with `Error::PreparedShardMoved`, committing nothing.
 
+mod anywhere;
+mod node;
+
+pub(crate) use anywhere::pgpour_prepared_anywhere;
+
+use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, Instant};
 
 use postgres::types::Type;
 use postgres::Client;
 
 use crate::error::{Error, Result};
-use crate::quote::quote_literal;
+use crate::journal::Totals;
 use crate::server::conn::ConnectOptions;
 use crate::server::sessions::RETRY_FOR;
 use crate::server::wire::Wire;
@@ -58,46 +71,134 @@ fn parse(gid: &str) -> Option<Leftover> {
 }
 
 /// The gid of attempt `attempt` of the run `token` for the batch starting at
-/// `byte` of input `input`, on the node of group `group`; and what its
-/// journal row's `direct_token` says when it is decided.
-pub(crate) fn gid_and_token(
-    token: &str,
-    (input, byte): (usize, u64),
-    group: i32,
-    attempt: u64,
-) -> (String, String) {
-    (
-        format!("pgpour:{token}:d:{input}:{byte}:{group}:{attempt}"),
-        format!("{token}:{attempt}"),
-    )
+/// `byte` of input `input`, on the node of group `group`.
+pub(crate) fn gid(token: &str, (input, byte): (usize, u64), group: i32, attempt: u64) -> String {
+    format!("pgpour:{token}:d:{input}:{byte}:{group}:{attempt}")
+}
+
+/// What a decided batch's journal rows say in `direct_token`:
+/// `<run>:<attempt>:<groups>`, the groups of the nodes it was prepared on
+/// (pgpour before them wrote `<run>:<attempt>`).
+pub(crate) fn decision_token(token: &str, attempt: u64, groups: &[i32]) -> String {
+    let mut groups = groups.to_vec();
+    groups.sort_unstable();
+    groups.dedup();
+    let groups: Vec<String> = groups.iter().map(i32::to_string).collect();
+    format!("{token}:{attempt}:{}", groups.join(","))
+}
+
+/// The groups a decision token names; `None` in the older form.
+fn decided_groups(direct_token: &str) -> Option<BTreeSet<i32>> {
+    let [_, _, groups] = direct_token.split(':').collect::<Vec<_>>()[..] else {
+        return None;
+    };
+    groups.split(',').map(|g| g.parse().ok()).collect()
+}
+
+/// How settling left one prepared transaction.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum SettledAs {
+    /// Its batch was decided: committed.
+    Committed,
+    /// Its batch was never decided: rolled back.
+    RolledBack,
+    /// Its batch was decided, but a shard it wrote to moved or split
+    /// since: rolled back, its journal rows gone, to be loaded again.
+    RolledBackToLoadAgain,
+}
+
+/// One prepared transaction settled on a Citus node.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Settled {
+    /// `host:port` of the node.
+    pub node: String,
+    pub gid: String,
+    pub how: SettledAs,
+}
+
+/// What a settling did: each prepared transaction it settled, and the
+/// journal rows it deleted (their batches to be loaded again).
+#[derive(Debug, Default)]
+pub(crate) struct Settlement {
+    pub settled: Vec<Settled>,
+    pub forgotten_chunks: u64,
+    pub forgotten: Totals,
 }
 
 /// Commits or rolls back, on every active primary worker node (one whose
 /// shards all moved away may still hold some) and on the coordinator if it
 /// holds shards (its address in `pg_dist_node` may be one only the nodes
-/// reach), the
-/// prepared transactions of the load `load_id`'s direct routing, when the
-/// load ever routed rows. `own_token`: the run settling; `None` when no run
-/// of the load is live (`forget`, which holds the run lock), to settle
-/// every run's. An error when a node cannot be reached: what it holds
-/// stays for a resume. How many it committed.
+/// reach), the prepared transactions of the load `load_id`'s direct
+/// routing, when the load ever routed rows. `own_token`: the run settling;
+/// `None` when no run of the load is live (`forget`, which holds the run
+/// lock), to settle every run's. An error when a node cannot be reached:
+/// what it holds stays for a resume. What it settled, and how.
 pub(crate) fn settle(
     client: &mut Client,
     connect: &ConnectOptions,
     load_id: &str,
     own_token: Option<&str>,
-) -> Result<usize> {
+) -> Result<Settlement> {
+    // A node restarting (shutting down, starting up, gone for a moment)
+    // is waited for, as a chunk's retries wait for the server.
+    let deadline = Instant::now() + RETRY_FOR;
+    let mut delay = Duration::from_millis(200);
+    let mut settled = Settlement::default();
+    loop {
+        match settle_once(client, connect, load_id, own_token, &mut settled) {
+            Ok(()) => return Ok(settled),
+            Err((Some(_), e))
+                if e.is_transient() && !client.is_closed() && Instant::now() < deadline =>
+            {
+                std::thread::sleep(delay);
+                delay = (delay * 2).min(Duration::from_secs(2));
+            }
+            Err((Some(node), e)) => {
+                return Err(Error::Unsettled {
+                    node,
+                    reason: e.to_string(),
+                })
+            }
+            Err((None, e)) => return Err(e),
+        }
+    }
+}
+
+/// A node's prepared transactions of direct routing.
+struct NodeHolds {
+    at: String,
+    group: i32,
+    wire: Wire,
+    found: Vec<Leftover>,
+}
+
+/// An error, with the node it came from.
+type Failed = (Option<String>, Error);
+
+/// One try at `settle`, adding to `settled` what it settled.
+fn settle_once(
+    client: &mut Client,
+    connect: &ConnectOptions,
+    load_id: &str,
+    own_token: Option<&str>,
+    settlement: &mut Settlement,
+) -> std::result::Result<(), Failed> {
+    let journal = |e: Error| (None, e);
     let mut tx = client
         .transaction()
-        .map_err(Error::db("settling rows sent to Citus' shards"))?;
+        .map_err(Error::db("settling rows sent to Citus' shards"))
+        .map_err(journal)?;
     let row = tx
         .query_typed_opt(
             "SELECT routed, run_token FROM pgpour.loads WHERE load_id = $1 FOR UPDATE",
             &[(&load_id, Type::TEXT)],
         )
-        .map_err(Error::db("reading the journal"))?;
+        .map_err(Error::db("reading the journal"))
+        .map_err(journal)?;
     let Some(row) = row.filter(|r| r.get::<_, bool>(0)) else {
-        return Ok(0);
+        return Ok(());
     };
     let owner: Option<String> = row.get(1);
     // The earlier runs, whose node sessions may still be at work: a run
@@ -108,10 +209,77 @@ pub(crate) fn settle(
             "SELECT token FROM pgpour.runs WHERE load_id = $1 AND token IS DISTINCT FROM $2",
             &[(&load_id, Type::TEXT), (&own_token, Type::TEXT)],
         )
-        .map_err(Error::db("reading the journal"))?
+        .map_err(Error::db("reading the journal"))
+        .map_err(journal)?
         .iter()
         .map(|r| r.get(0))
         .collect();
+    let mut nodes = read_nodes(&mut tx, connect, &earlier)?;
+    let found: Vec<&Leftover> = nodes.iter().flat_map(|n| n.found.iter()).collect();
+    let decided =
+        decisions(&mut tx, load_id, &found, (own_token, owner.as_deref())).map_err(journal)?;
+    let again = to_load_again(&mut tx, &mut nodes, &decided, own_token.is_some())?;
+    // The journal forgets the batches first: a crash before their
+    // transactions are rolled back leaves them undecided, rolled back by
+    // the next settling, never committed where Citus no longer reads.
+    let tokens: Vec<&str> = again.iter().map(String::as_str).collect();
+    if !tokens.is_empty() {
+        let gone = tx
+            .query_typed_one(
+                "WITH gone AS (DELETE FROM pgpour.chunks \
+                   WHERE load_id = $1 AND direct_token = ANY($2::text[]) \
+                   RETURNING rows_loaded, rows_rejected, byte_end - byte_start AS bytes) \
+                 SELECT pg_catalog.count(*)::int8, coalesce(sum(rows_loaded), 0)::int8, \
+                        coalesce(sum(rows_rejected), 0)::int8, coalesce(sum(bytes), 0)::int8 \
+                 FROM gone",
+                &[(&load_id, Type::TEXT), (&tokens, Type::TEXT_ARRAY)],
+            )
+            .map_err(Error::db("forgetting batches to load again"))
+            .map_err(journal)?;
+        let value = |i| u64::try_from(gone.get::<_, i64>(i)).unwrap_or(0);
+        settlement.forgotten_chunks += value(0);
+        settlement.forgotten.rows_loaded += value(1);
+        settlement.forgotten.rows_rejected += value(2);
+        settlement.forgotten.bytes += value(3);
+        tx.batch_execute("SET LOCAL synchronous_commit = on")
+            .map_err(Error::db("forgetting batches to load again"))
+            .map_err(journal)?;
+    }
+    tx.commit()
+        .map_err(Error::db("settling rows sent to Citus' shards"))
+        .map_err(journal)?;
+    for holds in &mut nodes {
+        for leftover in &holds.found {
+            let Some(decision) = decided.get(&leftover.gid) else {
+                continue;
+            };
+            let how = match decision {
+                Some(token) if again.contains(token) => SettledAs::RolledBackToLoadAgain,
+                Some(_) => SettledAs::Committed,
+                None => SettledAs::RolledBack,
+            };
+            node::finish(&mut holds.wire, &leftover.gid, how == SettledAs::Committed)
+                .map_err(|e| (Some(holds.at.clone()), e))?;
+            settlement.settled.push(Settled {
+                node: holds.at.clone(),
+                gid: leftover.gid.clone(),
+                how,
+            });
+        }
+    }
+    for holds in nodes {
+        holds.wire.close();
+    }
+    Ok(())
+}
+
+/// Every node that may hold the load's prepared transactions, each read
+/// after the sessions of the runs `earlier` there have ended.
+fn read_nodes(
+    tx: &mut postgres::Transaction<'_>,
+    connect: &ConnectOptions,
+    earlier: &[String],
+) -> std::result::Result<Vec<NodeHolds>, Failed> {
     let nodes = tx
         .query_typed(
             "SELECT DISTINCT n.nodename, n.nodeport, n.groupid FROM pg_catalog.pg_dist_node n \
@@ -120,207 +288,133 @@ pub(crate) fn settle(
              ORDER BY 1, 2",
             &[],
         )
-        .map_err(Error::db("listing Citus' nodes"))?;
-    let mut committed = 0;
+        .map_err(Error::db("listing Citus' nodes"))
+        .map_err(|e| (None, e))?;
+    let mut read = Vec::new();
     for node in nodes {
         let (host, port, group): (String, i32, i32) = (node.get(0), node.get(1), node.get(2));
-        // A node restarting (shutting down, starting up, gone for a
-        // moment) is waited for, as a chunk's retries wait for the server.
-        let deadline = Instant::now() + RETRY_FOR;
-        let mut delay = Duration::from_millis(200);
-        loop {
-            let settled: Result<usize> = (|| {
-                let mut wire = connect.for_node(&host, port as u16).open_wire()?;
-                end_sessions_of(&mut wire, &earlier)?;
-                let found = prepared_on(&mut wire)?;
-                let decided = decisions(&mut tx, load_id, &found, (own_token, owner.as_deref()))?;
-                for (gid, _) in decided.iter().filter(|(_, commit)| *commit) {
-                    let moved = moved_away(&mut wire, &mut tx, gid, group)?;
-                    if !moved.is_empty() {
-                        return Err(Error::PreparedShardMoved {
-                            node: format!("{host}:{port}"),
-                            gid: gid.clone(),
-                            shards: moved.join(", "),
-                        });
-                    }
-                }
-                finish(&mut wire, &decided)?;
-                wire.close();
-                Ok(decided.iter().filter(|(_, commit)| *commit).count())
-            })();
-            match settled {
-                Ok(n) => {
-                    committed += n;
-                    break;
-                }
-                Err(e) if e.is_transient() && Instant::now() < deadline => {
-                    std::thread::sleep(delay);
-                    delay = (delay * 2).min(Duration::from_secs(2));
-                }
-                Err(e) => {
-                    return Err(Error::Unsettled {
-                        node: format!("{host}:{port}"),
-                        reason: e.to_string(),
-                    })
-                }
+        let at = format!("{host}:{port}");
+        let holds = (|| {
+            let mut wire = connect.for_node(&host, port as u16).open_wire()?;
+            node::end_sessions_of(&mut wire, earlier)?;
+            let found = node::prepared_on(&mut wire)?;
+            Ok(NodeHolds {
+                at: at.clone(),
+                group,
+                wire,
+                found,
+            })
+        })();
+        read.push(holds.map_err(|e| (Some(at), e))?);
+    }
+    Ok(read)
+}
+
+/// The decision tokens of the decided batches to load again, one of whose
+/// shards moved away from, or split on, the node that holds its prepared
+/// transaction. An error when such a batch cannot be loaded again.
+fn to_load_again(
+    tx: &mut postgres::Transaction<'_>,
+    nodes: &mut [NodeHolds],
+    decided: &BTreeMap<String, Option<String>>,
+    a_run_loads: bool,
+) -> std::result::Result<BTreeSet<String>, Failed> {
+    // Where each decided batch is still prepared.
+    let mut prepared_in: BTreeMap<&str, BTreeSet<i32>> = BTreeMap::new();
+    for holds in nodes.iter() {
+        for leftover in &holds.found {
+            if let Some(Some(token)) = decided.get(&leftover.gid) {
+                prepared_in.entry(token).or_default().insert(holds.group);
             }
         }
     }
-    tx.commit()
-        .map_err(Error::db("settling rows sent to Citus' shards"))?;
-    Ok(committed)
+    let mut again = BTreeSet::new();
+    for holds in nodes.iter_mut() {
+        for leftover in &holds.found {
+            let Some(Some(token)) = decided.get(&leftover.gid) else {
+                continue;
+            };
+            let at = |e| (Some(holds.at.clone()), e);
+            let held = node::shards_held(&mut holds.wire, &leftover.gid).map_err(at)?;
+            let changed = changed_shards(tx, &held, holds.group).map_err(|e| (None, e))?;
+            if changed.is_empty() {
+                continue;
+            }
+            let whole = decided_groups(token).as_ref() == prepared_in.get(token.as_str());
+            if !(whole && a_run_loads) {
+                return Err((
+                    None,
+                    Error::PreparedShardMoved {
+                        node: holds.at.clone(),
+                        gid: leftover.gid.clone(),
+                        shards: changed.join(", "),
+                    },
+                ));
+            }
+            again.insert(token.clone());
+        }
+    }
+    Ok(again)
 }
 
-/// The shards whose tables the prepared transaction `gid` of a node of
-/// group `group` holds locks on (it wrote to them) and that no longer
-/// have a placement in that group.
-fn moved_away(
-    wire: &mut Wire,
+/// Those of the shards `held` (relation name, shard id) that no longer
+/// have a placement in group `group`: moved away, or split (the id is
+/// gone). An id Citus no longer knows counts only when its name is a
+/// distributed table's name and that id.
+fn changed_shards(
     tx: &mut postgres::Transaction<'_>,
-    gid: &str,
+    held: &[(String, i64)],
     group: i32,
 ) -> Result<Vec<String>> {
-    let stream_error = |source| Error::Stream {
-        context: "reading what a prepared transaction holds".into(),
-        source,
-    };
-    // A prepared transaction's locks share the virtual transaction of its
-    // lock on its own xid. Citus hides shards from queries of pg_class:
-    // the names come from regclass.
-    wire.query(&format!(
-        "WITH x AS (SELECT l.virtualtransaction FROM pg_catalog.pg_prepared_xacts p \
-           JOIN pg_catalog.pg_locks l ON l.locktype OPERATOR(pg_catalog.=) 'transactionid' \
-            AND l.transactionid OPERATOR(pg_catalog.=) p.transaction AND l.pid IS NULL \
-          WHERE p.gid OPERATOR(pg_catalog.=) {}) \
-         SELECT DISTINCT l.relation::pg_catalog.regclass::pg_catalog.text FROM pg_catalog.pg_locks l \
-           JOIN x ON l.virtualtransaction OPERATOR(pg_catalog.=) x.virtualtransaction \
-         WHERE l.pid IS NULL AND l.locktype OPERATOR(pg_catalog.=) 'relation' \
-           AND l.database OPERATOR(pg_catalog.=) (SELECT oid FROM pg_catalog.pg_database \
-                WHERE datname OPERATOR(pg_catalog.=) pg_catalog.current_database())",
-        quote_literal(gid)
-    ))
-    .map_err(stream_error)?;
-    let answer = wire.answer().map_err(stream_error)?;
-    if let Some(server) = answer.error {
-        return Err(Error::Server {
-            context: "reading what a prepared transaction holds".into(),
-            server: Box::new(server),
-        });
-    }
-    // A shard's table (or index) is named `<table>_<shard id>`; the
-    // catalogs' own are not shards.
-    let ids: Vec<i64> = answer
-        .rows
-        .iter()
-        .filter_map(|row| row.first().cloned().flatten())
-        .filter(|name| !name.starts_with("pg_"))
-        .filter_map(|name| name.trim_end_matches('"').rsplit_once('_')?.1.parse().ok())
-        .collect();
-    if ids.is_empty() {
+    if held.is_empty() {
         return Ok(Vec::new());
     }
+    let names: Vec<&str> = held.iter().map(|(name, _)| name.as_str()).collect();
+    let ids: Vec<i64> = held.iter().map(|(_, id)| *id).collect();
     let rows = tx
         .query_typed(
-            "SELECT s.shardid::text FROM pg_catalog.pg_dist_shard s \
-             WHERE s.shardid = ANY($1::int8[]) AND NOT EXISTS (SELECT 1 \
-               FROM pg_catalog.pg_dist_placement p WHERE p.shardid = s.shardid AND p.groupid = $2) \
-             ORDER BY s.shardid",
-            &[(&ids, Type::INT8_ARRAY), (&group, Type::INT4)],
+            "SELECT DISTINCT h.id::text FROM ROWS FROM (pg_catalog.unnest($1::text[]), \
+                    pg_catalog.unnest($2::int8[])) AS h(name, id) \
+             WHERE NOT EXISTS (SELECT 1 FROM pg_catalog.pg_dist_placement p \
+                                WHERE p.shardid = h.id AND p.groupid = $3) \
+               AND (EXISTS (SELECT 1 FROM pg_catalog.pg_dist_shard s WHERE s.shardid = h.id) \
+                    OR EXISTS (SELECT 1 FROM pg_catalog.pg_dist_partition d \
+                                 JOIN pg_catalog.pg_class c ON c.oid = d.logicalrelid \
+                                WHERE c.relname::text || '_' || h.id::text = h.name)) \
+             ORDER BY 1",
+            &[
+                (&names, Type::TEXT_ARRAY),
+                (&ids, Type::INT8_ARRAY),
+                (&group, Type::INT4),
+            ],
         )
         .map_err(Error::db("reading where the shards live"))?;
     Ok(rows.iter().map(|r| r.get(0)).collect())
 }
 
-/// Ends the node's sessions of the runs `tokens` (named `pgpour <token>
-/// <stream>` by `direct`), waiting for each to be gone: what they were
-/// doing is then prepared, or never will be.
-fn end_sessions_of(wire: &mut Wire, tokens: &[String]) -> Result<()> {
-    if tokens.is_empty() {
-        return Ok(());
-    }
-    let names: Vec<String> = tokens.iter().map(|t| quote_literal(t)).collect();
-    let sql = format!(
-        "SELECT pg_catalog.count(*) FROM (SELECT pid FROM pg_catalog.pg_stat_activity \
-           WHERE pid OPERATOR(pg_catalog.<>) pg_catalog.pg_backend_pid() \
-             AND application_name OPERATOR(pg_catalog.~) '^pgpour [0-9a-f]+ [0-9]+$' \
-             AND pg_catalog.split_part(application_name, ' ', 2) \
-                 OPERATOR(pg_catalog.=) ANY (ARRAY[{}]::pg_catalog.text[]) OFFSET 0) s \
-         WHERE NOT pg_catalog.pg_terminate_backend(s.pid, 10000)",
-        names.join(", ")
-    );
-    let stream_error = |source| Error::Stream {
-        context: "ending the node sessions of an earlier run".into(),
-        source,
-    };
-    wire.query(&sql).map_err(stream_error)?;
-    let answer = wire.answer().map_err(stream_error)?;
-    if let Some(server) = answer.error {
-        return Err(Error::Server {
-            context: "ending the node sessions of an earlier run".into(),
-            server: Box::new(server),
-        });
-    }
-    let lingering = answer
-        .rows
-        .first()
-        .and_then(|row| row.first().cloned().flatten())
-        .unwrap_or_default();
-    match lingering.as_str() {
-        "0" => Ok(()),
-        _ => Err(Error::Stream {
-            context: "ending the node sessions of an earlier run".into(),
-            source: std::io::Error::other(format!("{lingering} did not end within 10 s")),
-        }),
-    }
-}
-
-/// The node's prepared transactions of direct routing, any load's.
-fn prepared_on(wire: &mut Wire) -> Result<Vec<Leftover>> {
-    let stream_error = |source| Error::Stream {
-        context: "reading a node's prepared transactions".into(),
-        source,
-    };
-    wire.query(
-        "SELECT gid FROM pg_catalog.pg_prepared_xacts \
-         WHERE gid LIKE 'pgpour:%:d:%' AND database = pg_catalog.current_database()",
-    )
-    .map_err(stream_error)?;
-    let answer = wire.answer().map_err(stream_error)?;
-    if let Some(server) = answer.error {
-        return Err(Error::Server {
-            context: "reading a node's prepared transactions".into(),
-            server: Box::new(server),
-        });
-    }
-    Ok(answer
-        .rows
-        .iter()
-        .filter_map(|row| row.first().cloned().flatten())
-        .filter_map(|gid| parse(&gid))
-        .collect())
-}
-
 /// Those of `found` that are this load's and may be settled, each with
-/// whether its journal row decided to commit it.
+/// its batch's decision token when its journal rows decided to commit it.
 fn decisions(
     tx: &mut postgres::Transaction<'_>,
     load_id: &str,
-    found: &[Leftover],
+    found: &[&Leftover],
     (own, owner): (Option<&str>, Option<&str>),
-) -> Result<Vec<(String, bool)>> {
+) -> Result<BTreeMap<String, Option<String>>> {
     if found.is_empty() {
-        return Ok(Vec::new());
+        return Ok(BTreeMap::new());
     }
     let gids: Vec<&str> = found.iter().map(|l| l.gid.as_str()).collect();
     let tokens: Vec<&str> = found.iter().map(|l| l.token.as_str()).collect();
     let inputs: Vec<i32> = found.iter().map(|l| l.input).collect();
     let starts: Vec<i64> = found.iter().map(|l| l.byte_start).collect();
     let attempts: Vec<&str> = found.iter().map(|l| l.attempt.as_str()).collect();
+    // Both forms of the token: `<run>:<attempt>` and `<run>:<attempt>:<groups>`.
     let rows = tx
         .query_typed(
-            "SELECT g.gid, EXISTS (SELECT 1 FROM pgpour.chunks c WHERE c.load_id = $1 \
+            "SELECT g.gid, (SELECT c.direct_token FROM pgpour.chunks c WHERE c.load_id = $1 \
                       AND c.input = g.input AND c.byte_start = g.byte_start \
-                      AND c.direct_token = g.token || ':' || g.attempt) \
+                      AND pg_catalog.split_part(c.direct_token, ':', 1) = g.token \
+                      AND pg_catalog.split_part(c.direct_token, ':', 2) = g.attempt LIMIT 1) \
              FROM ROWS FROM (pg_catalog.unnest($2::text[]), pg_catalog.unnest($3::text[]), \
                              pg_catalog.unnest($4::int4[]), pg_catalog.unnest($5::int8[]), \
                              pg_catalog.unnest($6::text[])) \
@@ -338,7 +432,7 @@ fn decisions(
         .map_err(Error::db("reading the journal's decisions"))?;
     Ok(rows
         .iter()
-        .map(|row| (row.get::<_, String>(0), row.get::<_, bool>(1)))
+        .map(|row| (row.get::<_, String>(0), row.get::<_, Option<String>>(1)))
         .filter(|(gid, _)| {
             // The owner's own are its to decide, unless it is the one asking
             // (or no run is live).
@@ -348,39 +442,13 @@ fn decisions(
         .collect())
 }
 
-/// Commits or rolls back each of `decided` on the node.
-fn finish(wire: &mut Wire, decided: &[(String, bool)]) -> Result<()> {
-    for (gid, commit) in decided {
-        let verb = if *commit { "COMMIT" } else { "ROLLBACK" };
-        let sql = format!("{verb} PREPARED {}", quote_literal(gid));
-        let answer = wire
-            .query(&sql)
-            .and_then(|()| wire.answer())
-            .map_err(|source| Error::Stream {
-                context: format!("{verb} PREPARED on a node"),
-                source,
-            })?;
-        if let Some(server) = answer.error {
-            // Settled meanwhile by someone else: nothing left to do.
-            if server.sqlstate != "42704" {
-                return Err(Error::Server {
-                    context: format!("{verb} PREPARED on a node"),
-                    server: Box::new(server),
-                });
-            }
-        }
-    }
-    Ok(())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
     fn only_direct_routing_gids_are_read() {
-        let (gid, token) = gid_and_token("00ab", (2, 4096), 14, 7);
-        assert_eq!(token, "00ab:7");
+        let gid = gid("00ab", (2, 4096), 14, 7);
         let got = parse(&gid).unwrap();
         assert_eq!(
             (
@@ -400,5 +468,14 @@ mod tests {
         ] {
             assert_eq!(parse(other), None, "{other}");
         }
+    }
+
+    #[test]
+    fn a_decision_names_its_nodes_and_the_older_form_none() {
+        let token = decision_token("00ab", 7, &[14, 2, 14]);
+        assert_eq!(token, "00ab:7:2,14");
+        assert_eq!(decided_groups(&token), Some(BTreeSet::from([2, 14])));
+        assert_eq!(decided_groups("00ab:7"), None);
+        assert_eq!(decided_groups("00ab:7:x"), None);
     }
 }

@@ -563,18 +563,39 @@ pub enum Error {
     ShardsUnconfirmed { shards: String, why: String },
 
     /// A prepared transaction of this load, decided, holds rows of shards
-    /// that no longer live on its node: committed, they would be left in a
-    /// placement Citus no longer reads.
+    /// that no longer live on its node (moved away, or split): committed,
+    /// they would be left in a placement Citus no longer reads; and its
+    /// batch cannot be loaded again here (part of it committed already, an
+    /// older pgpour wrote its decision, or no run is to load it).
     #[error(
         "Citus node {node} holds the prepared transaction {gid} of this load, decided to \
-         commit, for shards that have since moved to another node ({shards}): committed \
-         there, its rows would be left where Citus no longer reads them, so it was left \
-         prepared and the settling stopped"
+         commit, for shards that have since moved to another node or split ({shards}): \
+         committed there, its rows would be left where Citus no longer reads them, and its \
+         batch cannot be loaded again here (part of it is committed already, an older \
+         pgpour decided it, or no run is to load it), so it was left prepared and the \
+         settling stopped"
     )]
     PreparedShardMoved {
         node: String,
         gid: String,
         shards: String,
+    },
+
+    /// The journal was not dropped: dropping it would orphan loads that
+    /// stay (`loads`: a run holds them, or forgetting them failed) or
+    /// prepared transactions of pgpour's that nothing would settle
+    /// without it (`prepared`).
+    #[error(
+        "the journal was kept: {}{}{}",
+        if loads.is_empty() { String::new() } else { format!("loads not forgotten: {}", loads.join("; ")) },
+        if loads.is_empty() || prepared.is_empty() { "" } else { "; " },
+        if prepared.is_empty() { String::new() } else {
+            format!("prepared transactions left that nothing would settle without it: {}", prepared.join(", "))
+        }
+    )]
+    JournalKept {
+        loads: Vec<String>,
+        prepared: Vec<String>,
     },
 
     /// Any other failure talking to the server.

@@ -221,6 +221,10 @@ fn every_error() -> Vec<Error> {
             shards: "public.votes_102008".into(),
             why: "lock timeout".into(),
         },
+        Error::JournalKept {
+            loads: vec!["nightly (a run holds it)".into()],
+            prepared: vec!["pgpour:00ab:d:0:0:1:3 on 10.0.0.7:5432".into()],
+        },
         Error::PreparedShardMoved {
             node: "10.0.0.7:5432".into(),
             gid: "pgpour:00ab:d:0:0:1:3".into(),
@@ -505,6 +509,7 @@ fn covers(error: &Error) {
         | Error::ShardsMovedUnderLoad { .. }
         | Error::ShardsUnconfirmed { .. }
         | Error::PreparedShardMoved { .. }
+        | Error::JournalKept { .. }
         | Error::Db { .. } => {}
     }
 }

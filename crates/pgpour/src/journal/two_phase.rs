@@ -61,18 +61,18 @@ pub fn commit(client: &mut postgres::Client, load_id: &str, gids: &[String]) -> 
             )
         })
         .map_err(Error::db("recording the decision to commit"))?;
-    finish_decided(client, load_id, gids)
+    finish_decided(client, load_id, gids).map(|_| ())
 }
 
 /// Commits those of `gids` (decided to commit) that are still prepared,
 /// then checks that all of them committed. A missing one (rolled back by
 /// someone else) fails the load, which is then not done: its chunks are
-/// not in the journal, so a resume loads them again.
+/// not in the journal, so a resume loads them again. Those it committed.
 pub(crate) fn finish_decided(
     client: &mut impl GenericClient,
     load_id: &str,
     gids: &[String],
-) -> Result<()> {
+) -> Result<Vec<String>> {
     let still_prepared: Vec<String> = client
         .query_typed(
             "SELECT gid FROM pg_catalog.pg_prepared_xacts \
@@ -96,7 +96,7 @@ pub(crate) fn finish_decided(
         .map_err(Error::db("checking the commit"))?
         .get(0);
     if committed as usize == gids.len() {
-        return Ok(());
+        return Ok(still_prepared);
     }
     client
         .execute_typed(

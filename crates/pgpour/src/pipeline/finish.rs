@@ -58,6 +58,7 @@ pub(super) fn finish(
         prepared,
         committed,
         committed_ranges,
+        ..
     } = ran;
     if error.is_none() && matches!(read_end, Some(ReadEnd::Done { .. })) {
         error = inputs_seen.check_unchanged(&plan.inputs).err();

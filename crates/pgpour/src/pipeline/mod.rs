@@ -665,6 +665,17 @@ fn load_pass(context: &Passes, options: &LoadOptions) -> Result<Pass, Box<LoadFa
     };
     progress.set_phase(Phase::Loading);
     let ran = workers::run(&setup, client, &segments, truncate, before.rows_rejected);
+    // Chunks of earlier runs that the settling forgot (their shards moved)
+    // are not this load's before this run: the next pass loads them. The
+    // journal is then short of `done_chunks`, which is what starts it.
+    let (forgotten_chunks, forgotten) = ran.forgotten;
+    let before = Totals {
+        rows_loaded: before.rows_loaded.saturating_sub(forgotten.rows_loaded),
+        rows_rejected: before.rows_rejected.saturating_sub(forgotten.rows_rejected),
+        bytes: before.bytes.saturating_sub(forgotten.bytes),
+        ..before
+    };
+    let resumed_chunks = (done_chunks.len() as u64).saturating_sub(forgotten_chunks);
     progress.set_phase(Phase::Committing);
     let finished = finish::finish(
         &setup,
@@ -675,7 +686,7 @@ fn load_pass(context: &Passes, options: &LoadOptions) -> Result<Pass, Box<LoadFa
         truncate,
     );
     let with_resumed = |mut summary: LoadSummary| {
-        summary.resumed_chunks = done_chunks.len() as u64;
+        summary.resumed_chunks = resumed_chunks;
         summary
     };
     match finished {

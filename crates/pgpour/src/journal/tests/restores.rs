@@ -335,7 +335,7 @@ fn a_crashed_load_is_put_back_by_resume_or_forget() {
             assert_loaded_once(&mut client, "resumed");
         } else {
             let restored = crate::forget(&connect(&db), &load_id).unwrap();
-            assert_eq!(restored.map(|r| r.len()), Some(5));
+            assert_eq!(restored.map(|r| r.restored.len()), Some(5));
         }
         assert_eq!(schema_of(&mut client), before, "{ending}");
     }
@@ -458,7 +458,10 @@ fn a_table_renamed_mid_load_gets_its_indexes_back() {
         .unwrap();
     let restored = crate::forget(&connect(&db), "renamed").unwrap();
     assert!(
-        restored.unwrap().contains(&"index actual_pkey".to_string()),
+        restored
+            .unwrap()
+            .restored
+            .contains(&"index actual_pkey".to_string()),
         "the key is put back"
     );
     assert_eq!(indexes(&mut client, "renamed"), before);
@@ -520,7 +523,10 @@ fn an_undo_step_on_another_table_or_object_is_refused() {
     );
     // Forget does not get stuck on it: it drops the entry and says what it
     // did not run, and why.
-    let forgotten = crate::forget(&connect(&db), "own").unwrap().unwrap();
+    let forgotten = crate::forget(&connect(&db), "own")
+        .unwrap()
+        .unwrap()
+        .restored;
     assert!(
         forgotten[0].starts_with("index actual_name: not run (not an index"),
         "{forgotten:?}"

@@ -85,7 +85,10 @@ fn an_unversioned_journal_is_upgraded_and_its_sql_restores_are_shown_not_run() {
             .contains("run it yourself: CREATE TABLE planted_by_sql_text ()"),
         "{refused}"
     );
-    let forgotten = crate::forget(&connect(&db), "old-killed").unwrap().unwrap();
+    let forgotten = crate::forget(&connect(&db), "old-killed")
+        .unwrap()
+        .unwrap()
+        .restored;
     assert!(forgotten[0].contains("not run"), "{forgotten:?}");
     let planted: bool = client
         .query_one("SELECT to_regclass('planted_by_sql_text') IS NOT NULL", &[])
@@ -188,7 +191,10 @@ fn the_restores_older_pgpours_wrote_become_typed_steps() {
         kinds,
         ["index", "constraint", "guard_trigger", "sequence_cache"]
     );
-    let restored = crate::forget(&connect(&db), "shapes").unwrap().unwrap();
+    let restored = crate::forget(&connect(&db), "shapes")
+        .unwrap()
+        .unwrap()
+        .restored;
     assert_eq!(restored.len(), 4, "{restored:?}");
     let back: (bool, bool, i64, i64) = client
         .query_one(

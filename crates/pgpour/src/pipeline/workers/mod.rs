@@ -62,6 +62,10 @@ pub(super) struct Ran {
     pub committed: u64,
     /// Byte ranges of the chunks committed, per input (without the journal).
     pub committed_ranges: Vec<(usize, u64, u64)>,
+    /// Chunks committed before this run whose journal rows the settling
+    /// at its start deleted, and what they held: their batches' shards
+    /// moved or split, and the next pass loads them again.
+    pub forgotten: (u64, crate::journal::Totals),
 }
 
 /// Reads `segments` and loads them; `client` becomes the first worker's
@@ -126,19 +130,24 @@ pub(super) fn run(
     let attempts = AtomicU64::new(0);
     let own = setup.run.map(|r| r.token.as_str());
     let mut client = client;
+    let mut forgotten = (0, crate::journal::Totals::default());
     if plan.route.is_some() && plan.journal {
         // What a run of this load that stopped left prepared on the nodes
         // is settled before anything else moves.
-        if let Err(error) =
-            crate::citus::leftovers::settle(&mut client, setup.connect, load_id, own)
-        {
-            return Ran {
-                read_end: None,
-                error: Some(error),
-                prepared: Vec::new(),
-                committed: 0,
-                committed_ranges: Vec::new(),
-            };
+        match crate::citus::leftovers::settle(&mut client, setup.connect, load_id, own) {
+            Ok(settlement) => {
+                forgotten = (settlement.forgotten_chunks, settlement.forgotten);
+            }
+            Err(error) => {
+                return Ran {
+                    read_end: None,
+                    error: Some(error),
+                    prepared: Vec::new(),
+                    committed: 0,
+                    committed_ranges: Vec::new(),
+                    forgotten,
+                }
+            }
         }
     }
     let mut first_client = Some(client);
@@ -252,8 +261,16 @@ pub(super) fn run(
         let settled = connect_retrying(setup.connect, setup.cancel).and_then(|mut client| {
             crate::citus::leftovers::settle(&mut client, setup.connect, load_id, own)
         });
+        // A batch rolled back to be loaded again is missing from the
+        // journal: the next pass loads it.
+        let committed_some = |settled: &crate::citus::leftovers::Settlement| {
+            settled
+                .settled
+                .iter()
+                .any(|s| s.how == crate::citus::leftovers::SettledAs::Committed)
+        };
         match settled {
-            Ok(0) => {}
+            Ok(settled) if !committed_some(&settled) => {}
             Ok(_) => guard.in_doubt((0..routing.map_or(0, |r| r.shards.len())).collect()),
             Err(e) => record_error(e),
         }
@@ -273,6 +290,7 @@ pub(super) fn run(
         committed_ranges: committed_ranges
             .into_inner()
             .unwrap_or_else(|p| p.into_inner()),
+        forgotten,
     }
 }
 
