@@ -581,3 +581,57 @@ fn into_a_table_holding_rows_missing_references_are_rejected_exactly() {
         assert_eq!(guards, 0, "{name}: no guard left");
     }
 }
+
+/// A key that was NOT VALID before the load stays in place and stays NOT
+/// VALID (validating it would check rows it never did), checking the
+/// file's rows as COPY's would; the valid key beside it comes off and is
+/// put back valid.
+#[test]
+fn a_key_not_valid_before_the_load_stays_not_valid() {
+    let db = shared_cluster().create_database("fk_not_valid_before");
+    let mut client = db.client();
+    client
+        .batch_execute(
+            "CREATE TABLE dept (id int PRIMARY KEY); \
+             INSERT INTO dept SELECT generate_series(1, 10); \
+             CREATE TABLE site (id int PRIMARY KEY); \
+             INSERT INTO site SELECT generate_series(1, 5);",
+        )
+        .unwrap();
+    for t in ["staff", "staff_copy"] {
+        client
+            .batch_execute(&format!(
+                "CREATE TABLE {t} (id int PRIMARY KEY, dept int REFERENCES dept, site int); \
+                 ALTER TABLE {t} ADD CONSTRAINT {t}_site_fkey FOREIGN KEY (site) \
+                 REFERENCES site NOT VALID"
+            ))
+            .unwrap();
+    }
+    let lines: Vec<String> = (1..=300)
+        .map(|i| format!("{i},{},{}", 1 + i % 10, 1 + i % 5))
+        .collect();
+    copy(&mut client, "staff_copy", &lines).unwrap();
+    let before = keys(&mut client, "staff");
+    assert_eq!(
+        before.iter().map(|k| k.2).collect::<Vec<_>>(),
+        [true, false],
+        "{before:?}"
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let mut options = options(&dir, "staff", &lines);
+    options.workers = Some(2);
+    let plan = pgpour::explain(&crate::harness::connect(&db), &options).unwrap();
+    let taken: Vec<&str> = plan
+        .foreign_keys
+        .take_off
+        .iter()
+        .map(|k| k.name.as_str())
+        .collect();
+    assert_eq!(taken, ["staff_dept_fkey"], "{plan:?}");
+    load(&db, &options).unwrap();
+    assert_eq!(rows(&mut client, "staff"), rows(&mut client, "staff_copy"));
+    assert_eq!(keys(&mut client, "staff"), before, "put back as it was");
+    // Still NOT VALID, it checks new rows.
+    let refused = client.batch_execute("INSERT INTO staff VALUES (9999, 1, 77)");
+    assert!(refused.is_err());
+}
