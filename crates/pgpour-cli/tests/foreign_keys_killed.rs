@@ -480,7 +480,14 @@ fn stopped_at_validate(
     );
     let mut threads = vec![first, second];
     if during {
-        let (_, let_parent, third) = hold_lock(db, "p", "EXCLUSIVE");
+        let (holder, let_parent, third) = hold_lock(db, "p", "EXCLUSIVE");
+        wait_for(
+            db,
+            &format!(
+                "SELECT count(*) FROM pg_locks WHERE pid = {holder} AND granted \
+                 AND relation = 'p'::regclass"
+            ),
+        );
         let_validate.send(()).unwrap();
         wait_for(
             db,

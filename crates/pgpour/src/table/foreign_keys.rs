@@ -155,6 +155,7 @@ fn taken_off(key: &ForeignKeyFacts, target: &Target) -> TakenOff {
                 parent_columns: key.parent_columns.clone(),
                 equals: key.equals.clone(),
                 match_full: key.match_full,
+                added_not_valid: false,
             },
         },
     }
