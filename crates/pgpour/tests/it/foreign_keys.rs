@@ -635,6 +635,21 @@ fn a_key_not_valid_before_the_load_stays_not_valid() {
         .map(|k| k.name.as_str())
         .collect();
     assert_eq!(taken, ["staff_dept_fkey"], "{plan:?}");
+    let kept: Vec<&str> = plan
+        .foreign_keys
+        .kept
+        .iter()
+        .map(|k| k.name.as_str())
+        .collect();
+    assert_eq!(kept, ["staff_site_fkey"], "{plan:?}");
+    assert!(plan.foreign_keys.kept[0]
+        .reason
+        .contains("NOT VALID, and stays so"));
+    let said = plan.foreign_keys.describe(|r| r.to_string()).join("\n");
+    assert!(
+        said.contains("add it back NOT VALID") && said.contains("SHARE UPDATE EXCLUSIVE"),
+        "{said}"
+    );
     load(&db, &options).unwrap();
     assert_eq!(rows(&mut client, "staff"), rows(&mut client, "staff_copy"));
     assert_eq!(keys(&mut client, "staff"), before, "put back as it was");
