@@ -89,49 +89,10 @@ pub(crate) fn add_foreign_keys(
     if validations.is_empty() {
         return remove_steps(client, load_id, steps).map(|()| 0);
     }
-    let check = format!(
-        "SELECT 1 / (coalesce(pg_catalog.to_regclass({})::oid = {table}, false))::int",
-        quote_literal(current)
-    );
-    if !adds.is_empty() {
-        let mut tx = client.transaction().map_err(&failed)?;
-        // ADD FOREIGN KEY takes this lock on the table anyway; NOT VALID,
-        // only for as long as it takes to write the catalog.
-        tx.batch_execute(&format!(
-            "LOCK TABLE {current} IN SHARE ROW EXCLUSIVE MODE; {check}"
-        ))
-        .map_err(&failed)?;
-        // Another run of the load may have done it meanwhile.
-        if !still_as_read(&mut tx, load_id, steps).map_err(&failed)? {
-            return Ok(0);
-        }
-        for (step, after, sql) in &adds {
-            tx.execute_typed(sql.as_str(), &[]).map_err(&failed)?;
-            let UndoStep::ForeignKey { key, .. } = &after.step else {
-                continue;
-            };
-            let json = serde_json::to_string(key).unwrap_or_default();
-            let updated = tx
-                .execute_typed(
-                    "UPDATE pgpour.undo SET definition = $3 WHERE load_id = $1 AND position = $2",
-                    &[
-                        (&load_id, Type::TEXT),
-                        (&step.position, Type::INT4),
-                        (&json, Type::TEXT),
-                    ],
-                )
-                .map_err(&failed)?;
-            if updated != 1 {
-                return Err(Error::JournalUnreadable {
-                    load_id: load_id.to_string(),
-                    reason: format!(
-                        "step {} of its undo log was taken out by another session",
-                        step.position
-                    ),
-                });
-            }
-        }
-        tx.commit().map_err(&failed)?;
+    let check = check_sql(current, table);
+    if !adds.is_empty() && !add_not_valid(client, load_id, (current, &check), steps, &adds)? {
+        // Another run of the load did it meanwhile.
+        return Ok(0);
     }
     let mut tx = client.transaction().map_err(&failed)?;
     // The transaction waits idle while the inputs are read again.
@@ -174,6 +135,134 @@ pub(crate) fn add_foreign_keys(
     tx.commit().map_err(&failed)?;
     done.extend(steps.iter().map(|s| s.step.describe()));
     Ok(rejected)
+}
+
+/// The statement that stops a transaction (division by zero) when
+/// `current` no longer names `table`.
+fn check_sql(current: &str, table: postgres::types::Oid) -> String {
+    format!(
+        "SELECT 1 / (coalesce(pg_catalog.to_regclass({})::oid = {table}, false))::int",
+        quote_literal(current)
+    )
+}
+
+/// The first step, in a transaction of its own: each key of `adds` (its
+/// step, the step as it stands after, its `ADD ... NOT VALID`) added and
+/// its step recorded as to validate. `false` when the undo log no longer
+/// holds `steps` as they were read (another run did it).
+fn add_not_valid(
+    client: &mut Client,
+    load_id: &str,
+    (current, check): (&str, &str),
+    steps: &[Pending],
+    adds: &[(&Pending, &Pending, String)],
+) -> Result<bool> {
+    let what = adds
+        .iter()
+        .map(|(s, _, _)| s.step.describe())
+        .collect::<Vec<_>>()
+        .join(", ");
+    let failed = |source| Error::Restore {
+        what: what.clone(),
+        load_id: load_id.to_string(),
+        source,
+    };
+    let mut tx = client.transaction().map_err(&failed)?;
+    // ADD FOREIGN KEY takes this lock on the table anyway; NOT VALID, only
+    // for as long as it takes to write the catalog.
+    tx.batch_execute(&format!(
+        "LOCK TABLE {current} IN SHARE ROW EXCLUSIVE MODE; {check}"
+    ))
+    .map_err(&failed)?;
+    if !still_as_read(&mut tx, load_id, steps).map_err(&failed)? {
+        return Ok(false);
+    }
+    for (step, after, sql) in adds {
+        tx.execute_typed(sql.as_str(), &[]).map_err(&failed)?;
+        let UndoStep::ForeignKey { key, .. } = &after.step else {
+            continue;
+        };
+        let json = serde_json::to_string(key).unwrap_or_default();
+        let updated = tx
+            .execute_typed(
+                "UPDATE pgpour.undo SET definition = $3 WHERE load_id = $1 AND position = $2",
+                &[
+                    (&load_id, Type::TEXT),
+                    (&step.position, Type::INT4),
+                    (&json, Type::TEXT),
+                ],
+            )
+            .map_err(&failed)?;
+        if updated != 1 {
+            return Err(Error::JournalUnreadable {
+                load_id: load_id.to_string(),
+                reason: format!(
+                    "step {} of its undo log was taken out by another session",
+                    step.position
+                ),
+            });
+        }
+    }
+    tx.commit().map_err(&failed)?;
+    Ok(true)
+}
+
+/// For a run that puts the undo log back step by step (`forget`): the
+/// foreign keys still away added back `NOT VALID` first, in one short
+/// transaction, and their steps in `pending` made their `VALIDATE`, which
+/// then runs in its turn under SHARE UPDATE EXCLUSIVE. Steps it would not
+/// run (refused, or their table gone) are left as they are, for the step by
+/// step way to say why.
+pub(crate) fn not_valid_first(
+    client: &mut Client,
+    load_id: &str,
+    pending: Vec<Pending>,
+) -> Result<Vec<Pending>> {
+    let away = |p: &Pending| match &p.step {
+        UndoStep::ForeignKey { key, .. } => !key.added_not_valid,
+        _ => false,
+    };
+    let mut adds = Vec::new();
+    let mut afters = Vec::new();
+    for step in pending.iter().filter(|p| away(p)) {
+        let (Ok(Some(add)), Some(current), UndoStep::ForeignKey { table, .. }) = (
+            statement_from(load_id, step),
+            step.current.as_deref(),
+            &step.step,
+        ) else {
+            continue;
+        };
+        let after = added_not_valid(step.clone());
+        if matches!(statement_from(load_id, &after), Ok(Some(_))) {
+            adds.push((step, format!("{add} NOT VALID"), current, *table));
+            afters.push(after);
+        }
+    }
+    let Some(&(_, _, current, table)) = adds.first() else {
+        return Ok(pending);
+    };
+    // All of one table, the load's.
+    if adds.iter().any(|a| a.2 != current || a.3 != table) {
+        return Ok(pending);
+    }
+    let steps: Vec<Pending> = adds.iter().map(|a| a.0.clone()).collect();
+    let adds: Vec<(&Pending, &Pending, String)> = adds
+        .iter()
+        .zip(&afters)
+        .map(|(a, after)| (a.0, after, a.1.clone()))
+        .collect();
+    let check = check_sql(current, table);
+    if !add_not_valid(client, load_id, (current, &check), &steps, &adds)? {
+        return Ok(pending);
+    }
+    let done: Vec<i32> = steps.iter().map(|s| s.position).collect();
+    Ok(pending
+        .into_iter()
+        .map(|p| match done.contains(&p.position) {
+            true => added_not_valid(p),
+            false => p,
+        })
+        .collect())
 }
 
 /// The step as it stands once its key is back `NOT VALID`.

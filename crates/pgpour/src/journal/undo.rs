@@ -491,6 +491,7 @@ pub(crate) fn run_pending(
     // After the indexes (a key may reference one of them), before the
     // guard, which stays while a key is away.
     let foreign_key = |p: &Pending| matches!(p.step, UndoStep::ForeignKey { .. });
+    let step_by_step = hooks.foreign_keys.is_none();
     let pending = match hooks.foreign_keys {
         Some(add) if pending.iter().any(foreign_key) => {
             let (keys, rest): (Vec<Pending>, Vec<Pending>) =
@@ -504,6 +505,12 @@ pub(crate) fn run_pending(
             }
         }
         _ => pending,
+    };
+    // A key still away goes back in two steps here too: NOT VALID, then
+    // its VALIDATE in its turn (its lock SHARE UPDATE EXCLUSIVE).
+    let pending = match step_by_step && pending.iter().any(foreign_key) {
+        true => super::foreign_keys::not_valid_first(client, load_id, pending)?,
+        false => pending,
     };
     let rebuilds = pending.iter().filter(|p| p.step.is_rebuild()).count();
     let mut rebuilt = 0;
