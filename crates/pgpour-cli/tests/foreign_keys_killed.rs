@@ -324,3 +324,268 @@ fn sigkill_while_the_key_is_away_then_forget_puts_it_back() {
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     key_back(&db, "after forget");
 }
+
+/// A parent `p` and a child `c` whose key to it the load takes off; `p`
+/// holds ids 1..=100 and the file's child rows refer to them.
+const PARENT_AND_CHILD: &str = "CREATE TABLE p (id int PRIMARY KEY); \
+     INSERT INTO p SELECT g FROM generate_series(1, 100) g; \
+     CREATE TABLE c (id int, v text, pid int REFERENCES p(id)); \
+     CREATE TABLE c_copy (LIKE c)";
+
+/// The child rows of the file: enough for the load to take a while, so
+/// that the test's locks come while the key is away. (`c` has no index
+/// to build again, whose lock would wait behind them.)
+const CHILDREN: usize = 50_000;
+
+fn children(rows: usize) -> String {
+    (1..=rows)
+        .map(|i| format!("{i},c{i},{}\n", 1 + i % 100))
+        .collect()
+}
+
+fn start_child(db: &TestDb, file: &std::path::Path, load_id: &str) -> Child {
+    Command::new(env!("CARGO_BIN_EXE_pgpour"))
+        .args([
+            "load",
+            file.to_str().unwrap(),
+            "-t",
+            "c",
+            "-d",
+            &db.conninfo(),
+            "-q",
+            "--load-id",
+            load_id,
+            "--workers",
+            "2",
+            "--chunk-size",
+            "8KiB",
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap()
+}
+
+/// `c` holds what PostgreSQL's own COPY of `body` left in `c_copy`, its
+/// key is there and valid, and nothing is left to undo.
+fn child_as_copy(db: &TestDb, body: &str, what: &str) {
+    let mut client = db.client();
+    client.batch_execute("TRUNCATE c_copy").unwrap();
+    let mut w = client
+        .copy_in("COPY c_copy FROM STDIN (FORMAT csv)")
+        .unwrap();
+    std::io::Write::write_all(&mut w, body.as_bytes()).unwrap();
+    w.finish().unwrap();
+    let differ = count(
+        db,
+        "SELECT count(*) FROM ((SELECT * FROM c EXCEPT ALL SELECT * FROM c_copy) \
+         UNION ALL (SELECT * FROM c_copy EXCEPT ALL SELECT * FROM c)) d",
+    );
+    assert_eq!(differ, 0, "{what}: c holds what COPY loads");
+    let valid = count(
+        db,
+        "SELECT count(*) FROM pg_constraint WHERE conrelid = 'c'::regclass AND contype = 'f' \
+         AND convalidated",
+    );
+    assert_eq!(valid, 1, "{what}: the key is back, valid");
+    assert_eq!(count(db, "SELECT count(*) FROM pgpour.undo"), 0, "{what}");
+    let guards = count(
+        db,
+        "SELECT count(*) FROM pg_trigger WHERE tgrelid = 'c'::regclass AND NOT tgisinternal",
+    );
+    assert_eq!(guards, 0, "{what}: no guard left");
+}
+
+/// A session holding `lock` on `table` until told to let go, from a
+/// thread: its backend's pid, and the sender that ends it.
+fn hold_lock(
+    db: &TestDb,
+    table: &str,
+    lock: &str,
+) -> (
+    i32,
+    std::sync::mpsc::Sender<()>,
+    std::thread::JoinHandle<()>,
+) {
+    let mut client = db.client();
+    let pid: i32 = client
+        .query_one("SELECT pg_backend_pid()", &[])
+        .unwrap()
+        .get(0);
+    let (tx, rx) = std::sync::mpsc::channel::<()>();
+    let sql = format!("BEGIN; LOCK TABLE {table} IN {lock} MODE");
+    let handle = std::thread::spawn(move || {
+        client.batch_execute(&sql).unwrap();
+        let _ = rx.recv();
+        client.batch_execute("ROLLBACK").unwrap();
+    });
+    (pid, tx, handle)
+}
+
+/// The load's key added back NOT VALID, and its VALIDATE waiting for its
+/// lock (SHARE UPDATE EXCLUSIVE on the table, behind a session that
+/// holds it): its backend's pid. `during`: the VALIDATE is let in, and
+/// waits instead inside, for the referenced table (locked EXCLUSIVE);
+/// the lock it holds on the table meanwhile is checked to be SHARE
+/// UPDATE EXCLUSIVE only.
+fn stopped_at_validate(
+    db: &TestDb,
+    load_id: &str,
+    during: bool,
+) -> (Child, i32, Vec<std::thread::JoinHandle<()>>) {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("c.csv");
+    std::fs::write(&file, children(CHILDREN)).unwrap();
+    let mut child = start_child(db, &file, load_id);
+    wait_for(
+        db,
+        "SELECT count(*) FROM pgpour.undo WHERE kind = 'foreign_key'",
+    );
+    // Lets the chunks in and keeps the key's NOT VALID add (SHARE ROW
+    // EXCLUSIVE) waiting.
+    let (_, let_go, first) = hold_lock(db, "c", "ROW EXCLUSIVE");
+    wait_for(
+        db,
+        "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' \
+         AND query LIKE '%SHARE ROW EXCLUSIVE%'",
+    );
+    // Queued behind the add: granted once it commits, before the VALIDATE.
+    let (queued, let_validate, second) = hold_lock(db, "c", "SHARE UPDATE EXCLUSIVE");
+    wait_for(
+        db,
+        &format!(
+            "SELECT count(*) FROM pg_stat_activity WHERE pid = {queued} \
+             AND wait_event_type = 'Lock'"
+        ),
+    );
+    let_go.send(()).unwrap();
+    let validating = format!(
+        "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' \
+         AND pid <> {queued} AND query LIKE '%SHARE UPDATE EXCLUSIVE%'"
+    );
+    wait_for(db, &validating);
+    let pid: i32 = db
+        .client()
+        .query_one(&validating.replace("count(*)", "pid"), &[])
+        .unwrap()
+        .get(0);
+    let not_valid = count(
+        db,
+        "SELECT count(*) FROM pg_constraint WHERE conrelid = 'c'::regclass AND contype = 'f' \
+         AND NOT convalidated",
+    );
+    assert_eq!(
+        not_valid, 1,
+        "the key is back NOT VALID before it validates"
+    );
+    let mut threads = vec![first, second];
+    if during {
+        let (holder, let_parent, third) = hold_lock(db, "p", "EXCLUSIVE");
+        wait_for(
+            db,
+            &format!(
+                "SELECT count(*) FROM pg_locks WHERE pid = {holder} AND granted \
+                 AND relation = 'p'::regclass"
+            ),
+        );
+        let_validate.send(()).unwrap();
+        wait_for(
+            db,
+            &format!(
+                "SELECT count(*) FROM pg_locks WHERE pid = {pid} AND NOT granted \
+                 AND relation = 'p'::regclass"
+            ),
+        );
+        let held: Vec<String> = db
+            .client()
+            .query(
+                &format!(
+                    "SELECT mode FROM pg_locks WHERE pid = {pid} AND granted \
+                     AND relation = 'c'::regclass ORDER BY 1"
+                ),
+                &[],
+            )
+            .unwrap()
+            .iter()
+            .map(|r| r.get(0))
+            .collect();
+        assert_eq!(
+            held,
+            ["ShareUpdateExclusiveLock"],
+            "VALIDATE holds only SHARE UPDATE EXCLUSIVE on the table"
+        );
+        threads.push(third);
+        let _ = child.kill(); // SIGKILL
+        assert_eq!(child.wait().unwrap().code(), None);
+        let_parent.send(()).unwrap();
+    } else {
+        let _ = child.kill(); // SIGKILL
+        assert_eq!(child.wait().unwrap().code(), None);
+        let_validate.send(()).unwrap();
+    }
+    std::mem::forget(dir);
+    (child, pid, threads)
+}
+
+/// Killed after the key went back NOT VALID, before its VALIDATE: while
+/// it is not valid another session's row that breaks it is refused, and
+/// `resume` validates it, with the rows COPY loads.
+#[test]
+fn sigkill_between_not_valid_and_validate_then_resume_validates_the_key() {
+    let db = shared_cluster().create_database("fk_kill_not_valid");
+    db.client().batch_execute(PARENT_AND_CHILD).unwrap();
+    let (_, _, threads) = stopped_at_validate(&db, "fk-not-valid", false);
+    for t in threads {
+        t.join().unwrap();
+    }
+    let refused = db
+        .client()
+        .batch_execute("INSERT INTO c VALUES (999999, 'stranger', 424242)");
+    assert!(refused.is_err(), "a row that breaks the key is refused");
+    let out = common::pgpour(
+        &["resume", "fk-not-valid", "-d", &db.conninfo(), "-q"],
+        None,
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    child_as_copy(&db, &children(CHILDREN), "after resume");
+}
+
+/// Killed while VALIDATE runs (it waits for the referenced table): the
+/// lock it held on the table was SHARE UPDATE EXCLUSIVE, and `resume`
+/// validates the key.
+#[test]
+fn sigkill_during_validate_then_resume_validates_the_key() {
+    let db = shared_cluster().create_database("fk_kill_validating");
+    db.client().batch_execute(PARENT_AND_CHILD).unwrap();
+    let (_, _, threads) = stopped_at_validate(&db, "fk-validating", true);
+    for t in threads {
+        t.join().unwrap();
+    }
+    let out = common::pgpour(
+        &["resume", "fk-validating", "-d", &db.conninfo(), "-q"],
+        None,
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    child_as_copy(&db, &children(CHILDREN), "after resume");
+}
+
+/// Killed after the key went back NOT VALID, or while it validates:
+/// `forget` validates it.
+#[test]
+fn sigkill_at_validate_then_forget_validates_the_key() {
+    for during in [false, true] {
+        let name = format!("fk_kill_validate_forget_{during}");
+        let db = shared_cluster().create_database(&name);
+        db.client().batch_execute(PARENT_AND_CHILD).unwrap();
+        let (_, _, threads) = stopped_at_validate(&db, "fk-validate-forget", during);
+        for t in threads {
+            t.join().unwrap();
+        }
+        let out = common::pgpour(
+            &["forget", "fk-validate-forget", "-d", &db.conninfo()],
+            None,
+        );
+        assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+        child_as_copy(&db, &children(CHILDREN), &format!("{name}: after forget"));
+    }
+}

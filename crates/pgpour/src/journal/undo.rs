@@ -39,7 +39,8 @@ pub(crate) enum UndoStep {
         definition: String,
     },
     /// Add again a foreign key taken off for the load, once every row is
-    /// in (see `table::foreign_keys`).
+    /// in (see `table::foreign_keys`); or, once it is back `NOT VALID`
+    /// (`key.added_not_valid`), validate it.
     ForeignKey {
         table: Oid,
         table_name: String,
@@ -99,6 +100,11 @@ pub(crate) struct ForeignKey {
     /// MATCH FULL: a row with some key column NULL and another not is
     /// refused; otherwise a row with any NULL key column is not checked.
     pub match_full: bool,
+    /// The load's end added it back `NOT VALID` (which checks no row):
+    /// what is left is its `VALIDATE CONSTRAINT`, the one join, under a
+    /// SHARE UPDATE EXCLUSIVE lock. Absent in the journal until then.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub added_not_valid: bool,
 }
 
 /// The name the duplicates step goes by.
@@ -246,6 +252,7 @@ pub(crate) fn record_sql(load_id: &str, step: &UndoStep) -> String {
 }
 
 /// A pending step, and what deciding its statement needs of the catalog.
+#[derive(Clone)]
 pub(crate) struct Pending {
     pub position: i32,
     pub step: UndoStep,
@@ -484,6 +491,7 @@ pub(crate) fn run_pending(
     // After the indexes (a key may reference one of them), before the
     // guard, which stays while a key is away.
     let foreign_key = |p: &Pending| matches!(p.step, UndoStep::ForeignKey { .. });
+    let step_by_step = hooks.foreign_keys.is_none();
     let pending = match hooks.foreign_keys {
         Some(add) if pending.iter().any(foreign_key) => {
             let (keys, rest): (Vec<Pending>, Vec<Pending>) =
@@ -497,6 +505,12 @@ pub(crate) fn run_pending(
             }
         }
         _ => pending,
+    };
+    // A key still away goes back in two steps here too: NOT VALID, then
+    // its VALIDATE in its turn (its lock SHARE UPDATE EXCLUSIVE).
+    let pending = match step_by_step && pending.iter().any(foreign_key) {
+        true => super::foreign_keys::not_valid_first(client, load_id, pending)?,
+        false => pending,
     };
     let rebuilds = pending.iter().filter(|p| p.step.is_rebuild()).count();
     let mut rebuilt = 0;
@@ -712,6 +726,8 @@ fn lock_mode(step: &UndoStep) -> Option<&'static str> {
     match step {
         UndoStep::Index { .. } => Some("SHARE"),
         UndoStep::Constraint { .. } => Some("ACCESS EXCLUSIVE"),
+        // VALIDATE CONSTRAINT's own lock.
+        UndoStep::ForeignKey { key, .. } if key.added_not_valid => Some("SHARE UPDATE EXCLUSIVE"),
         // ADD FOREIGN KEY's own lock, on this table and the one it references.
         UndoStep::ForeignKey { .. } => Some("SHARE ROW EXCLUSIVE"),
         UndoStep::GuardTrigger { .. } => Some("SHARE ROW EXCLUSIVE"),
@@ -818,6 +834,9 @@ pub(super) fn statement_from(load_id: &str, pending: &Pending) -> Result<Option<
                 Err(format!("not a key's definition: {definition}"))
             }
         }
+        UndoStep::ForeignKey { key, .. } if key.added_not_valid => Ok(Some(format!(
+            "ALTER TABLE {current} VALIDATE CONSTRAINT {name}"
+        ))),
         UndoStep::ForeignKey { key, .. } => add_foreign_key(key, name, current).map(Some),
         UndoStep::GuardTrigger { .. } => Ok(Some(format!(
             "DROP TRIGGER IF EXISTS {GUARD_TRIGGER} ON {current}"

@@ -4,10 +4,13 @@
 //! with its line and the key's message, or the first in file order stops
 //! the load when the load may reject no more.
 //!
-//! One anti-join per key finds them, and deletes them in the same
-//! statement. For a key to the table itself, a row deleted may have been
-//! another's parent: that one is refused too, at the next round, until a
-//! round finds none. The rows are then traced back to their lines as the
+//! One anti-join per key finds them. For a key to the table itself, a row
+//! refused may have been another's parent: that one is refused too, at
+//! the next round, until a round finds none. Then one statement deletes
+//! them all: the keys are there `NOT VALID` meanwhile, and a key to the
+//! table itself acts on a delete of a row that others refer to (refuses
+//! it, or cascades); deleted together, the rows that refer to a refused
+//! one go with it, and nothing else is touched. The rows are then traced back to their lines as the
 //! duplicates of a unique key are (see `dedupe`): by the transaction ids
 //! of the chunks that wrote them, those chunks read again from the inputs
 //! and staged, and matched by their content. All of it runs in the
@@ -82,22 +85,38 @@ impl Orphans<'_> {
             }
         }
         tx.batch_execute(
-            "CREATE TEMPORARY TABLE pgpour_orphans (row_xmin int8, content text, key int4, \
-             value text, round int4) ON COMMIT DROP",
+            "CREATE TEMPORARY TABLE pgpour_orphans (row_ctid tid, row_xmin int8, content text, \
+             key int4, value text, round int4) ON COMMIT DROP",
         )
         .map_err(Error::db(context))?;
-        let mut deleted = 0u64;
+        let mut found = 0u64;
         for round in 0.. {
             let mut this_round = 0;
             for (i, key) in keys.iter().enumerate() {
                 this_round += tx
-                    .execute_typed(&self.delete_sql(i, key, round), &[])
+                    .execute_typed(&self.find_sql(i, key, round), &[])
                     .map_err(Error::db(context))?;
             }
-            deleted += this_round;
+            found += this_round;
             if this_round == 0 {
                 break;
             }
+        }
+        let deleted = tx
+            .execute_typed(
+                &format!(
+                    "DELETE FROM {} t WHERE t.ctid = ANY (ARRAY(SELECT row_ctid FROM {FOUND}))",
+                    self.target.qualified
+                ),
+                &[],
+            )
+            .map_err(Error::db(context))?;
+        if deleted != found {
+            return Err(Error::Target(format!(
+                "finding the rows whose reference is missing: {found} refused, but {deleted} \
+                 deleted from {}; nothing was deleted",
+                self.target.qualified
+            )));
         }
         let refused = self.refused(tx)?;
         let xmins: Vec<i64> = tx
@@ -138,10 +157,11 @@ impl Orphans<'_> {
         Ok(deleted)
     }
 
-    /// The statement that deletes, and notes in `FOUND`, the rows that key
-    /// `i` refuses now: every key column set (MATCH SIMPLE) or any
-    /// (MATCH FULL), and no row of the referenced table equal to them.
-    fn delete_sql(&self, i: usize, key: &ForeignKey, round: i32) -> String {
+    /// The statement that notes in `FOUND` the rows that key `i` refuses
+    /// now, not noted yet: every key column set (MATCH SIMPLE) or any
+    /// (MATCH FULL), and no row of the referenced table equal to them (for
+    /// a key to the table itself, none but those noted already).
+    fn find_sql(&self, i: usize, key: &ForeignKey, round: i32) -> String {
         let columns: Vec<String> = key.columns.iter().map(|c| quote_ident(c)).collect();
         let set: Vec<String> = columns
             .iter()
@@ -162,12 +182,16 @@ impl Orphans<'_> {
             .map(|c| format!("t.{}", quote_ident(c)))
             .collect();
         let values: Vec<String> = columns.iter().map(|c| format!("t.{c}")).collect();
+        let parent_left = match key.parent_oid == self.target.oid {
+            true => format!(" AND NOT EXISTS (SELECT 1 FROM {FOUND} f WHERE f.row_ctid = p.ctid)"),
+            false => String::new(),
+        };
         format!(
-            "WITH gone AS (DELETE FROM {table} t WHERE ({set}) \
-               AND NOT EXISTS (SELECT 1 FROM {parent} p WHERE {equal}) \
-             RETURNING t.xmin::text::int8 AS row_xmin, {content} AS content, \
-                       pg_catalog.concat_ws(', ', {values}) AS value) \
-             INSERT INTO {FOUND} SELECT row_xmin, content, {i}, value, {round} FROM gone",
+            "INSERT INTO {FOUND} SELECT t.ctid, t.xmin::text::int8, {content}, {i}, \
+                    pg_catalog.concat_ws(', ', {values}), {round} \
+             FROM {table} t WHERE ({set}) \
+               AND NOT EXISTS (SELECT 1 FROM {FOUND} f WHERE f.row_ctid = t.ctid) \
+               AND NOT EXISTS (SELECT 1 FROM {parent} p WHERE {equal}{parent_left})",
             table = self.target.qualified,
             parent = key.parent,
             equal = equal.join(" AND "),

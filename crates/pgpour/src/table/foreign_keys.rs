@@ -16,8 +16,10 @@
 //!   stay, and keep its referenced keys in place: see `indexes`);
 //! * what adds each back goes to the journal's undo log in the transaction
 //!   that takes it off, so a crash leaves it for the end of the load,
-//!   `pgpour resume` or `pgpour forget`; and while one is away, the guard
-//!   trigger (see `indexes`) refuses other sessions' writes to the table.
+//!   `pgpour resume` or `pgpour forget`; at the end it goes back `NOT
+//!   VALID`, then is validated (see `journal::foreign_keys`), each step
+//!   recorded; and until it is valid, the guard trigger (see `indexes`)
+//!   refuses other sessions' writes to the table.
 
 use crate::journal::undo::{ForeignKey, UndoStep};
 use crate::sql::quote_ident;
@@ -104,9 +106,10 @@ pub(crate) fn plan_from(
                 "the table is not empty (a key to another table checks each chunk's rows as \
                  COPY would: no row of the file is its parent)",
             ),
-            _ if !key.valid => {
-                Some("it is NOT VALID: added back, it would check rows it never did")
-            }
+            _ if !key.valid => Some(
+                "it is NOT VALID, and stays so: put back, it would be validated against rows \
+                     it never checked",
+            ),
             _ if key.commented => Some("it has a comment"),
             // Its values come from the table's defaults, not from a line:
             // a refused row's line would be found by the columns the file
@@ -155,6 +158,7 @@ fn taken_off(key: &ForeignKeyFacts, target: &Target) -> TakenOff {
                 parent_columns: key.parent_columns.clone(),
                 equals: key.equals.clone(),
                 match_full: key.match_full,
+                added_not_valid: false,
             },
         },
     }
@@ -240,7 +244,9 @@ impl ForeignKeyPlan {
             };
             lines.push(format!(
                 "take off {} ({kind}) before the load; after it, once every row is in, add it \
-                 back, checked in one join: {}",
+                 back NOT VALID (no row checked, a moment's SHARE ROW EXCLUSIVE lock), then \
+                 VALIDATE it, every row checked in one join under SHARE UPDATE EXCLUSIVE (reads \
+                 go on): {}",
                 key.name, key.definition
             ));
         }
@@ -248,7 +254,7 @@ impl ForeignKeyPlan {
             lines.push(
                 "the table holds rows: a key to the table itself comes off because the load may \
                  reject rows (kept in place, it would refuse each row that refers to one in a \
-                 later chunk, which COPY loads); adding it back checks every row of the table \
+                 later chunk, which COPY loads); validating it checks every row of the table \
                  (--keep-foreign-keys keeps it in place, and other writers in)"
                     .into(),
             );
@@ -261,7 +267,7 @@ impl ForeignKeyPlan {
             lines.push(format!(
                 "a row whose reference is missing once every row is in stops the load, naming \
                  its line, or, when the load may reject rows, is rejected (and, for a key to the table \
-                 itself, the rows that referred to it); while a key is away, {writes} \
+                 itself, the rows that referred to it); while a key is away or NOT VALID, {writes} \
                  by other sessions are refused (a statement trigger)"
             ));
         }

@@ -68,6 +68,13 @@ pub(crate) fn keys(client: &mut postgres::Client, table: &str) -> Vec<(String, S
         .collect()
 }
 
+/// The load stopped at a row its key refuses: the key is back on `emp`,
+/// `NOT VALID` (its validation refused), checking new rows meanwhile.
+fn not_valid_yet(client: &mut postgres::Client) -> bool {
+    let keys = keys(client, "emp");
+    keys.len() == 1 && !keys[0].2
+}
+
 /// 400 employees, each manager (but the first line's) further down the
 /// file: line i is managed by the employee of line i + 1 + i % 7.
 /// The table `emp` holds the rows COPY left in `emp_copy`, and its keys
@@ -321,8 +328,8 @@ fn a_missing_reference_stops_the_load_naming_its_line_and_resume_rejects_it() {
         message.contains("emp.csv:50") && message.contains("emp_manager_fkey"),
         "{message}"
     );
-    assert!(keys(&mut client, "emp").is_empty(), "the key stays away");
-    // Another session's write is refused while it is away.
+    assert!(not_valid_yet(&mut client), "the key is back NOT VALID only");
+    // Another session's write is refused until it is valid.
     let other = client.batch_execute("INSERT INTO emp VALUES (5000, 'x', 424242)");
     let other = other.unwrap_err();
     assert_eq!(other.code().map(|c| c.code()), Some("55006"), "{other}");
@@ -456,7 +463,7 @@ fn missing_references_count_against_max_errors() {
                 let said = failure.error.to_string();
                 assert!(said.contains("emp_manager_fkey"), "{name}: {said}");
                 assert_eq!(rows(&mut client, "emp").len(), lines.len(), "{name}");
-                assert!(keys(&mut client, "emp").is_empty(), "{name}: key away");
+                assert!(not_valid_yet(&mut client), "{name}: key NOT VALID");
                 let mut changes = pgpour::ResumeChanges::default();
                 changes.max_errors = Some(Some(n));
                 pgpour::resume(
@@ -529,7 +536,7 @@ fn into_a_table_holding_rows_missing_references_are_rejected_exactly() {
             }
             Err(failure) => {
                 assert!(!refused.is_empty(), "{name}: {}", failure.error);
-                assert!(keys(&mut client, "emp").is_empty(), "{name}: key away");
+                assert!(not_valid_yet(&mut client), "{name}: key NOT VALID");
                 let other = client.batch_execute("DELETE FROM emp WHERE id = 100000");
                 assert_eq!(
                     other.unwrap_err().code().map(|c| c.code()),
@@ -580,4 +587,73 @@ fn into_a_table_holding_rows_missing_references_are_rejected_exactly() {
             .get(0);
         assert_eq!(guards, 0, "{name}: no guard left");
     }
+}
+
+/// A key that was NOT VALID before the load stays in place and stays NOT
+/// VALID (validating it would check rows it never did), checking the
+/// file's rows as COPY's would; the valid key beside it comes off and is
+/// put back valid.
+#[test]
+fn a_key_not_valid_before_the_load_stays_not_valid() {
+    let db = shared_cluster().create_database("fk_not_valid_before");
+    let mut client = db.client();
+    client
+        .batch_execute(
+            "CREATE TABLE dept (id int PRIMARY KEY); \
+             INSERT INTO dept SELECT generate_series(1, 10); \
+             CREATE TABLE site (id int PRIMARY KEY); \
+             INSERT INTO site SELECT generate_series(1, 5);",
+        )
+        .unwrap();
+    for t in ["staff", "staff_copy"] {
+        client
+            .batch_execute(&format!(
+                "CREATE TABLE {t} (id int PRIMARY KEY, dept int REFERENCES dept, site int); \
+                 ALTER TABLE {t} ADD CONSTRAINT {t}_site_fkey FOREIGN KEY (site) \
+                 REFERENCES site NOT VALID"
+            ))
+            .unwrap();
+    }
+    let lines: Vec<String> = (1..=300)
+        .map(|i| format!("{i},{},{}", 1 + i % 10, 1 + i % 5))
+        .collect();
+    copy(&mut client, "staff_copy", &lines).unwrap();
+    let before = keys(&mut client, "staff");
+    assert_eq!(
+        before.iter().map(|k| k.2).collect::<Vec<_>>(),
+        [true, false],
+        "{before:?}"
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let mut options = options(&dir, "staff", &lines);
+    options.workers = Some(2);
+    let plan = pgpour::explain(&crate::harness::connect(&db), &options).unwrap();
+    let taken: Vec<&str> = plan
+        .foreign_keys
+        .take_off
+        .iter()
+        .map(|k| k.name.as_str())
+        .collect();
+    assert_eq!(taken, ["staff_dept_fkey"], "{plan:?}");
+    let kept: Vec<&str> = plan
+        .foreign_keys
+        .kept
+        .iter()
+        .map(|k| k.name.as_str())
+        .collect();
+    assert_eq!(kept, ["staff_site_fkey"], "{plan:?}");
+    assert!(plan.foreign_keys.kept[0]
+        .reason
+        .contains("NOT VALID, and stays so"));
+    let said = plan.foreign_keys.describe(|r| r.to_string()).join("\n");
+    assert!(
+        said.contains("add it back NOT VALID") && said.contains("SHARE UPDATE EXCLUSIVE"),
+        "{said}"
+    );
+    load(&db, &options).unwrap();
+    assert_eq!(rows(&mut client, "staff"), rows(&mut client, "staff_copy"));
+    assert_eq!(keys(&mut client, "staff"), before, "put back as it was");
+    // Still NOT VALID, it checks new rows.
+    let refused = client.batch_execute("INSERT INTO staff VALUES (9999, 1, 77)");
+    assert!(refused.is_err());
 }
