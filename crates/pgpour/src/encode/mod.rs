@@ -15,7 +15,7 @@
 //! end.
 
 pub(crate) mod arrow;
-mod choice;
+pub(crate) mod choice;
 mod numbers;
 mod others;
 pub(crate) mod rows;

@@ -11,7 +11,7 @@ pub(crate) mod render;
 mod scalars;
 
 use arrow_array::{Array, RecordBatch};
-use arrow_schema::Schema;
+use arrow_schema::{DataType, Schema};
 
 use super::choice::ColumnType;
 use super::{HEADER, TRAILER};
@@ -86,6 +86,13 @@ impl ArrowEncoder {
         columnar.encoded = Some(rows);
         Ok(())
     }
+}
+
+/// Whether values of `data_type` can go into a column the encoder knows
+/// as `column`: the same choice a chunk's encoding makes, on no rows.
+pub(crate) fn can_write(data_type: &DataType, column: ColumnType) -> bool {
+    let array = arrow_array::new_empty_array(data_type);
+    writer(array.as_ref(), Some(column)).is_some()
 }
 
 /// The batch's rows as a binary COPY into `out`, with where each row lies.
