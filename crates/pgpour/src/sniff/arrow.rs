@@ -126,6 +126,8 @@ pub(crate) fn sql_type_of(data_type: &DataType) -> Option<String> {
         | DataType::BinaryView
         | DataType::FixedSizeBinary(_) => "bytea".to_string(),
         DataType::Dictionary(_, values) => return sql_type_of(values),
+        // Nothing but NULLs: any type takes them; text is the least said.
+        DataType::Null => "text".to_string(),
         _ => return None,
     };
     let column = column_type_of(&sql)?;
@@ -230,6 +232,7 @@ mod tests {
             ),
             (DataType::Time32(TimeUnit::Second), "time"),
             (DataType::Date64, "date"),
+            (DataType::Null, "text"),
         ];
         for (arrow, sql) in cases {
             assert_eq!(sql_type_of(&arrow).as_deref(), Some(sql), "{arrow}");

@@ -152,3 +152,45 @@ fn create_refuses_a_column_it_cannot_load_before_making_the_table() {
     assert_eq!(columns_of(&db, "t"), "at date, id bigint");
     assert_eq!(rows(&db, "t"), ["(1970-01-01,1)"]);
 }
+
+#[test]
+fn a_null_type_column_loads_nulls_into_any_column() {
+    let db = shared_cluster().create_database("columnar_null_type");
+    db.client()
+        .batch_execute(
+            "CREATE TYPE mood AS ENUM ('ok'); \
+             CREATE TABLE t (id bigint, nothing mood, also int DEFAULT 5)",
+        )
+        .unwrap();
+    let schema = Schema::new(vec![
+        Field::new("id", DataType::Int64, true),
+        Field::new("nothing", DataType::Null, true),
+    ]);
+    let batch = RecordBatch::try_new(
+        Arc::new(schema),
+        vec![
+            Arc::new(Int64Array::from(vec![1, 2, 3])),
+            Arc::new(NullArray::new(3)),
+        ],
+    )
+    .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let parquet = dir.path().join("nulls.parquet");
+    write_parquet(&parquet, &batch, 2);
+    let arrow = dir.path().join("nulls.arrow");
+    write_arrow_file(&arrow, std::slice::from_ref(&batch));
+    for path in [&parquet, &arrow] {
+        db.client().batch_execute("TRUNCATE t").unwrap();
+        let options = LoadRequest::new(vec![path.display().to_string()], "t")
+            .resolve(&connect(&db), &|_| None)
+            .unwrap()
+            .options;
+        load(&db, &options).unwrap_or_else(|f| panic!("{}", f.error));
+        assert_eq!(rows(&db, "t"), ["(1,,5)", "(2,,5)", "(3,,5)"], "{path:?}");
+        let table = format!("made_{}", path.extension().unwrap().to_str().unwrap());
+        let options = create(&db, path, &table, &[]).unwrap();
+        load(&db, &options).unwrap_or_else(|f| panic!("{}", f.error));
+        assert_eq!(columns_of(&db, &table), "id bigint, nothing text");
+        assert_eq!(rows(&db, &table), ["(1,)", "(2,)", "(3,)"]);
+    }
+}

@@ -110,8 +110,22 @@ pub(super) enum Writer<'a> {
     Raw(Bytes<'a>),
     /// jsonb: its version byte, then the text.
     Jsonb(Bytes<'a>),
-    /// A dictionary's keys into its values' writer.
-    Dict(Vec<usize>, Box<Writer<'a>>),
+    /// A dictionary's keys into its values' writer, and how many values
+    /// it has.
+    Dict(Vec<usize>, Box<Writer<'a>>, usize),
+    /// Arrow's null type: every value NULL, into any column.
+    Null,
+}
+
+/// The most bytes a value may have: PostgreSQL's limit on a field.
+const MOST_VALUE_BYTES: usize = (1 << 30) - 1;
+
+/// A value too big for any column.
+fn too_big(len: usize) -> Refused {
+    (
+        "54000",
+        format!("a value of {len} bytes is more than a PostgreSQL field holds (1 GB)"),
+    )
 }
 
 /// Scratch room reused across values.
@@ -214,14 +228,28 @@ impl Writer<'_> {
                 };
                 put_fixed(out, scalars::timestamp(m)?);
             }
-            Writer::Raw(bytes) => put_value(out, bytes.get(i)),
+            Writer::Raw(bytes) => {
+                let value = bytes.get(i);
+                if value.len() > MOST_VALUE_BYTES {
+                    return Err(too_big(value.len()));
+                }
+                put_value(out, value)
+            }
             Writer::Jsonb(bytes) => {
                 let value = bytes.get(i);
+                if value.len() >= MOST_VALUE_BYTES {
+                    return Err(too_big(value.len()));
+                }
                 out.extend_from_slice(&(value.len() as i32 + 1).to_be_bytes());
                 out.push(1);
                 out.extend_from_slice(value);
             }
-            Writer::Dict(keys, values) => values.write(keys[i], out, scratch)?,
+            Writer::Dict(keys, values, count) => match keys.get(i) {
+                Some(&key) if key < *count => values.write(key, out, scratch)?,
+                // A file whose key points past its dictionary.
+                _ => return Err(("22P02", "dictionary key out of range".to_string())),
+            },
+            Writer::Null => super::super::put_null(out),
         }
         Ok(())
     }
@@ -267,6 +295,9 @@ fn too_many_digits(text: &str) -> Refused {
 /// zone may go into timestamptz (the session's TimeZone is UTC).
 pub(super) fn writer(array: &dyn Array, column: Option<ColumnType>) -> Option<Writer<'_>> {
     use ColumnType as C;
+    if array.data_type() == &DataType::Null {
+        return Some(Writer::Null);
+    }
     let column = column?;
     let int_into = match column {
         C::Int2 => Some(IntInto::Int2),
@@ -334,14 +365,17 @@ pub(super) fn writer(array: &dyn Array, column: Option<ColumnType>) -> Option<Wr
         DataType::Time32(unit) if column == C::Time => {
             let values = match unit {
                 TimeUnit::Second => array.as_primitive::<Time32SecondType>().values(),
-                _ => array.as_primitive::<Time32MillisecondType>().values(),
+                TimeUnit::Millisecond => array.as_primitive::<Time32MillisecondType>().values(),
+                // Not a unit Arrow pairs with 32 bits.
+                _ => return None,
             };
             Some(Writer::Time32(values, *unit))
         }
         DataType::Time64(unit) if column == C::Time => {
             let values = match unit {
                 TimeUnit::Microsecond => array.as_primitive::<Time64MicrosecondType>().values(),
-                _ => array.as_primitive::<Time64NanosecondType>().values(),
+                TimeUnit::Nanosecond => array.as_primitive::<Time64NanosecondType>().values(),
+                _ => return None,
             };
             Some(Writer::Time64(values, *unit))
         }
@@ -371,12 +405,13 @@ pub(super) fn writer(array: &dyn Array, column: Option<ColumnType>) -> Option<Wr
         DataType::Dictionary(_, _) => {
             let dictionary = array.as_any_dictionary();
             let values = writer(dictionary.values().as_ref(), Some(column))?;
+            let count = dictionary.values().len();
             // No values (every key NULL, or an empty array): no key is read.
-            let keys = match dictionary.values().is_empty() {
-                true => vec![0; array.len()],
-                false => dictionary.normalized_keys(),
+            let keys = match count {
+                0 => vec![0; array.len()],
+                _ => dictionary.normalized_keys(),
             };
-            Some(Writer::Dict(keys, Box::new(values)))
+            Some(Writer::Dict(keys, Box::new(values), count))
         }
         _ => None,
     }

@@ -81,7 +81,23 @@ impl ArrowEncoder {
         }
         let mut data = std::mem::take(&mut chunk.data);
         data.clear();
-        let rows = encode_batch(self, &columnar.batch, file, &mut data)?;
+        // A panic on a hostile array is the chunk's error, naming where it
+        // is, not the load's crash.
+        let encoded = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            encode_batch(self, &columnar.batch, file, &mut data)
+        }));
+        let rows = match encoded {
+            Ok(rows) => rows?,
+            Err(_) => {
+                return Err(Error::ColumnarInput {
+                    file: file.to_string(),
+                    message: format!(
+                        "the rows of row group {} from row {} could not be encoded",
+                        columnar.row_group, columnar.group_first_row
+                    ),
+                })
+            }
+        };
         chunk.data = data;
         columnar.encoded = Some(rows);
         Ok(())

@@ -69,9 +69,9 @@ pub(crate) fn value_text(array: &dyn Array, i: usize) -> Option<String> {
         DataType::Date32 => when!(Date32Type, as_date),
         DataType::Date64 => when!(Date64Type, as_date),
         DataType::Time32(TimeUnit::Second) => when!(Time32SecondType, as_time),
-        DataType::Time32(_) => when!(Time32MillisecondType, as_time),
+        DataType::Time32(TimeUnit::Millisecond) => when!(Time32MillisecondType, as_time),
         DataType::Time64(TimeUnit::Microsecond) => when!(Time64MicrosecondType, as_time),
-        DataType::Time64(_) => when!(Time64NanosecondType, as_time),
+        DataType::Time64(TimeUnit::Nanosecond) => when!(Time64NanosecondType, as_time),
         DataType::Timestamp(unit, tz) => {
             let shown = match unit {
                 TimeUnit::Second => when!(TimestampSecondType, as_datetime),
@@ -93,8 +93,15 @@ pub(crate) fn value_text(array: &dyn Array, i: usize) -> Option<String> {
         DataType::FixedSizeBinary(_) => hex(array.as_fixed_size_binary().value(i)),
         DataType::Dictionary(_, _) => {
             let dictionary = array.as_any_dictionary();
-            let key = dictionary.normalized_keys()[i];
-            return value_text(dictionary.values().as_ref(), key);
+            let values = dictionary.values();
+            if values.is_empty() {
+                return None;
+            }
+            let key = *dictionary.normalized_keys().get(i)?;
+            if key >= values.len() {
+                return Some("(a key past the dictionary)".to_string());
+            }
+            return value_text(values.as_ref(), key);
         }
         other => format!("({other})"),
     })
