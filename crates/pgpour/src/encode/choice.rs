@@ -34,6 +34,9 @@ pub(crate) enum ColumnType {
     Bytea,
     /// bit and varbit.
     Bits,
+    /// Written from Arrow durations and intervals only (see
+    /// `of_arrow_oid`): the text encoder does not read interval's text.
+    Interval,
 }
 
 /// Time zone names that are UTC at every date.
@@ -78,9 +81,18 @@ impl ColumnType {
         })
     }
 
+    /// `of_oid`, and interval: the types the Arrow encoder writes.
+    pub fn of_arrow_oid(oid: u32, time_zone: &str) -> Option<ColumnType> {
+        match oid {
+            1186 => Some(ColumnType::Interval),
+            _ => ColumnType::of_oid(oid, time_zone),
+        }
+    }
+
     /// The encoder's type for a built-in type named as in `pg_type`.
     pub fn of_name(name: &str) -> Option<ColumnType> {
         let oid = match name {
+            "interval" => return Some(ColumnType::Interval),
             "bool" => 16,
             "bytea" => 17,
             "int8" => 20,

@@ -119,6 +119,7 @@ pub(crate) fn sql_type_of(data_type: &DataType) -> Option<String> {
         DataType::Time32(_) | DataType::Time64(_) => "time".to_string(),
         DataType::Timestamp(_, None) => "timestamp".to_string(),
         DataType::Timestamp(_, Some(_)) => "timestamptz".to_string(),
+        DataType::Duration(_) | DataType::Interval(_) => "interval".to_string(),
         DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View => "text".to_string(),
         DataType::FixedSizeBinary(16) => "uuid".to_string(),
         DataType::Binary
@@ -174,6 +175,7 @@ pub(crate) fn column_type_of(sql: &str) -> Option<ColumnType> {
         "time" | "time without time zone" => "time",
         "timestamp" | "timestamp without time zone" => "timestamp",
         "timestamptz" | "timestamp with time zone" => "timestamptz",
+        "interval" => "interval",
         _ => return None,
     };
     match ColumnType::of_name(name)? {
@@ -233,6 +235,7 @@ mod tests {
             (DataType::Time32(TimeUnit::Second), "time"),
             (DataType::Date64, "date"),
             (DataType::Null, "text"),
+            (DataType::Duration(TimeUnit::Nanosecond), "interval"),
         ];
         for (arrow, sql) in cases {
             assert_eq!(sql_type_of(&arrow).as_deref(), Some(sql), "{arrow}");

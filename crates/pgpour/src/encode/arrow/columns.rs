@@ -5,7 +5,8 @@
 use arrow_array::cast::AsArray;
 use arrow_array::types::*;
 use arrow_array::{Array, BooleanArray, Decimal128Array, Decimal256Array, FixedSizeBinaryArray};
-use arrow_schema::{DataType, TimeUnit};
+use arrow_buffer::{IntervalDayTime, IntervalMonthDayNano};
+use arrow_schema::{DataType, IntervalUnit, TimeUnit};
 
 use super::scalars::{self, Refused};
 use crate::encode::choice::ColumnType;
@@ -115,6 +116,12 @@ pub(super) enum Writer<'a> {
     Dict(Vec<usize>, Box<Writer<'a>>, usize),
     /// Arrow's null type: every value NULL, into any column.
     Null,
+    /// A duration in the unit, into an interval's time.
+    Duration(&'a [i64], TimeUnit),
+    /// Arrow's intervals: months, days and nanoseconds.
+    YearMonth(&'a [i32]),
+    DayTime(&'a [IntervalDayTime]),
+    MonthDayNano(&'a [IntervalMonthDayNano]),
 }
 
 /// The most bytes a value may have: PostgreSQL's limit on a field.
@@ -250,6 +257,27 @@ impl Writer<'_> {
                 _ => return Err(("22P02", "dictionary key out of range".to_string())),
             },
             Writer::Null => super::super::put_null(out),
+            Writer::Duration(v, unit) => {
+                let micros = match unit {
+                    TimeUnit::Second => v[i].checked_mul(1_000_000),
+                    TimeUnit::Millisecond => v[i].checked_mul(1_000),
+                    TimeUnit::Microsecond => Some(v[i]),
+                    TimeUnit::Nanosecond => Some(scalars::signed_nanos_to_micros(v[i])),
+                };
+                put_fixed(out, scalars::interval(0, 0, micros)?);
+            }
+            Writer::YearMonth(v) => put_fixed(out, scalars::interval(v[i], 0, Some(0))?),
+            Writer::DayTime(v) => {
+                let micros = i64::from(v[i].milliseconds) * 1_000;
+                put_fixed(out, scalars::interval(0, v[i].days, Some(micros))?);
+            }
+            Writer::MonthDayNano(v) => {
+                let micros = scalars::signed_nanos_to_micros(v[i].nanoseconds);
+                put_fixed(
+                    out,
+                    scalars::interval(v[i].months, v[i].days, Some(micros))?,
+                );
+            }
         }
         Ok(())
     }
@@ -388,6 +416,26 @@ pub(super) fn writer(array: &dyn Array, column: Option<ColumnType>) -> Option<Wr
             };
             Some(Writer::Timestamp(values, *unit))
         }
+        DataType::Duration(unit) if column == C::Interval => {
+            let values: &[i64] = match unit {
+                TimeUnit::Second => array.as_primitive::<DurationSecondType>().values(),
+                TimeUnit::Millisecond => array.as_primitive::<DurationMillisecondType>().values(),
+                TimeUnit::Microsecond => array.as_primitive::<DurationMicrosecondType>().values(),
+                TimeUnit::Nanosecond => array.as_primitive::<DurationNanosecondType>().values(),
+            };
+            Some(Writer::Duration(values, *unit))
+        }
+        DataType::Interval(unit) if column == C::Interval => Some(match unit {
+            IntervalUnit::YearMonth => {
+                Writer::YearMonth(array.as_primitive::<IntervalYearMonthType>().values())
+            }
+            IntervalUnit::DayTime => {
+                Writer::DayTime(array.as_primitive::<IntervalDayTimeType>().values())
+            }
+            IntervalUnit::MonthDayNano => {
+                Writer::MonthDayNano(array.as_primitive::<IntervalMonthDayNanoType>().values())
+            }
+        }),
         DataType::Utf8 => strings(Bytes::Utf8(array.as_string::<i32>())),
         DataType::LargeUtf8 => strings(Bytes::LargeUtf8(array.as_string::<i64>())),
         DataType::Utf8View => strings(Bytes::Utf8View(array.as_string_view())),

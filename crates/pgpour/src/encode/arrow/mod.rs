@@ -36,7 +36,10 @@ impl ArrowEncoder {
         let types = target
             .column_types
             .iter()
-            .map(|(oid, name)| (ColumnType::of_oid(*oid, &target.time_zone), name.clone()))
+            .map(|(oid, name)| {
+                let column = ColumnType::of_arrow_oid(*oid, &target.time_zone);
+                (column, name.clone())
+            })
             .collect();
         ArrowEncoder {
             columns: target.columns.clone(),

@@ -7,7 +7,7 @@ use arrow_array::cast::AsArray;
 use arrow_array::temporal_conversions::{as_date, as_datetime, as_time};
 use arrow_array::types::*;
 use arrow_array::{Array, RecordBatch};
-use arrow_schema::{DataType, TimeUnit};
+use arrow_schema::{DataType, IntervalUnit, TimeUnit};
 
 /// The row's values as a JSON object, names in the load's order, and a
 /// line end.
@@ -84,6 +84,29 @@ pub(crate) fn value_text(array: &dyn Array, i: usize) -> Option<String> {
                 None => shown,
             }
         }
+        DataType::Duration(TimeUnit::Second) => format!("{} seconds", shown!(DurationSecondType)),
+        DataType::Duration(TimeUnit::Millisecond) => {
+            format!("{} milliseconds", shown!(DurationMillisecondType))
+        }
+        DataType::Duration(TimeUnit::Microsecond) => {
+            format!("{} microseconds", shown!(DurationMicrosecondType))
+        }
+        DataType::Duration(TimeUnit::Nanosecond) => {
+            let nanos = array.as_primitive::<DurationNanosecondType>().value(i);
+            format!("{} seconds", nano_seconds(nanos))
+        }
+        DataType::Interval(IntervalUnit::YearMonth) => {
+            format!("{} months", shown!(IntervalYearMonthType))
+        }
+        DataType::Interval(IntervalUnit::DayTime) => {
+            let v = array.as_primitive::<IntervalDayTimeType>().value(i);
+            format!("{} days {} milliseconds", v.days, v.milliseconds)
+        }
+        DataType::Interval(IntervalUnit::MonthDayNano) => {
+            let v = array.as_primitive::<IntervalMonthDayNanoType>().value(i);
+            let seconds = nano_seconds(v.nanoseconds);
+            format!("{} months {} days {seconds} seconds", v.months, v.days)
+        }
         DataType::Utf8 => array.as_string::<i32>().value(i).to_string(),
         DataType::LargeUtf8 => array.as_string::<i64>().value(i).to_string(),
         DataType::Utf8View => array.as_string_view().value(i).to_string(),
@@ -105,6 +128,17 @@ pub(crate) fn value_text(array: &dyn Array, i: usize) -> Option<String> {
         }
         other => format!("({other})"),
     })
+}
+
+/// Nanoseconds as seconds with their nine decimals: `-0.000001500`.
+fn nano_seconds(nanos: i64) -> String {
+    let sign = if nanos < 0 { "-" } else { "" };
+    let magnitude = nanos.unsigned_abs();
+    format!(
+        "{sign}{}.{:09}",
+        magnitude / 1_000_000_000,
+        magnitude % 1_000_000_000
+    )
 }
 
 /// bytea's hex text: `\x` and two digits a byte.
