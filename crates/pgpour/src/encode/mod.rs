@@ -224,7 +224,9 @@ impl RowEncoder {
                     T::Bits => read_run!(|v, out| v.general(out, others::bits)),
                     // Only Arrow values are written as intervals: a text
                     // one goes as text.
-                    T::Interval => read_run!(|v, out| v.general(out, |_, _| false)),
+                    T::Interval | T::Array { .. } => {
+                        read_run!(|v, out| v.general(out, |_, _| false))
+                    }
                 };
                 if !ok {
                     break 'records false;

@@ -129,6 +129,15 @@ pub(crate) fn sql_type_of(data_type: &DataType) -> Option<String> {
         DataType::Dictionary(_, values) => return sql_type_of(values),
         // Nothing but NULLs: any type takes them; text is the least said.
         DataType::Null => "text".to_string(),
+        DataType::List(item) | DataType::LargeList(item) | DataType::FixedSizeList(item, _) => {
+            match item.data_type() {
+                // One dimension: a list of lists has no array type here.
+                DataType::List(_) | DataType::LargeList(_) | DataType::FixedSizeList(..) => {
+                    return None
+                }
+                element => format!("{}[]", sql_type_of(element)?),
+            }
+        }
         _ => return None,
     };
     let column = column_type_of(&sql)?;
@@ -150,6 +159,31 @@ fn decimal(precision: u8, scale: i8) -> String {
 /// `numeric(10,2)`, `double precision`), `None` for one it does not
 /// write (arrays, enums, domains, extensions' types).
 pub(crate) fn column_type_of(sql: &str) -> Option<ColumnType> {
+    let lower = sql.trim().to_ascii_lowercase();
+    if let Some(element) = lower.strip_suffix("[]") {
+        let ColumnType::Array { element, .. } =
+            ColumnType::of_name(&format!("_{}", pg_type_name(element)?))?
+        else {
+            return None;
+        };
+        return Some(ColumnType::Array {
+            element,
+            zoneless_is_utc: true,
+        });
+    }
+    let name = pg_type_name(&lower)?;
+    match ColumnType::of_name(name)? {
+        // Whether the session's TimeZone is UTC is known only once the
+        // load connects; the load checks a zoneless timestamp again then.
+        ColumnType::Timestamptz { .. } => Some(ColumnType::Timestamptz {
+            zoneless_is_utc: true,
+        }),
+        other => Some(other),
+    }
+}
+
+/// A type's name in `pg_type` for its name as SQL writes it.
+fn pg_type_name(sql: &str) -> Option<&'static str> {
     let lower = sql.trim().to_ascii_lowercase();
     let base = match lower.split_once('(') {
         Some((base, _)) => base.trim().to_string(),
@@ -178,14 +212,7 @@ pub(crate) fn column_type_of(sql: &str) -> Option<ColumnType> {
         "interval" => "interval",
         _ => return None,
     };
-    match ColumnType::of_name(name)? {
-        // Whether the session's TimeZone is UTC is known only once the
-        // load connects; the load checks a zoneless timestamp again then.
-        ColumnType::Timestamptz { .. } => Some(ColumnType::Timestamptz {
-            zoneless_is_utc: true,
-        }),
-        other => Some(other),
-    }
+    Some(name)
 }
 
 /// The fields of `schema` named by `names`, in that order.
@@ -235,6 +262,10 @@ mod tests {
             (DataType::Time32(TimeUnit::Second), "time"),
             (DataType::Date64, "date"),
             (DataType::Null, "text"),
+            (
+                DataType::List(Arc::new(Field::new("item", DataType::Utf8, true))),
+                "text[]",
+            ),
             (DataType::Duration(TimeUnit::Nanosecond), "interval"),
         ];
         for (arrow, sql) in cases {
@@ -244,7 +275,8 @@ mod tests {
 
     #[test]
     fn a_type_without_a_column_is_named_with_its_column() {
-        let list = DataType::List(Arc::new(Field::new("item", DataType::Int32, true)));
+        let item = DataType::List(Arc::new(Field::new("item", DataType::Int32, true)));
+        let list = DataType::List(Arc::new(Field::new("item", item, true)));
         let got = made(&[("id", DataType::Int64), ("tags", list.clone())]);
         assert_eq!(
             got,
@@ -284,7 +316,11 @@ mod tests {
             Some(ColumnType::Float8)
         );
         assert_eq!(column_type_of("numeric(10, 2)"), Some(ColumnType::Numeric));
-        assert_eq!(column_type_of("integer[]"), None);
+        assert!(matches!(
+            column_type_of("integer[]"),
+            Some(ColumnType::Array { element: 23, .. })
+        ));
+        assert_eq!(column_type_of("mood[]"), None);
         assert_eq!(column_type_of("mood"), None);
     }
 }

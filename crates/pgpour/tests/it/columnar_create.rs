@@ -194,3 +194,72 @@ fn a_null_type_column_loads_nulls_into_any_column() {
         assert_eq!(rows(&db, &table), ["(1,)", "(2,)", "(3,)"]);
     }
 }
+
+/// Lists into one-dimensional arrays, as COPY reads their text: empty and
+/// NULL lists, NULL elements, strings that need quotes; `--create` makes
+/// them arrays of their element's type.
+#[test]
+fn lists_load_into_arrays_as_copy_loads_their_text() {
+    use arrow_array::builder::{FixedSizeListBuilder, Float64Builder, ListBuilder, StringBuilder};
+    let db = shared_cluster().create_database("columnar_lists");
+    let ints = ListArray::from_iter_primitive::<arrow_array::types::Int32Type, _, _>(vec![
+        Some(vec![Some(1), Some(2), None]),
+        Some(vec![]),
+        None,
+    ]);
+    let longs = LargeListArray::from_iter_primitive::<arrow_array::types::Int64Type, _, _>(vec![
+        Some(vec![Some(i64::MIN)]),
+        None,
+        Some(vec![Some(0), Some(7)]),
+    ]);
+    let mut texts = ListBuilder::new(StringBuilder::new());
+    texts.append_value([Some("a"), Some("b \"c\" \\"), None]);
+    texts.append_value([Some("{}")]);
+    texts.append_value([] as [Option<&str>; 0]);
+    let mut pairs = FixedSizeListBuilder::new(Float64Builder::new(), 2);
+    for (x, y) in [(0.5, -1.0), (f64::NAN, 2.0), (3.0, 4.0)] {
+        pairs.values().append_value(x);
+        pairs.values().append_value(y);
+        pairs.append(true);
+    }
+    let columns: Vec<(&str, ArrayRef)> = vec![
+        ("id", Arc::new(Int64Array::from(vec![1, 2, 3]))),
+        ("li", Arc::new(ints)),
+        ("ll", Arc::new(longs)),
+        ("lt", Arc::new(texts.finish())),
+        ("fx", Arc::new(pairs.finish())),
+    ];
+    let fields: Vec<Field> = columns
+        .iter()
+        .map(|(name, array)| Field::new(*name, array.data_type().clone(), true))
+        .collect();
+    let arrays = columns.into_iter().map(|(_, a)| a).collect();
+    let batch = RecordBatch::try_new(Arc::new(Schema::new(fields)), arrays).unwrap();
+    let csv = "1,\"{1,2,NULL}\",{-9223372036854775808},\"{\"\"a\"\",\"\"b \\\"\"c\\\"\" \\\\\"\",NULL}\",\"{0.5,-1}\"\n\
+               2,{},,\"{\"\"{}\"\"}\",\"{NaN,2}\"\n\
+               3,,\"{0,7}\",{},\"{3,4}\"\n";
+    let ddl = "id bigint, li integer[], ll bigint[], lt text[], fx double precision[]";
+    db.client()
+        .batch_execute(&format!("CREATE TABLE t ({ddl}); CREATE TABLE a ({ddl})"))
+        .unwrap();
+    copy_text(&db, "t", csv);
+    let expected = rows(&db, "t");
+    let dir = tempfile::tempdir().unwrap();
+    let arrow = dir.path().join("lists.arrow");
+    write_arrow_file(&arrow, &[batch.slice(0, 1), batch.slice(1, 2)]);
+    let options = LoadRequest::new(vec![arrow.display().to_string()], "a")
+        .resolve(&connect(&db), &|_| None)
+        .unwrap()
+        .options;
+    load(&db, &options).unwrap_or_else(|f| panic!("{}", f.error));
+    assert_eq!(rows(&db, "a"), expected);
+    let parquet = dir.path().join("lists.parquet");
+    write_parquet(&parquet, &batch, 2);
+    let options = create(&db, &parquet, "made", &[]).unwrap();
+    load(&db, &options).unwrap_or_else(|f| panic!("{}", f.error));
+    assert_eq!(
+        columns_of(&db, "made"),
+        "id bigint, li integer[], ll bigint[], lt text[], fx double precision[]"
+    );
+    assert_eq!(rows(&db, "made"), expected);
+}

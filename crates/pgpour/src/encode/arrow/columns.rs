@@ -122,6 +122,79 @@ pub(super) enum Writer<'a> {
     YearMonth(&'a [i32]),
     DayTime(&'a [IntervalDayTime]),
     MonthDayNano(&'a [IntervalMonthDayNano]),
+    /// A list into a one-dimensional array of `element` (an oid).
+    List(List<'a>),
+}
+
+/// A list column's rows, each a run of its values.
+pub(super) struct List<'a> {
+    offsets: ListOffsets<'a>,
+    values: Box<Writer<'a>>,
+    /// The values' logical nulls.
+    nulls: Option<arrow_buffer::NullBuffer>,
+    count: usize,
+    element: u32,
+}
+
+enum ListOffsets<'a> {
+    I32(&'a [i32]),
+    I64(&'a [i64]),
+    /// Each row `size` values.
+    Fixed {
+        size: usize,
+    },
+}
+
+impl List<'_> {
+    /// Row `i`'s values, or `None` when the file's offsets are not.
+    fn range(&self, i: usize) -> Option<std::ops::Range<usize>> {
+        let (start, end) = match self.offsets {
+            ListOffsets::I32(o) => (
+                usize::try_from(*o.get(i)?).ok()?,
+                usize::try_from(*o.get(i + 1)?).ok()?,
+            ),
+            ListOffsets::I64(o) => (
+                usize::try_from(*o.get(i)?).ok()?,
+                usize::try_from(*o.get(i + 1)?).ok()?,
+            ),
+            ListOffsets::Fixed { size } => (i.checked_mul(size)?, (i + 1).checked_mul(size)?),
+        };
+        (start <= end && end <= self.count).then_some(start..end)
+    }
+
+    /// Row `i` as a binary array field: dimensions, element type, values.
+    fn write(&self, i: usize, out: &mut Vec<u8>, scratch: &mut Scratch) -> Result<(), Refused> {
+        let Some(range) = self.range(i) else {
+            return Err(("22P02", "list offsets out of range".to_string()));
+        };
+        let at = out.len();
+        out.extend_from_slice(&[0; 4]);
+        let has_null = self
+            .nulls
+            .as_ref()
+            .is_some_and(|n| range.clone().any(|j| n.is_null(j)));
+        let dims: i32 = if range.is_empty() { 0 } else { 1 };
+        out.extend_from_slice(&dims.to_be_bytes());
+        out.extend_from_slice(&i32::from(has_null).to_be_bytes());
+        out.extend_from_slice(&self.element.to_be_bytes());
+        if !range.is_empty() {
+            let len = i32::try_from(range.len()).map_err(|_| too_big(range.len()))?;
+            out.extend_from_slice(&len.to_be_bytes());
+            out.extend_from_slice(&1i32.to_be_bytes());
+        }
+        for j in range {
+            match &self.nulls {
+                Some(n) if n.is_null(j) => super::super::put_null(out),
+                _ => self.values.write(j, out, scratch)?,
+            }
+        }
+        let len = out.len() - at - 4;
+        if len > MOST_VALUE_BYTES {
+            return Err(too_big(len));
+        }
+        out[at..at + 4].copy_from_slice(&(len as i32).to_be_bytes());
+        Ok(())
+    }
 }
 
 /// The most bytes a value may have: PostgreSQL's limit on a field.
@@ -271,6 +344,7 @@ impl Writer<'_> {
                 let micros = i64::from(v[i].milliseconds) * 1_000;
                 put_fixed(out, scalars::interval(0, v[i].days, Some(micros))?);
             }
+            Writer::List(list) => list.write(i, out, scratch)?,
             Writer::MonthDayNano(v) => {
                 let micros = scalars::signed_nanos_to_micros(v[i].nanoseconds);
                 put_fixed(
@@ -436,6 +510,36 @@ pub(super) fn writer(array: &dyn Array, column: Option<ColumnType>) -> Option<Wr
                 Writer::MonthDayNano(array.as_primitive::<IntervalMonthDayNanoType>().values())
             }
         }),
+        DataType::List(_) | DataType::LargeList(_) | DataType::FixedSizeList(_, _) => {
+            let ColumnType::Array { element, .. } = column else {
+                return None;
+            };
+            let (offsets, values) = match array.data_type() {
+                DataType::List(_) => {
+                    let list = array.as_list::<i32>();
+                    (ListOffsets::I32(list.value_offsets()), list.values())
+                }
+                DataType::LargeList(_) => {
+                    let list = array.as_list::<i64>();
+                    (ListOffsets::I64(list.value_offsets()), list.values())
+                }
+                _ => {
+                    let list = array.as_fixed_size_list();
+                    let size = usize::try_from(list.value_length()).ok()?;
+                    (ListOffsets::Fixed { size }, list.values())
+                }
+            };
+            // Arrays of arrays are not one-dimensional: the element's
+            // writer refuses a list.
+            let values_writer = writer(values.as_ref(), column.element())?;
+            Some(Writer::List(List {
+                offsets,
+                values: Box::new(values_writer),
+                nulls: values.logical_nulls(),
+                count: values.len(),
+                element,
+            }))
+        }
         DataType::Utf8 => strings(Bytes::Utf8(array.as_string::<i32>())),
         DataType::LargeUtf8 => strings(Bytes::LargeUtf8(array.as_string::<i64>())),
         DataType::Utf8View => strings(Bytes::Utf8View(array.as_string_view())),

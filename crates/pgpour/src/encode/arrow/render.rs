@@ -107,6 +107,25 @@ pub(crate) fn value_text(array: &dyn Array, i: usize) -> Option<String> {
             let seconds = nano_seconds(v.nanoseconds);
             format!("{} months {} days {seconds} seconds", v.months, v.days)
         }
+        DataType::List(_) => {
+            let list = array.as_list::<i32>();
+            array_text(
+                list.values().as_ref(),
+                list.value_offsets()[i] as usize..list.value_offsets()[i + 1] as usize,
+            )
+        }
+        DataType::LargeList(_) => {
+            let list = array.as_list::<i64>();
+            array_text(
+                list.values().as_ref(),
+                list.value_offsets()[i] as usize..list.value_offsets()[i + 1] as usize,
+            )
+        }
+        DataType::FixedSizeList(_, _) => {
+            let list = array.as_fixed_size_list();
+            let size = list.value_length().max(0) as usize;
+            array_text(list.values().as_ref(), i * size..(i + 1) * size)
+        }
         DataType::Utf8 => array.as_string::<i32>().value(i).to_string(),
         DataType::LargeUtf8 => array.as_string::<i64>().value(i).to_string(),
         DataType::Utf8View => array.as_string_view().value(i).to_string(),
@@ -128,6 +147,23 @@ pub(crate) fn value_text(array: &dyn Array, i: usize) -> Option<String> {
         }
         other => format!("({other})"),
     })
+}
+
+/// Values `range` of `values` as an array's text: `{1,NULL,"a \"b\""}`.
+fn array_text(values: &dyn Array, range: std::ops::Range<usize>) -> String {
+    if range.end > values.len() || range.start > range.end {
+        return "(offsets past the list's values)".to_string();
+    }
+    let items: Vec<String> = range
+        .map(|j| match value_text(values, j) {
+            None => "NULL".to_string(),
+            Some(text) => {
+                let escaped = text.replace('\\', "\\\\").replace('"', "\\\"");
+                format!("\"{escaped}\"")
+            }
+        })
+        .collect();
+    format!("{{{}}}", items.join(","))
 }
 
 /// Nanoseconds as seconds with their nine decimals: `-0.000001500`.
