@@ -129,6 +129,8 @@ pub(crate) fn sql_type_of(data_type: &DataType) -> Option<String> {
         DataType::Dictionary(_, values) => return sql_type_of(values),
         // Nothing but NULLs: any type takes them; text is the least said.
         DataType::Null => "text".to_string(),
+        // As JSON objects; jsonb, the JSON that PostgreSQL indexes.
+        DataType::Struct(_) | DataType::Map(_, _) => "jsonb".to_string(),
         DataType::List(item) | DataType::LargeList(item) | DataType::FixedSizeList(item, _) => {
             match item.data_type() {
                 // One dimension: a list of lists has no array type here.

@@ -263,3 +263,96 @@ fn lists_load_into_arrays_as_copy_loads_their_text() {
     );
     assert_eq!(rows(&db, "made"), expected);
 }
+
+/// Structs and maps into jsonb (and json, as the JSON text pgpour writes),
+/// as COPY reads the same JSON: nested lists, NULL fields, a float that is
+/// not finite as a string.
+#[test]
+fn structs_and_maps_load_as_json() {
+    use arrow_array::builder::{Int64Builder, MapBuilder, StringBuilder};
+    let db = shared_cluster().create_database("columnar_structs");
+    let fields = arrow_schema::Fields::from(vec![
+        Field::new("x", DataType::Int32, true),
+        Field::new("y", DataType::Utf8, true),
+        Field::new(
+            "z",
+            DataType::List(Arc::new(Field::new("item", DataType::Float64, true))),
+            true,
+        ),
+    ]);
+    let z = ListArray::from_iter_primitive::<arrow_array::types::Float64Type, _, _>(vec![
+        Some(vec![Some(0.5), None]),
+        Some(vec![Some(f64::NAN)]),
+        None,
+    ]);
+    let point = StructArray::new(
+        fields,
+        vec![
+            Arc::new(Int32Array::from(vec![Some(1), None, Some(3)])),
+            Arc::new(StringArray::from(vec![Some("a \"q\""), Some("b"), None])),
+            Arc::new(z),
+        ],
+        Some(vec![true, true, false].into()),
+    );
+    let mut tags = MapBuilder::new(None, StringBuilder::new(), Int64Builder::new());
+    tags.keys().append_value("k");
+    tags.values().append_value(7);
+    tags.append(true).unwrap();
+    tags.append(true).unwrap();
+    tags.append(false).unwrap();
+    let tags = tags.finish();
+    let schema = Schema::new(vec![
+        Field::new("id", DataType::Int64, true),
+        Field::new("point", point.data_type().clone(), true),
+        Field::new("tags", tags.data_type().clone(), true),
+    ]);
+    let batch = RecordBatch::try_new(
+        Arc::new(schema),
+        vec![
+            Arc::new(Int64Array::from(vec![1, 2, 3])),
+            Arc::new(point),
+            Arc::new(tags),
+        ],
+    )
+    .unwrap();
+    let csv = "1,\"{\"\"x\"\": 1, \"\"y\"\": \"\"a \\\"\"q\\\"\"\"\", \"\"z\"\": [0.5, null]}\",\"{\"\"k\"\": 7}\"\n\
+               2,\"{\"\"x\"\": null, \"\"y\"\": \"\"b\"\", \"\"z\"\": [\"\"NaN\"\"]}\",{}\n\
+               3,,\n";
+    db.client()
+        .batch_execute(
+            "CREATE TABLE t (id bigint, point jsonb, tags jsonb); \
+             CREATE TABLE a (id bigint, point jsonb, tags jsonb); \
+             CREATE TABLE j (id bigint, point json, tags text)",
+        )
+        .unwrap();
+    copy_text(&db, "t", csv);
+    let expected = rows(&db, "t");
+    let dir = tempfile::tempdir().unwrap();
+    let arrow = dir.path().join("structs.arrow");
+    write_arrow_file(&arrow, std::slice::from_ref(&batch));
+    for table in ["a", "j"] {
+        let options = LoadRequest::new(vec![arrow.display().to_string()], table)
+            .resolve(&connect(&db), &|_| None)
+            .unwrap()
+            .options;
+        load(&db, &options).unwrap_or_else(|f| panic!("{table}: {}", f.error));
+    }
+    assert_eq!(rows(&db, "a"), expected);
+    let json: Vec<String> = db
+        .client()
+        .query("SELECT point::text FROM j WHERE id = 1", &[])
+        .unwrap()
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    assert_eq!(json, ["{\"x\":1,\"y\":\"a \\\"q\\\"\",\"z\":[0.5,null]}"]);
+    let parquet = dir.path().join("structs.parquet");
+    write_parquet(&parquet, &batch, 2);
+    let options = create(&db, &parquet, "made", &[]).unwrap();
+    load(&db, &options).unwrap_or_else(|f| panic!("{}", f.error));
+    assert_eq!(
+        columns_of(&db, "made"),
+        "id bigint, point jsonb, tags jsonb"
+    );
+    assert_eq!(rows(&db, "made"), expected);
+}

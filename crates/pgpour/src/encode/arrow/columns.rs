@@ -124,6 +124,9 @@ pub(super) enum Writer<'a> {
     MonthDayNano(&'a [IntervalMonthDayNano]),
     /// A list into a one-dimensional array of `element` (an oid).
     List(List<'a>),
+    /// A struct or a map as JSON text, into json or text (false) or
+    /// jsonb (true).
+    Json(&'a dyn Array, bool),
 }
 
 /// A list column's rows, each a run of its values.
@@ -345,6 +348,21 @@ impl Writer<'_> {
                 put_fixed(out, scalars::interval(0, v[i].days, Some(micros))?);
             }
             Writer::List(list) => list.write(i, out, scratch)?,
+            Writer::Json(array, jsonb) => {
+                scratch.text.clear();
+                super::render::json_text(*array, i, &mut scratch.text);
+                let value = scratch.text.as_bytes();
+                if value.len() >= MOST_VALUE_BYTES {
+                    return Err(too_big(value.len()));
+                }
+                if *jsonb {
+                    out.extend_from_slice(&(value.len() as i32 + 1).to_be_bytes());
+                    out.push(1);
+                    out.extend_from_slice(value);
+                } else {
+                    put_value(out, value);
+                }
+            }
             Writer::MonthDayNano(v) => {
                 let micros = scalars::signed_nanos_to_micros(v[i].nanoseconds);
                 put_fixed(
@@ -540,6 +558,11 @@ pub(super) fn writer(array: &dyn Array, column: Option<ColumnType>) -> Option<Wr
                 element,
             }))
         }
+        DataType::Struct(_) | DataType::Map(_, _) => match column {
+            C::Text => Some(Writer::Json(array, false)),
+            C::Jsonb => Some(Writer::Json(array, true)),
+            _ => None,
+        },
         DataType::Utf8 => strings(Bytes::Utf8(array.as_string::<i32>())),
         DataType::LargeUtf8 => strings(Bytes::LargeUtf8(array.as_string::<i64>())),
         DataType::Utf8View => strings(Bytes::Utf8View(array.as_string_view())),
