@@ -115,6 +115,10 @@ fn parquet_and_arrow_files_load_and_bad_values_go_to_the_reject_file() {
         said.contains("Arrow arrays"),
         "--explain says how rows go: {said}"
     );
+    assert!(
+        said.contains("column   \"small\": Int32 -> smallint"),
+        "--explain says each column's mapping: {said}"
+    );
 
     // An Arrow IPC file, named as anything, and --format parquet on it.
     db.client().batch_execute("TRUNCATE t").unwrap();

@@ -346,7 +346,7 @@ fn columnar_target(
     condition: Option<&str>,
 ) -> Result<ArrowEncoder> {
     target.copy_sql = crate::table::plan::with_where(&target.binary_copy_sql(), condition);
-    let encoder = ArrowEncoder::new(target);
+    let mut encoder = ArrowEncoder::new(target);
     let schema = match (options.inputs.first(), &options.batches) {
         (Some(InputSpec::File(path)), _) => {
             Some(crate::source::arrow::schema_of(path, options.input_kind)?)
@@ -360,7 +360,9 @@ fn columnar_target(
             .iter()
             .filter_map(|c| schema.field_with_name(c).ok().cloned())
             .collect();
-        encoder.check(&input.name(), &arrow_schema::Schema::new(in_order))?;
+        let in_order = arrow_schema::Schema::new(in_order);
+        encoder.check(&input.name(), &in_order)?;
+        encoder.mapping = encoder.describe(&in_order);
     }
     Ok(encoder)
 }

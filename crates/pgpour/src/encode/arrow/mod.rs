@@ -29,6 +29,9 @@ pub(crate) struct ArrowEncoder {
     /// Each one's type for the encoder (`None`: none it writes), and its
     /// name, for messages.
     types: Vec<(Option<ColumnType>, String)>,
+    /// `column: arrow type -> column type` for each column of the first
+    /// input, for `--explain`.
+    pub mapping: Vec<String>,
 }
 
 impl ArrowEncoder {
@@ -44,7 +47,25 @@ impl ArrowEncoder {
         ArrowEncoder {
             columns: target.columns.clone(),
             types,
+            mapping: Vec::new(),
         }
+    }
+
+    /// What each column of `schema` (in the load's order) goes into, as
+    /// `--explain` says it.
+    pub fn describe(&self, schema: &Schema) -> Vec<String> {
+        schema
+            .fields()
+            .iter()
+            .zip(self.columns.iter().zip(&self.types))
+            .map(|(field, (column, (_, type_name)))| {
+                format!(
+                    "{}: {} -> {type_name}",
+                    crate::sql::quote_ident(column),
+                    field.data_type()
+                )
+            })
+            .collect()
     }
 
     /// Checks that every column of `schema` (in the load's order) can go
@@ -188,7 +209,11 @@ impl ArrowEncoderBench {
             .iter()
             .map(|f| f.name().clone())
             .collect();
-        let encoder = ArrowEncoder { columns, types };
+        let encoder = ArrowEncoder {
+            columns,
+            types,
+            mapping: Vec::new(),
+        };
         encoder.check("bench", &batch.schema()).ok()?;
         Some(ArrowEncoderBench {
             encoder,
