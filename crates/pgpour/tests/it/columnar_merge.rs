@@ -149,3 +149,47 @@ fn row_groups_decoded_in_parallel_load_every_row_once() {
         }
     }
 }
+
+/// A Parquet file damaged in its pages or cut short: the load ends with an
+/// error naming the file (or loads what reads), never a panic, whatever the
+/// damage.
+#[test]
+fn a_damaged_parquet_file_is_an_error_naming_it() {
+    let db = shared_cluster().create_database("columnar_damaged");
+    db.client()
+        .batch_execute(&format!("CREATE TABLE t {TABLE}"))
+        .unwrap();
+    let (rows_in, _) = batch(5_000);
+    let dir = tempfile::tempdir().unwrap();
+    let good = dir.path().join("good.parquet");
+    write_parquet(&good, &rows_in, 1_000);
+    let bytes = std::fs::read(&good).unwrap();
+    let cut = dir.path().join("cut.parquet");
+    std::fs::write(&cut, &bytes[..bytes.len() / 2]).unwrap();
+    let refused = LoadRequest::new(vec![cut.display().to_string()], "t")
+        .resolve(&connect(&db), &|_| None)
+        .unwrap_err();
+    assert!(refused.to_string().contains("cut.parquet"), "{refused}");
+    let mut seed = 0x2545_F491_u64;
+    for round in 0..12 {
+        let mut damaged = bytes.clone();
+        // Bytes of the pages (not the footer, which the resolve reads).
+        for _ in 0..8 {
+            seed = seed
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            let at = 4 + (seed >> 33) as usize % (bytes.len() / 2);
+            damaged[at] ^= (seed >> 13) as u8 | 1;
+        }
+        let path = dir.path().join(format!("damaged{round}.parquet"));
+        std::fs::write(&path, &damaged).unwrap();
+        db.client().batch_execute("TRUNCATE t").unwrap();
+        let mut options = options(&db, &path, "t");
+        options.workers = Some(2);
+        options.max_errors = None;
+        if let Err(failed) = load(&db, &options) {
+            let said = failed.error.to_string();
+            assert!(said.contains(&format!("damaged{round}.parquet")), "{said}");
+        }
+    }
+}

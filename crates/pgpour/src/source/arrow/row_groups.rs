@@ -218,7 +218,16 @@ impl ArrowReader<'_> {
             let InputSpec::File(path) = input else {
                 return Err(self.problem(input, "Parquet is read from files, not stdin"));
             };
-            let units = self.units_of(index, path)?;
+            // A footer the Parquet reader panics on is the file's error.
+            let units = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                self.units_of(index, path)
+            }))
+            .unwrap_or_else(|_| {
+                Err(self.problem(
+                    input,
+                    "its footer could not be read (the Parquet reader failed on it)",
+                ))
+            })?;
             queue.units.extend(units);
         }
     }
