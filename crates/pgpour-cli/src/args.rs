@@ -547,8 +547,10 @@ pub struct LoadArgs {
 
     /// Create the table first, from what `pgpour sniff` finds in the first
     /// file: column names from its header, types from its values. The
-    /// format options given win; the others come from the sniff. A table
-    /// that exists stops the load, unless --if-not-exists.
+    /// format options given win; the others come from the sniff. For a
+    /// Parquet or Arrow file, from its schema: its names, and the types
+    /// that hold its values exactly. A table that exists stops the load,
+    /// unless --if-not-exists.
     #[arg(long, conflicts_with = "columns_from_header")]
     pub create: bool,
 

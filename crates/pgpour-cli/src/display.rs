@@ -225,6 +225,11 @@ pub fn explain_text(plan: &pgpour::Explain) -> String {
         format!("  send     {}", plan.wire_format_why),
     ];
     lines.extend(
+        plan.arrow_columns
+            .iter()
+            .map(|column| format!("  column   {column}")),
+    );
+    lines.extend(
         plan.on_conflict
             .iter()
             .map(|merge| format!("  conflict {merge}")),

@@ -115,6 +115,10 @@ fn parquet_and_arrow_files_load_and_bad_values_go_to_the_reject_file() {
         said.contains("Arrow arrays"),
         "--explain says how rows go: {said}"
     );
+    assert!(
+        said.contains("column   \"small\": Int32 -> smallint"),
+        "--explain says each column's mapping: {said}"
+    );
 
     // An Arrow IPC file, named as anything, and --format parquet on it.
     db.client().batch_execute("TRUNCATE t").unwrap();
@@ -288,4 +292,50 @@ fn an_arrow_stream_on_stdin_loads_and_its_load_cannot_be_resumed() {
     );
     assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
     assert!(text(&out.stderr).contains("Parquet is read from files"));
+}
+
+#[test]
+fn create_makes_the_table_from_a_parquet_schema_with_types_given() {
+    let (db, dir) = setup("cli_columnar_create");
+    let file = dir.path().join("made.parquet");
+    write_parquet(&file, &rows(100, &[]), 40);
+    let conninfo = db.conninfo();
+    let base = ["load", path(&file), "-t", "made", "-d", &conninfo, "-q"];
+    let out = common::pgpour(&[&base[..], &["--create", "--explain"]].concat(), None);
+    let said = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(
+        said.contains("CREATE TABLE \"made\" (id bigint, small integer, v text)"),
+        "{said}"
+    );
+    let given = ["--create", "--types", "small=smallint,v=varchar(12)"];
+    let out = common::pgpour(&[&base[..], &given].concat(), None);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let row = db
+        .client()
+        .query_one(
+            "SELECT count(*), sum(id)::bigint, max(v), \
+                    (SELECT format_type(atttypid, atttypmod) FROM pg_attribute \
+                      WHERE attrelid = 'made'::regclass AND attname = 'v') FROM made",
+            &[],
+        )
+        .unwrap();
+    let got: (i64, i64, String, String) = (row.get(0), row.get(1), row.get(2), row.get(3));
+    assert_eq!(
+        got,
+        (100, 5050, "value 99".into(), "character varying(12)".into())
+    );
+    // A type that does not take the column's values: named, nothing made.
+    let other = ["load", path(&file), "-t", "other", "-d", &conninfo, "-q"];
+    let given = ["--create", "--types", "v=date"];
+    let out = common::pgpour(&[&other[..], &given].concat(), None);
+    let said = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{said}");
+    assert!(said.contains("\"v\"") && said.contains("date"), "{said}");
+    let made: bool = db
+        .client()
+        .query_one("SELECT to_regclass('other') IS NOT NULL", &[])
+        .unwrap()
+        .get(0);
+    assert!(!made, "{said}");
 }

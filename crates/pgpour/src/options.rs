@@ -196,7 +196,7 @@ impl LoadOptions {
     }
 
     /// What a Parquet or Arrow load cannot do (yet): the options of text
-    /// input, and those that need a row's text (merging, Citus routing).
+    /// input, and the one that needs a row's text (Citus routing).
     fn validate_columnar(&self) -> Result<()> {
         let refuse = |option: &str| {
             Err(Error::ColumnarOption {
@@ -212,20 +212,11 @@ impl LoadOptions {
         if self.skip_lines > 0 {
             return refuse("skipping lines");
         }
-        if self.where_clause.is_some() {
-            return refuse("WHERE");
-        }
         if self.limit.is_some() {
             return refuse("a row limit");
         }
-        if self.on_conflict != OnConflict::Error {
-            return refuse("merging rows on conflict");
-        }
         if self.citus_route == CitusRoute::Shards {
             return refuse("routing rows to Citus shards");
-        }
-        if self.create_table.is_some() {
-            return refuse("creating the table");
         }
         if self.format.header != crate::source::format::Header::None {
             return refuse("HEADER");

@@ -147,7 +147,7 @@ pub(crate) fn settle(
     let mut delay = Duration::from_millis(200);
     let mut settled = Settlement::default();
     loop {
-        match settle_once(client, connect, load_id, own_token, &mut settled) {
+        match settle_once(client, connect, load_id, own_token, &mut settled).map_err(|f| *f) {
             Ok(()) => return Ok(settled),
             Err((Some(_), e))
                 if e.is_transient() && !client.is_closed() && Instant::now() < deadline =>
@@ -174,8 +174,9 @@ struct NodeHolds {
     found: Vec<Leftover>,
 }
 
-/// An error, with the node it came from.
-type Failed = (Option<String>, Error);
+/// An error, with the node it came from (boxed: an `Error` is big, and
+/// this is the error of each step of a settle).
+type Failed = Box<(Option<String>, Error)>;
 
 /// One try at `settle`, adding to `settled` what it settled.
 fn settle_once(
@@ -185,7 +186,7 @@ fn settle_once(
     own_token: Option<&str>,
     settlement: &mut Settlement,
 ) -> std::result::Result<(), Failed> {
-    let journal = |e: Error| (None, e);
+    let journal = |e: Error| Box::new((None, e));
     let mut tx = client
         .transaction()
         .map_err(Error::db("settling rows sent to Citus' shards"))
@@ -259,7 +260,7 @@ fn settle_once(
                 None => SettledAs::RolledBack,
             };
             node::finish(&mut holds.wire, &leftover.gid, how == SettledAs::Committed)
-                .map_err(|e| (Some(holds.at.clone()), e))?;
+                .map_err(|e| Box::new((Some(holds.at.clone()), e)))?;
             settlement.settled.push(Settled {
                 node: holds.at.clone(),
                 gid: leftover.gid.clone(),
@@ -289,7 +290,7 @@ fn read_nodes(
             &[],
         )
         .map_err(Error::db("listing Citus' nodes"))
-        .map_err(|e| (None, e))?;
+        .map_err(|e| Box::new((None, e)))?;
     let mut read = Vec::new();
     for node in nodes {
         let (host, port, group): (String, i32, i32) = (node.get(0), node.get(1), node.get(2));
@@ -305,7 +306,7 @@ fn read_nodes(
                 found,
             })
         })();
-        read.push(holds.map_err(|e| (Some(at), e))?);
+        read.push(holds.map_err(|e| Box::new((Some(at), e)))?);
     }
     Ok(read)
 }
@@ -336,20 +337,21 @@ fn to_load_again(
             };
             let at = |e| (Some(holds.at.clone()), e);
             let held = node::shards_held(&mut holds.wire, &leftover.gid).map_err(at)?;
-            let changed = changed_shards(tx, &held, holds.group).map_err(|e| (None, e))?;
+            let changed =
+                changed_shards(tx, &held, holds.group).map_err(|e| Box::new((None, e)))?;
             if changed.is_empty() {
                 continue;
             }
             let whole = decided_groups(token).as_ref() == prepared_in.get(token.as_str());
             if !(whole && a_run_loads) {
-                return Err((
+                return Err(Box::new((
                     None,
                     Error::PreparedShardMoved {
                         node: holds.at.clone(),
                         gid: leftover.gid.clone(),
                         shards: changed.join(", "),
                     },
-                ));
+                )));
             }
             again.insert(token.clone());
         }

@@ -34,7 +34,40 @@ pub(crate) enum ColumnType {
     Bytea,
     /// bit and varbit.
     Bits,
+    /// Written from Arrow durations and intervals only (see
+    /// `of_arrow_oid`): the text encoder does not read interval's text.
+    Interval,
+    /// A one-dimensional array of a built-in element type (its oid), from
+    /// Arrow lists only.
+    Array {
+        element: u32,
+        zoneless_is_utc: bool,
+    },
 }
+
+/// The array types of the element types the Arrow encoder writes: array
+/// oid, element oid.
+const ARRAYS: &[(u32, u32)] = &[
+    (1000, 16),
+    (1001, 17),
+    (1016, 20),
+    (1005, 21),
+    (1007, 23),
+    (1009, 25),
+    (199, 114),
+    (1021, 700),
+    (1022, 701),
+    (1014, 1042),
+    (1015, 1043),
+    (1182, 1082),
+    (1183, 1083),
+    (1115, 1114),
+    (1185, 1184),
+    (1187, 1186),
+    (1231, 1700),
+    (2951, 2950),
+    (3807, 3802),
+];
 
 /// Time zone names that are UTC at every date.
 const UTC_NAMES: &[&str] = &[
@@ -78,9 +111,57 @@ impl ColumnType {
         })
     }
 
+    /// `of_oid`, interval, and arrays of those: the types the Arrow
+    /// encoder writes.
+    pub fn of_arrow_oid(oid: u32, time_zone: &str) -> Option<ColumnType> {
+        if let Some(&(_, element)) = ARRAYS.iter().find(|(array, _)| *array == oid) {
+            return Some(ColumnType::Array {
+                element,
+                zoneless_is_utc: UTC_NAMES.contains(&time_zone),
+            });
+        }
+        match oid {
+            1186 => Some(ColumnType::Interval),
+            _ => ColumnType::of_oid(oid, time_zone),
+        }
+    }
+
+    /// The element type of an array (`Array`), for the Arrow encoder.
+    pub fn element(self) -> Option<ColumnType> {
+        match self {
+            ColumnType::Array {
+                element,
+                zoneless_is_utc,
+            } => {
+                let zone = if zoneless_is_utc { "UTC" } else { "" };
+                ColumnType::of_arrow_oid(element, zone)
+            }
+            _ => None,
+        }
+    }
+
     /// The encoder's type for a built-in type named as in `pg_type`.
     pub fn of_name(name: &str) -> Option<ColumnType> {
-        let oid = match name {
+        if let Some(element) = name.strip_prefix('_') {
+            let element = match ColumnType::of_name(element)? {
+                ColumnType::Interval => 1186,
+                _ => Self::oid_of_name(element)?,
+            };
+            ARRAYS.iter().find(|(_, e)| *e == element)?;
+            return Some(ColumnType::Array {
+                element,
+                zoneless_is_utc: true,
+            });
+        }
+        if name == "interval" {
+            return Some(ColumnType::Interval);
+        }
+        ColumnType::of_oid(Self::oid_of_name(name)?, "UTC")
+    }
+
+    /// A built-in type's oid, named as in `pg_type`.
+    fn oid_of_name(name: &str) -> Option<u32> {
+        Some(match name {
             "bool" => 16,
             "bytea" => 17,
             "int8" => 20,
@@ -102,8 +183,7 @@ impl ColumnType {
             "uuid" => 2950,
             "jsonb" => 3802,
             _ => return None,
-        };
-        ColumnType::of_oid(oid, "UTC")
+        })
     }
 }
 

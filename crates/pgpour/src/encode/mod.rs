@@ -15,7 +15,7 @@
 //! end.
 
 pub(crate) mod arrow;
-mod choice;
+pub(crate) mod choice;
 mod numbers;
 mod others;
 pub(crate) mod rows;
@@ -222,6 +222,11 @@ impl RowEncoder {
                     T::Uuid => read_run!(|v, out| v.general(out, others::uuid)),
                     T::Bytea => read_run!(|v, out| v.general(out, others::bytea)),
                     T::Bits => read_run!(|v, out| v.general(out, others::bits)),
+                    // Only Arrow values are written as intervals: a text
+                    // one goes as text.
+                    T::Interval | T::Array { .. } => {
+                        read_run!(|v, out| v.general(out, |_, _| false))
+                    }
                 };
                 if !ok {
                     break 'records false;

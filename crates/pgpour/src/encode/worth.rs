@@ -50,6 +50,7 @@ impl ColumnType {
             ColumnType::Timestamptz { .. } => 170,
             ColumnType::Uuid => 357,
             ColumnType::Bits => 16,
+            ColumnType::Interval | ColumnType::Array { .. } => 150,
             ColumnType::Text | ColumnType::Bytea => return None,
         })
     }
@@ -64,7 +65,7 @@ impl ColumnType {
             ColumnType::Date => 14,
             ColumnType::Time => 20,
             ColumnType::Timestamp | ColumnType::Timestamptz { .. } => 35,
-            ColumnType::Uuid => 100,
+            ColumnType::Uuid | ColumnType::Interval | ColumnType::Array { .. } => 100,
         }
     }
 
@@ -83,6 +84,8 @@ impl ColumnType {
             ColumnType::Timestamp => 20,
             ColumnType::Timestamptz { .. } => 23,
             ColumnType::Uuid => 37,
+            ColumnType::Interval => 16,
+            ColumnType::Array { .. } => 20,
             ColumnType::Text | ColumnType::Bytea => 0,
         }
     }

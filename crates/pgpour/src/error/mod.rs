@@ -267,6 +267,26 @@ pub enum Error {
         column_type: String,
     },
 
+    /// A column of a Parquet or Arrow input that the table to create
+    /// could not take: no column type takes its Arrow type, or the type
+    /// given for it does not.
+    #[error(
+        "{file}: column {} holds {arrow_type}, {}",
+        quote_ident(column),
+        match given {
+            Some(given) => format!("which cannot be loaded into a column of type {given}"),
+            None => "for which pgpour has no column type to create: give one, or leave the \
+                     column out"
+                .to_string(),
+        }
+    )]
+    ColumnarCreate {
+        file: String,
+        column: String,
+        arrow_type: String,
+        given: Option<String>,
+    },
+
     /// An option that means nothing for Parquet or Arrow inputs.
     #[error("{option} does not apply to Parquet or Arrow inputs")]
     ColumnarOption { option: String },

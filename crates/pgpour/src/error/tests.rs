@@ -91,6 +91,12 @@ fn every_error() -> Vec<Error> {
             arrow_type: "Boolean".into(),
             column_type: "date".into(),
         },
+        Error::ColumnarCreate {
+            file: "data.parquet".into(),
+            column: "tags".into(),
+            arrow_type: "List(Int32)".into(),
+            given: None,
+        },
         Error::ColumnarOption {
             option: "HEADER".into(),
         },
@@ -474,6 +480,7 @@ fn covers(error: &Error) {
         | Error::ColumnarColumnMissing { .. }
         | Error::ColumnarExtraColumn { .. }
         | Error::ColumnarType { .. }
+        | Error::ColumnarCreate { .. }
         | Error::ColumnarOption { .. }
         | Error::InputChanged { .. }
         | Error::HeaderMismatch { .. }

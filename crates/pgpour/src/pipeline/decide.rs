@@ -274,17 +274,19 @@ pub(super) fn decide(
                 .map_err(Error::db("setting up the session"))?;
         }
     }
+    // Before the merge's plan: a merge stages the rows with the load's
+    // COPY, binary for Parquet and Arrow.
+    let columnar = options.input_kind.is_columnar();
+    let arrow = match columnar {
+        true => Some(columnar_target(&mut target, options, condition)?),
+        false => None,
+    };
     let merge = Merge::plan(
         &mut client,
         &target,
         options.on_conflict,
         options.conflict_key.as_deref(),
     )?;
-    let columnar = options.input_kind.is_columnar();
-    let arrow = match columnar {
-        true => Some(columnar_target(&mut target, options)?),
-        false => None,
-    };
     // Parquet and Arrow go binary, their own way: no text to encode.
     let asked = match columnar {
         true => crate::options::WireFormat::Text,
@@ -364,11 +366,16 @@ fn leave_table_alone_shared(plan: &mut Plan) {
     plan.chunks_ahead = 0;
 }
 
-/// A Parquet or Arrow load: its COPY in binary, and the first input's
-/// columns checked against the table's types before anything is sent.
-fn columnar_target(target: &mut Target, options: &LoadOptions) -> Result<ArrowEncoder> {
-    target.copy_sql = target.binary_copy_sql();
-    let encoder = ArrowEncoder::new(target);
+/// A Parquet or Arrow load: its COPY in binary (with the load's WHERE),
+/// and the first input's columns checked against the table's types before
+/// anything is sent.
+fn columnar_target(
+    target: &mut Target,
+    options: &LoadOptions,
+    condition: Option<&str>,
+) -> Result<ArrowEncoder> {
+    target.copy_sql = crate::table::plan::with_where(&target.binary_copy_sql(), condition);
+    let mut encoder = ArrowEncoder::new(target);
     let schema = match (options.inputs.first(), &options.batches) {
         (Some(InputSpec::File(path)), _) => {
             Some(crate::source::arrow::schema_of(path, options.input_kind)?)
@@ -382,7 +389,9 @@ fn columnar_target(target: &mut Target, options: &LoadOptions) -> Result<ArrowEn
             .iter()
             .filter_map(|c| schema.field_with_name(c).ok().cloned())
             .collect();
-        encoder.check(&input.name(), &arrow_schema::Schema::new(in_order))?;
+        let in_order = arrow_schema::Schema::new(in_order);
+        encoder.check(&input.name(), &in_order)?;
+        encoder.mapping = encoder.describe(&in_order);
     }
     Ok(encoder)
 }

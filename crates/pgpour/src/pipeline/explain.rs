@@ -53,6 +53,10 @@ pub struct Explain {
     /// or kept, and why.
     pub foreign_keys: crate::table::foreign_keys::ForeignKeyPlan,
     pub sequences: crate::table::sequences::SequencePlan,
+    /// For a Parquet or Arrow input: each column's Arrow type and the
+    /// table column's type it goes into (`"id": Int64 -> bigint`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub arrow_columns: Vec<String>,
     /// With `--on-conflict skip|update`: the key, and how rows merge.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub on_conflict: Option<String>,
@@ -174,6 +178,11 @@ pub fn explain(connect: &ConnectOptions, options: &LoadOptions) -> Result<Explai
         foreign_keys: indexes.foreign_keys.clone(),
         indexes,
         sequences,
+        arrow_columns: plan
+            .arrow
+            .as_ref()
+            .map(|a| a.mapping.clone())
+            .unwrap_or_default(),
         on_conflict: plan
             .merge
             .as_ref()

@@ -172,6 +172,56 @@ pub(super) fn for_create(
     })
 }
 
+/// The `CREATE TABLE` of `table` (as SQL names it) for the load's
+/// `columns` of a Parquet or Arrow input (`file`, of `schema`), without and
+/// with IF NOT EXISTS as [`ForCreate::create_table`]: the types from the
+/// schema, or as given. A column that could not be loaded is refused here,
+/// before the table is made.
+pub(super) fn for_create_columnar(
+    create: &CreateRequest,
+    (file, schema, columns): (&str, &arrow_schema::Schema, &[String]),
+    table: &str,
+) -> Result<(String, String)> {
+    use crate::sniff::arrow as made;
+    let hints = hints(&FormatRequest::default(), &create.types, 0)?;
+    for (column, _) in &hints.types {
+        if !columns.contains(column) {
+            return Err(Error::InvalidRequest(RequestProblem::TypeColumnUnknown {
+                column: column.clone(),
+                columns: columns.to_vec(),
+            }));
+        }
+    }
+    let fields = made::fields_in_order(schema, columns);
+    let columns =
+        made::columns(&fields, &hints.types, hints.all_types.as_deref()).map_err(|unmade| {
+            match unmade {
+                made::Unmade::NoType { column, arrow_type } => Error::ColumnarCreate {
+                    file: file.to_string(),
+                    column,
+                    arrow_type,
+                    given: None,
+                },
+                made::Unmade::GivenType {
+                    column,
+                    arrow_type,
+                    given,
+                } => Error::ColumnarCreate {
+                    file: file.to_string(),
+                    column,
+                    arrow_type,
+                    given: Some(given),
+                },
+            }
+        })?;
+    let plain = made::create_table_sql(table, &columns, false);
+    let if_not_exists = made::create_table_sql(table, &columns, true);
+    Ok(match create.if_not_exists {
+        true => (if_not_exists.clone(), if_not_exists),
+        false => (plain, if_not_exists),
+    })
+}
+
 /// That the encoding the table is created for is a guess, when it is not
 /// UTF-8 and nobody gave it; that its types rest on a sample, when the file
 /// was not read whole and a column got a type other than text that nobody

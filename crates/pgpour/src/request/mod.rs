@@ -233,14 +233,12 @@ impl LoadRequest {
                 option: option.to_string(),
             })
         };
-        if self.create.is_some() {
-            return refuse("creating the table");
-        }
         if self.columns_from_header {
             return refuse("HEADER");
         }
         let mut columns = self.columns.clone();
         let mut batches = None;
+        let mut first_schema = None;
         for input in &inputs {
             let schema = match input {
                 InputSpec::File(path) => crate::source::arrow::schema_of(path, kind)?,
@@ -257,6 +255,7 @@ impl LoadRequest {
                     batches.insert(stream).schema()
                 }
             };
+            first_schema.get_or_insert_with(|| schema.clone());
             let names: Vec<String> = schema.fields().iter().map(|f| f.name().clone()).collect();
             let wanted = columns.get_or_insert_with(|| names.clone());
             if let Some(missing) = wanted.iter().find(|c| !names.contains(c)) {
@@ -266,7 +265,7 @@ impl LoadRequest {
                 });
             }
             let extra = names.iter().find(|n| !wanted.contains(n));
-            if let (None, Some(extra)) = (&self.columns, extra) {
+            if let (None, Some(extra), None) = (&self.columns, extra, &self.create) {
                 return Err(Error::ColumnarExtraColumn {
                     file: input.name(),
                     column: extra.clone(),
@@ -274,8 +273,17 @@ impl LoadRequest {
                 });
             }
         }
+        let create_table = match (&self.create, &first_schema, &columns) {
+            (Some(create), Some(schema), Some(columns)) => {
+                let file = inputs.first().map(InputSpec::name).unwrap_or_default();
+                let from = (file.as_str(), &**schema, columns.as_slice());
+                Some(create::for_create_columnar(create, from, &table.quoted())?)
+            }
+            _ => None,
+        };
         let mut options = LoadOptions::new(inputs, table, FormatOptions::new(Format::Csv));
         options.columns = columns;
+        options.create_table = create_table;
         options.input_kind = kind;
         options.stdin = stdin;
         options.batches = batches;

@@ -8,6 +8,7 @@
 //! every sampled value reads as it under any server setting (`types`);
 //! a later value that does not is a bad row of the load, like any other.
 
+pub(crate) mod arrow;
 mod dialect;
 mod names;
 mod types;

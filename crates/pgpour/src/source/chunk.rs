@@ -55,6 +55,15 @@ impl Chunk {
         }
     }
 
+    /// How many records the chunk holds: its rows for a Parquet or Arrow
+    /// chunk, else its data's records as COPY reads them.
+    pub fn records(&self, syntax: Syntax) -> u64 {
+        match &self.columnar {
+            Some(_) => self.lines,
+            None => crate::source::csv::frame::count_records(syntax, self.eol, &self.data),
+        }
+    }
+
     /// Whether the chunk starts with a line ending other than its
     /// input's: sent first in a COPY it would be taken for the stream's,
     /// and the good records after it refused. Such a chunk takes the

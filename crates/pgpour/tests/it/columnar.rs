@@ -474,3 +474,96 @@ fn a_key_the_files_repeat_keeps_each_row_once() {
     };
     assert_eq!((rows, ids), (good as i64, good as i64));
 }
+
+/// Durations and intervals into interval, as COPY reads their text: a
+/// duration's nanoseconds rounded on their magnitude, then signed, as the
+/// text `-00:00:00.0000035` is read.
+#[test]
+fn durations_and_intervals_load_as_copy_loads_their_text() {
+    use arrow_buffer::{IntervalDayTime, IntervalMonthDayNano};
+    let db = shared_cluster().create_database("columnar_intervals");
+    let columns: Vec<(&str, ArrayRef)> = vec![
+        ("id", Arc::new(Int64Array::from(vec![1, 2, 3]))),
+        (
+            "ds",
+            Arc::new(DurationSecondArray::from(vec![Some(90061), Some(-1), None])),
+        ),
+        (
+            "dns",
+            Arc::new(DurationNanosecondArray::from(vec![
+                Some(1_500),
+                Some(-3_500),
+                Some(90_061_000_002_500),
+            ])),
+        ),
+        (
+            "ym",
+            Arc::new(IntervalYearMonthArray::from(vec![
+                Some(14),
+                Some(-1),
+                Some(0),
+            ])),
+        ),
+        (
+            "dt",
+            Arc::new(IntervalDayTimeArray::from(vec![
+                Some(IntervalDayTime::new(3, 1_500)),
+                Some(IntervalDayTime::new(-1, -1)),
+                None,
+            ])),
+        ),
+        (
+            "mdn",
+            Arc::new(IntervalMonthDayNanoArray::from(vec![
+                Some(IntervalMonthDayNano::new(1, 2, 1_500)),
+                Some(IntervalMonthDayNano::new(-1, -2, -3_500)),
+                Some(IntervalMonthDayNano::new(0, 0, 0)),
+            ])),
+        ),
+    ];
+    let fields: Vec<Field> = columns
+        .iter()
+        .map(|(name, array)| Field::new(*name, array.data_type().clone(), true))
+        .collect();
+    let arrays = columns.into_iter().map(|(_, a)| a).collect();
+    let batch = RecordBatch::try_new(Arc::new(Schema::new(fields)), arrays).unwrap();
+    let csv = "1,90061 seconds,00:00:00.0000015,14 months,3 days 00:00:01.5,\
+               1 mons 2 days 00:00:00.0000015\n\
+               2,-1 seconds,-00:00:00.0000035,-1 months,-1 days -00:00:00.001,\
+               -1 mons -2 days -00:00:00.0000035\n\
+               3,,25:01:01.0000025,0 months,,0 seconds\n";
+    let ddl = "id bigint, ds interval, dns interval, ym interval, dt interval, mdn interval";
+    db.client()
+        .batch_execute(&format!(
+            "CREATE TABLE t ({ddl}); CREATE TABLE a ({ddl}); CREATE TABLE p ({ddl})"
+        ))
+        .unwrap();
+    copy_text(&db, "t", csv);
+    let expected = rows(&db, "t");
+    let dir = tempfile::tempdir().unwrap();
+    let arrow = dir.path().join("intervals.arrow");
+    write_arrow_file(&arrow, &[batch.slice(0, 2), batch.slice(2, 1)]);
+    let summary =
+        load(&db, &options(&db, &[&arrow], "a")).unwrap_or_else(|f| panic!("{}", f.error));
+    assert_eq!(summary.rows_loaded, 3);
+    assert_eq!(rows(&db, "a"), expected);
+    // Parquet keeps durations (with the Arrow schema it stores).
+    let parquet = dir.path().join("durations.parquet");
+    write_parquet(&parquet, &batch.project(&[0, 1, 2]).unwrap(), 2);
+    let mut request = LoadRequest::new(vec![parquet.display().to_string()], "p");
+    request.columns = Some(vec!["id".into(), "ds".into(), "dns".into()]);
+    let options = request.resolve(&connect(&db), &|_| None).unwrap().options;
+    load(&db, &options).unwrap_or_else(|f| panic!("{}", f.error));
+    let durations = |table: &str| -> Vec<String> {
+        db.client()
+            .query(
+                &format!("SELECT (id, ds, dns)::text FROM {table} ORDER BY id"),
+                &[],
+            )
+            .unwrap()
+            .iter()
+            .map(|r| r.get(0))
+            .collect()
+    };
+    assert_eq!(durations("p"), durations("t"));
+}

@@ -5,6 +5,8 @@ mod batch_streams;
 mod binary;
 mod client_certificate;
 mod columnar;
+mod columnar_create;
+mod columnar_merge;
 mod conflicts;
 mod connection;
 mod faults;

@@ -5,7 +5,8 @@
 use arrow_array::cast::AsArray;
 use arrow_array::types::*;
 use arrow_array::{Array, BooleanArray, Decimal128Array, Decimal256Array, FixedSizeBinaryArray};
-use arrow_schema::{DataType, TimeUnit};
+use arrow_buffer::{IntervalDayTime, IntervalMonthDayNano};
+use arrow_schema::{DataType, IntervalUnit, TimeUnit};
 
 use super::scalars::{self, Refused};
 use crate::encode::choice::ColumnType;
@@ -116,8 +117,104 @@ pub(super) enum Writer<'a> {
     Uuid(Bytes<'a>),
     /// jsonb: its version byte, then the text.
     Jsonb(Bytes<'a>),
-    /// A dictionary's keys into its values' writer.
-    Dict(Vec<usize>, Box<Writer<'a>>),
+    /// A dictionary's keys into its values' writer, and how many values
+    /// it has.
+    Dict(Vec<usize>, Box<Writer<'a>>, usize),
+    /// Arrow's null type: every value NULL, into any column.
+    Null,
+    /// A duration in the unit, into an interval's time.
+    Duration(&'a [i64], TimeUnit),
+    /// Arrow's intervals: months, days and nanoseconds.
+    YearMonth(&'a [i32]),
+    DayTime(&'a [IntervalDayTime]),
+    MonthDayNano(&'a [IntervalMonthDayNano]),
+    /// A list into a one-dimensional array of `element` (an oid).
+    List(List<'a>),
+    /// A struct or a map as JSON text, into json or text (false) or
+    /// jsonb (true).
+    Json(&'a dyn Array, bool),
+}
+
+/// A list column's rows, each a run of its values.
+pub(super) struct List<'a> {
+    offsets: ListOffsets<'a>,
+    values: Box<Writer<'a>>,
+    /// The values' logical nulls.
+    nulls: Option<arrow_buffer::NullBuffer>,
+    count: usize,
+    element: u32,
+}
+
+enum ListOffsets<'a> {
+    I32(&'a [i32]),
+    I64(&'a [i64]),
+    /// Each row `size` values.
+    Fixed {
+        size: usize,
+    },
+}
+
+impl List<'_> {
+    /// Row `i`'s values, or `None` when the file's offsets are not.
+    fn range(&self, i: usize) -> Option<std::ops::Range<usize>> {
+        let (start, end) = match self.offsets {
+            ListOffsets::I32(o) => (
+                usize::try_from(*o.get(i)?).ok()?,
+                usize::try_from(*o.get(i + 1)?).ok()?,
+            ),
+            ListOffsets::I64(o) => (
+                usize::try_from(*o.get(i)?).ok()?,
+                usize::try_from(*o.get(i + 1)?).ok()?,
+            ),
+            ListOffsets::Fixed { size } => (i.checked_mul(size)?, (i + 1).checked_mul(size)?),
+        };
+        (start <= end && end <= self.count).then_some(start..end)
+    }
+
+    /// Row `i` as a binary array field: dimensions, element type, values.
+    fn write(&self, i: usize, out: &mut Vec<u8>, scratch: &mut Scratch) -> Result<(), Refused> {
+        let Some(range) = self.range(i) else {
+            return Err(("22P02", "list offsets out of range".to_string()));
+        };
+        let at = out.len();
+        out.extend_from_slice(&[0; 4]);
+        let has_null = self
+            .nulls
+            .as_ref()
+            .is_some_and(|n| range.clone().any(|j| n.is_null(j)));
+        let dims: i32 = if range.is_empty() { 0 } else { 1 };
+        out.extend_from_slice(&dims.to_be_bytes());
+        out.extend_from_slice(&i32::from(has_null).to_be_bytes());
+        out.extend_from_slice(&self.element.to_be_bytes());
+        if !range.is_empty() {
+            let len = i32::try_from(range.len()).map_err(|_| too_big(range.len()))?;
+            out.extend_from_slice(&len.to_be_bytes());
+            out.extend_from_slice(&1i32.to_be_bytes());
+        }
+        for j in range {
+            match &self.nulls {
+                Some(n) if n.is_null(j) => super::super::put_null(out),
+                _ => self.values.write(j, out, scratch)?,
+            }
+        }
+        let len = out.len() - at - 4;
+        if len > MOST_VALUE_BYTES {
+            return Err(too_big(len));
+        }
+        out[at..at + 4].copy_from_slice(&(len as i32).to_be_bytes());
+        Ok(())
+    }
+}
+
+/// The most bytes a value may have: PostgreSQL's limit on a field.
+const MOST_VALUE_BYTES: usize = (1 << 30) - 1;
+
+/// A value too big for any column.
+fn too_big(len: usize) -> Refused {
+    (
+        "54000",
+        format!("a value of {len} bytes is more than a PostgreSQL field holds (1 GB)"),
+    )
 }
 
 /// Scratch room reused across values.
@@ -229,7 +326,13 @@ impl Writer<'_> {
                 };
                 put_fixed(out, scalars::date(v[i].div_euclid(per_day))?);
             }
-            Writer::Raw(bytes) => put_value(out, bytes.get(i)),
+            Writer::Raw(bytes) => {
+                let value = bytes.get(i);
+                if value.len() > MOST_VALUE_BYTES {
+                    return Err(too_big(value.len()));
+                }
+                put_value(out, value)
+            }
             Writer::Uuid(bytes) => {
                 let value = bytes.get(i);
                 if value.len() != 16 {
@@ -240,11 +343,56 @@ impl Writer<'_> {
             }
             Writer::Jsonb(bytes) => {
                 let value = bytes.get(i);
+                if value.len() >= MOST_VALUE_BYTES {
+                    return Err(too_big(value.len()));
+                }
                 out.extend_from_slice(&(value.len() as i32 + 1).to_be_bytes());
                 out.push(1);
                 out.extend_from_slice(value);
             }
-            Writer::Dict(keys, values) => values.write(keys[i], out, scratch)?,
+            Writer::Dict(keys, values, count) => match keys.get(i) {
+                Some(&key) if key < *count => values.write(key, out, scratch)?,
+                // A file whose key points past its dictionary.
+                _ => return Err(("22P02", "dictionary key out of range".to_string())),
+            },
+            Writer::Null => super::super::put_null(out),
+            Writer::Duration(v, unit) => {
+                let micros = match unit {
+                    TimeUnit::Second => v[i].checked_mul(1_000_000),
+                    TimeUnit::Millisecond => v[i].checked_mul(1_000),
+                    TimeUnit::Microsecond => Some(v[i]),
+                    TimeUnit::Nanosecond => Some(scalars::signed_nanos_to_micros(v[i])),
+                };
+                put_fixed(out, scalars::interval(0, 0, micros)?);
+            }
+            Writer::YearMonth(v) => put_fixed(out, scalars::interval(v[i], 0, Some(0))?),
+            Writer::DayTime(v) => {
+                let micros = i64::from(v[i].milliseconds) * 1_000;
+                put_fixed(out, scalars::interval(0, v[i].days, Some(micros))?);
+            }
+            Writer::List(list) => list.write(i, out, scratch)?,
+            Writer::Json(array, jsonb) => {
+                scratch.text.clear();
+                super::render::json_text(*array, i, &mut scratch.text);
+                let value = scratch.text.as_bytes();
+                if value.len() >= MOST_VALUE_BYTES {
+                    return Err(too_big(value.len()));
+                }
+                if *jsonb {
+                    out.extend_from_slice(&(value.len() as i32 + 1).to_be_bytes());
+                    out.push(1);
+                    out.extend_from_slice(value);
+                } else {
+                    put_value(out, value);
+                }
+            }
+            Writer::MonthDayNano(v) => {
+                let micros = scalars::signed_nanos_to_micros(v[i].nanoseconds);
+                put_fixed(
+                    out,
+                    scalars::interval(v[i].months, v[i].days, Some(micros))?,
+                );
+            }
         }
         Ok(())
     }
@@ -290,6 +438,9 @@ fn too_many_digits(text: &str) -> Refused {
 /// zone may go into timestamptz (the session's TimeZone is UTC).
 pub(super) fn writer(array: &dyn Array, column: Option<ColumnType>) -> Option<Writer<'_>> {
     use ColumnType as C;
+    if array.data_type() == &DataType::Null {
+        return Some(Writer::Null);
+    }
     let column = column?;
     let int_into = match column {
         C::Int2 => Some(IntInto::Int2),
@@ -361,14 +512,17 @@ pub(super) fn writer(array: &dyn Array, column: Option<ColumnType>) -> Option<Wr
         DataType::Time32(unit) if column == C::Time => {
             let values = match unit {
                 TimeUnit::Second => array.as_primitive::<Time32SecondType>().values(),
-                _ => array.as_primitive::<Time32MillisecondType>().values(),
+                TimeUnit::Millisecond => array.as_primitive::<Time32MillisecondType>().values(),
+                // Not a unit Arrow pairs with 32 bits.
+                _ => return None,
             };
             Some(Writer::Time32(values, *unit))
         }
         DataType::Time64(unit) if column == C::Time => {
             let values = match unit {
                 TimeUnit::Microsecond => array.as_primitive::<Time64MicrosecondType>().values(),
-                _ => array.as_primitive::<Time64NanosecondType>().values(),
+                TimeUnit::Nanosecond => array.as_primitive::<Time64NanosecondType>().values(),
+                _ => return None,
             };
             Some(Writer::Time64(values, *unit))
         }
@@ -390,6 +544,61 @@ pub(super) fn writer(array: &dyn Array, column: Option<ColumnType>) -> Option<Wr
             };
             Some(Writer::Timestamp(values, *unit))
         }
+        DataType::Duration(unit) if column == C::Interval => {
+            let values: &[i64] = match unit {
+                TimeUnit::Second => array.as_primitive::<DurationSecondType>().values(),
+                TimeUnit::Millisecond => array.as_primitive::<DurationMillisecondType>().values(),
+                TimeUnit::Microsecond => array.as_primitive::<DurationMicrosecondType>().values(),
+                TimeUnit::Nanosecond => array.as_primitive::<DurationNanosecondType>().values(),
+            };
+            Some(Writer::Duration(values, *unit))
+        }
+        DataType::Interval(unit) if column == C::Interval => Some(match unit {
+            IntervalUnit::YearMonth => {
+                Writer::YearMonth(array.as_primitive::<IntervalYearMonthType>().values())
+            }
+            IntervalUnit::DayTime => {
+                Writer::DayTime(array.as_primitive::<IntervalDayTimeType>().values())
+            }
+            IntervalUnit::MonthDayNano => {
+                Writer::MonthDayNano(array.as_primitive::<IntervalMonthDayNanoType>().values())
+            }
+        }),
+        DataType::List(_) | DataType::LargeList(_) | DataType::FixedSizeList(_, _) => {
+            let ColumnType::Array { element, .. } = column else {
+                return None;
+            };
+            let (offsets, values) = match array.data_type() {
+                DataType::List(_) => {
+                    let list = array.as_list::<i32>();
+                    (ListOffsets::I32(list.value_offsets()), list.values())
+                }
+                DataType::LargeList(_) => {
+                    let list = array.as_list::<i64>();
+                    (ListOffsets::I64(list.value_offsets()), list.values())
+                }
+                _ => {
+                    let list = array.as_fixed_size_list();
+                    let size = usize::try_from(list.value_length()).ok()?;
+                    (ListOffsets::Fixed { size }, list.values())
+                }
+            };
+            // Arrays of arrays are not one-dimensional: the element's
+            // writer refuses a list.
+            let values_writer = writer(values.as_ref(), column.element())?;
+            Some(Writer::List(List {
+                offsets,
+                values: Box::new(values_writer),
+                nulls: values.logical_nulls(),
+                count: values.len(),
+                element,
+            }))
+        }
+        DataType::Struct(_) | DataType::Map(_, _) => match column {
+            C::Text => Some(Writer::Json(array, false)),
+            C::Jsonb => Some(Writer::Json(array, true)),
+            _ => None,
+        },
         DataType::Utf8 => strings(Bytes::Utf8(array.as_string::<i32>())),
         DataType::LargeUtf8 => strings(Bytes::LargeUtf8(array.as_string::<i64>())),
         DataType::Utf8View => strings(Bytes::Utf8View(array.as_string_view())),
@@ -407,12 +616,13 @@ pub(super) fn writer(array: &dyn Array, column: Option<ColumnType>) -> Option<Wr
         DataType::Dictionary(_, _) => {
             let dictionary = array.as_any_dictionary();
             let values = writer(dictionary.values().as_ref(), Some(column))?;
+            let count = dictionary.values().len();
             // No values (every key NULL, or an empty array): no key is read.
-            let keys = match dictionary.values().is_empty() {
-                true => vec![0; array.len()],
-                false => dictionary.normalized_keys(),
+            let keys = match count {
+                0 => vec![0; array.len()],
+                _ => dictionary.normalized_keys(),
             };
-            Some(Writer::Dict(keys, Box::new(values)))
+            Some(Writer::Dict(keys, Box::new(values), count))
         }
         _ => None,
     }

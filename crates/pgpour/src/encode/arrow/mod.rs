@@ -13,7 +13,7 @@ mod scalars;
 mod tests;
 
 use arrow_array::{Array, RecordBatch};
-use arrow_schema::Schema;
+use arrow_schema::{DataType, Schema};
 
 use super::choice::ColumnType;
 use super::{HEADER, TRAILER};
@@ -31,6 +31,9 @@ pub(crate) struct ArrowEncoder {
     /// Each one's type for the encoder (`None`: none it writes), and its
     /// name, for messages.
     types: Vec<(Option<ColumnType>, String)>,
+    /// `column: arrow type -> column type` for each column of the first
+    /// input, for `--explain`.
+    pub mapping: Vec<String>,
 }
 
 impl ArrowEncoder {
@@ -38,12 +41,33 @@ impl ArrowEncoder {
         let types = target
             .column_types
             .iter()
-            .map(|(oid, name)| (ColumnType::of_oid(*oid, &target.time_zone), name.clone()))
+            .map(|(oid, name)| {
+                let column = ColumnType::of_arrow_oid(*oid, &target.time_zone);
+                (column, name.clone())
+            })
             .collect();
         ArrowEncoder {
             columns: target.columns.clone(),
             types,
+            mapping: Vec::new(),
         }
+    }
+
+    /// What each column of `schema` (in the load's order) goes into, as
+    /// `--explain` says it.
+    pub fn describe(&self, schema: &Schema) -> Vec<String> {
+        schema
+            .fields()
+            .iter()
+            .zip(self.columns.iter().zip(&self.types))
+            .map(|(field, (column, (_, type_name)))| {
+                format!(
+                    "{}: {} -> {type_name}",
+                    crate::sql::quote_ident(column),
+                    field.data_type()
+                )
+            })
+            .collect()
     }
 
     /// Checks that every column of `schema` (in the load's order) can go
@@ -83,11 +107,34 @@ impl ArrowEncoder {
         }
         let mut data = std::mem::take(&mut chunk.data);
         data.clear();
-        let rows = encode_batch(self, &columnar.batch, file, &mut data)?;
+        // A panic on a hostile array is the chunk's error, naming where it
+        // is, not the load's crash.
+        let encoded = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            encode_batch(self, &columnar.batch, file, &mut data)
+        }));
+        let rows = match encoded {
+            Ok(rows) => rows?,
+            Err(_) => {
+                return Err(Error::ColumnarInput {
+                    file: file.to_string(),
+                    message: format!(
+                        "the rows of row group {} from row {} could not be encoded",
+                        columnar.row_group, columnar.group_first_row
+                    ),
+                })
+            }
+        };
         chunk.data = data;
         columnar.encoded = Some(rows);
         Ok(())
     }
+}
+
+/// Whether values of `data_type` can go into a column the encoder knows
+/// as `column`: the same choice a chunk's encoding makes, on no rows.
+pub(crate) fn can_write(data_type: &DataType, column: ColumnType) -> bool {
+    let array = arrow_array::new_empty_array(data_type);
+    writer(array.as_ref(), Some(column)).is_some()
 }
 
 /// The batch's rows as a binary COPY into `out`, with where each row lies.
@@ -164,7 +211,11 @@ impl ArrowEncoderBench {
             .iter()
             .map(|f| f.name().clone())
             .collect();
-        let encoder = ArrowEncoder { columns, types };
+        let encoder = ArrowEncoder {
+            columns,
+            types,
+            mapping: Vec::new(),
+        };
         encoder.check("bench", &batch.schema()).ok()?;
         Some(ArrowEncoderBench {
             encoder,

@@ -7,7 +7,7 @@ use arrow_array::cast::AsArray;
 use arrow_array::temporal_conversions::{as_date, as_datetime, as_time};
 use arrow_array::types::*;
 use arrow_array::{Array, RecordBatch};
-use arrow_schema::{DataType, TimeUnit};
+use arrow_schema::{DataType, IntervalUnit, TimeUnit};
 
 /// The row's values as a JSON object, names in the load's order, and a
 /// line end.
@@ -69,9 +69,9 @@ pub(crate) fn value_text(array: &dyn Array, i: usize) -> Option<String> {
         DataType::Date32 => when!(Date32Type, as_date),
         DataType::Date64 => when!(Date64Type, as_date),
         DataType::Time32(TimeUnit::Second) => when!(Time32SecondType, as_time),
-        DataType::Time32(_) => when!(Time32MillisecondType, as_time),
+        DataType::Time32(TimeUnit::Millisecond) => when!(Time32MillisecondType, as_time),
         DataType::Time64(TimeUnit::Microsecond) => when!(Time64MicrosecondType, as_time),
-        DataType::Time64(_) => when!(Time64NanosecondType, as_time),
+        DataType::Time64(TimeUnit::Nanosecond) => when!(Time64NanosecondType, as_time),
         DataType::Timestamp(unit, tz) => {
             let shown = match unit {
                 TimeUnit::Second => when!(TimestampSecondType, as_datetime),
@@ -84,6 +84,53 @@ pub(crate) fn value_text(array: &dyn Array, i: usize) -> Option<String> {
                 None => shown,
             }
         }
+        DataType::Duration(TimeUnit::Second) => format!("{} seconds", shown!(DurationSecondType)),
+        DataType::Duration(TimeUnit::Millisecond) => {
+            format!("{} milliseconds", shown!(DurationMillisecondType))
+        }
+        DataType::Duration(TimeUnit::Microsecond) => {
+            format!("{} microseconds", shown!(DurationMicrosecondType))
+        }
+        DataType::Duration(TimeUnit::Nanosecond) => {
+            let nanos = array.as_primitive::<DurationNanosecondType>().value(i);
+            format!("{} seconds", nano_seconds(nanos))
+        }
+        DataType::Interval(IntervalUnit::YearMonth) => {
+            format!("{} months", shown!(IntervalYearMonthType))
+        }
+        DataType::Interval(IntervalUnit::DayTime) => {
+            let v = array.as_primitive::<IntervalDayTimeType>().value(i);
+            format!("{} days {} milliseconds", v.days, v.milliseconds)
+        }
+        DataType::Interval(IntervalUnit::MonthDayNano) => {
+            let v = array.as_primitive::<IntervalMonthDayNanoType>().value(i);
+            let seconds = nano_seconds(v.nanoseconds);
+            format!("{} months {} days {seconds} seconds", v.months, v.days)
+        }
+        DataType::List(_) => {
+            let list = array.as_list::<i32>();
+            array_text(
+                list.values().as_ref(),
+                list.value_offsets()[i] as usize..list.value_offsets()[i + 1] as usize,
+            )
+        }
+        DataType::LargeList(_) => {
+            let list = array.as_list::<i64>();
+            array_text(
+                list.values().as_ref(),
+                list.value_offsets()[i] as usize..list.value_offsets()[i + 1] as usize,
+            )
+        }
+        DataType::FixedSizeList(_, _) => {
+            let list = array.as_fixed_size_list();
+            let size = list.value_length().max(0) as usize;
+            array_text(list.values().as_ref(), i * size..(i + 1) * size)
+        }
+        DataType::Struct(_) | DataType::Map(_, _) => {
+            let mut text = String::new();
+            json_text(array, i, &mut text);
+            text
+        }
         DataType::Utf8 => array.as_string::<i32>().value(i).to_string(),
         DataType::LargeUtf8 => array.as_string::<i64>().value(i).to_string(),
         DataType::Utf8View => array.as_string_view().value(i).to_string(),
@@ -93,11 +140,147 @@ pub(crate) fn value_text(array: &dyn Array, i: usize) -> Option<String> {
         DataType::FixedSizeBinary(_) => hex(array.as_fixed_size_binary().value(i)),
         DataType::Dictionary(_, _) => {
             let dictionary = array.as_any_dictionary();
-            let key = dictionary.normalized_keys()[i];
-            return value_text(dictionary.values().as_ref(), key);
+            let values = dictionary.values();
+            if values.is_empty() {
+                return None;
+            }
+            let key = *dictionary.normalized_keys().get(i)?;
+            if key >= values.len() {
+                return Some("(a key past the dictionary)".to_string());
+            }
+            return value_text(values.as_ref(), key);
         }
         other => format!("({other})"),
     })
+}
+
+/// Value `i` of `array` (a struct, map, list or scalar) as JSON text,
+/// appended to `out`: structs and maps as objects (a map's keys as their
+/// text), lists as arrays, numbers and booleans as themselves (a float
+/// that is not finite as its name, a string), anything else as the string
+/// of its text.
+pub(crate) fn json_text(array: &dyn Array, i: usize, out: &mut String) {
+    use std::fmt::Write;
+    let quoted = |text: &str, out: &mut String| {
+        out.push_str(&serde_json::to_string(text).unwrap_or_else(|_| "null".into()));
+    };
+    if array.logical_nulls().is_some_and(|n| n.is_null(i)) {
+        out.push_str("null");
+        return;
+    }
+    let items = |values: &dyn Array, range: std::ops::Range<usize>, out: &mut String| {
+        out.push('[');
+        for (k, j) in range.enumerate() {
+            if k > 0 {
+                out.push(',');
+            }
+            json_text(values, j, out);
+        }
+        out.push(']');
+    };
+    match array.data_type() {
+        DataType::Struct(fields) => {
+            let array = array.as_struct();
+            out.push('{');
+            for (k, (field, column)) in fields.iter().zip(array.columns()).enumerate() {
+                if k > 0 {
+                    out.push(',');
+                }
+                quoted(field.name(), out);
+                out.push(':');
+                json_text(column.as_ref(), i, out);
+            }
+            out.push('}');
+        }
+        DataType::Map(_, _) => {
+            let map = array.as_map();
+            let offsets = map.value_offsets();
+            let (keys, values) = (map.keys(), map.values());
+            out.push('{');
+            let (start, end) = (offsets[i].max(0) as usize, offsets[i + 1].max(0) as usize);
+            for (k, j) in (start..end.min(keys.len())).enumerate() {
+                if k > 0 {
+                    out.push(',');
+                }
+                quoted(&value_text(keys.as_ref(), j).unwrap_or_default(), out);
+                out.push(':');
+                json_text(values.as_ref(), j, out);
+            }
+            out.push('}');
+        }
+        DataType::List(_) => {
+            let list = array.as_list::<i32>();
+            let o = list.value_offsets();
+            let range = o[i].max(0) as usize..(o[i + 1].max(0) as usize).min(list.values().len());
+            items(list.values().as_ref(), range, out);
+        }
+        DataType::LargeList(_) => {
+            let list = array.as_list::<i64>();
+            let o = list.value_offsets();
+            let range = o[i].max(0) as usize..(o[i + 1].max(0) as usize).min(list.values().len());
+            items(list.values().as_ref(), range, out);
+        }
+        DataType::FixedSizeList(_, _) => {
+            let list = array.as_fixed_size_list();
+            let size = list.value_length().max(0) as usize;
+            let end = ((i + 1) * size).min(list.values().len());
+            items(list.values().as_ref(), (i * size).min(end)..end, out);
+        }
+        DataType::Dictionary(_, _) => {
+            let dictionary = array.as_any_dictionary();
+            let values = dictionary.values();
+            match dictionary.normalized_keys().get(i) {
+                Some(&key) if key < values.len() => json_text(values.as_ref(), key, out),
+                _ => out.push_str("null"),
+            }
+        }
+        DataType::Boolean => out.push_str(if array.as_boolean().value(i) {
+            "true"
+        } else {
+            "false"
+        }),
+        t if t.is_integer() || matches!(t, DataType::Decimal128(..) | DataType::Decimal256(..)) => {
+            out.push_str(&value_text(array, i).unwrap_or_default());
+        }
+        t if t.is_floating() => {
+            let text = value_text(array, i).unwrap_or_default();
+            match text.parse::<f64>().is_ok_and(f64::is_finite) {
+                true => {
+                    let _ = write!(out, "{text}");
+                }
+                false => quoted(&text, out),
+            }
+        }
+        _ => quoted(&value_text(array, i).unwrap_or_default(), out),
+    }
+}
+
+/// Values `range` of `values` as an array's text: `{1,NULL,"a \"b\""}`.
+fn array_text(values: &dyn Array, range: std::ops::Range<usize>) -> String {
+    if range.end > values.len() || range.start > range.end {
+        return "(offsets past the list's values)".to_string();
+    }
+    let items: Vec<String> = range
+        .map(|j| match value_text(values, j) {
+            None => "NULL".to_string(),
+            Some(text) => {
+                let escaped = text.replace('\\', "\\\\").replace('"', "\\\"");
+                format!("\"{escaped}\"")
+            }
+        })
+        .collect();
+    format!("{{{}}}", items.join(","))
+}
+
+/// Nanoseconds as seconds with their nine decimals: `-0.000001500`.
+fn nano_seconds(nanos: i64) -> String {
+    let sign = if nanos < 0 { "-" } else { "" };
+    let magnitude = nanos.unsigned_abs();
+    format!(
+        "{sign}{}.{:09}",
+        magnitude / 1_000_000_000,
+        magnitude % 1_000_000_000
+    )
 }
 
 /// bytea's hex text: `\x` and two digits a byte.

@@ -37,6 +37,37 @@ pub(super) fn nanos_to_micros(nanos: i64) -> i64 {
     seconds * 1_000_000 + (frac * 1_000_000.0).round_ties_even() as i64
 }
 
+/// Nanoseconds of a duration into microseconds as PostgreSQL reads its
+/// text: the text is a sign and a magnitude (`-00:00:00.0000035`), and the
+/// magnitude's fraction is rounded, then the sign applied.
+pub(super) fn signed_nanos_to_micros(nanos: i64) -> i64 {
+    // i64::MIN's magnitude rounds as i64::MAX's: both end in .775807+ µs.
+    let magnitude = nanos_to_micros(nanos.checked_abs().unwrap_or(i64::MAX));
+    match nanos < 0 {
+        true => -magnitude,
+        false => magnitude,
+    }
+}
+
+/// An interval's binary form: microseconds, days, months; refused when
+/// the microseconds overflowed, or the value is one PostgreSQL 17 takes
+/// for an infinity.
+pub(super) fn interval(months: i32, days: i32, micros: Option<i64>) -> Result<[u8; 16], Refused> {
+    let refused = || ("22008", "interval out of range".to_string());
+    let micros = micros.ok_or_else(refused)?;
+    let infinite = |m: i64, d: i32, mo: i32| {
+        (m, d, mo) == (i64::MAX, i32::MAX, i32::MAX) || (m, d, mo) == (i64::MIN, i32::MIN, i32::MIN)
+    };
+    if infinite(micros, days, months) {
+        return Err(refused());
+    }
+    let mut field = [0u8; 16];
+    field[..8].copy_from_slice(&micros.to_be_bytes());
+    field[8..12].copy_from_slice(&days.to_be_bytes());
+    field[12..].copy_from_slice(&months.to_be_bytes());
+    Ok(field)
+}
+
 /// Microseconds since 1970 into a timestamp's binary form, or refused out
 /// of PostgreSQL's range.
 pub(super) fn timestamp(unix_micros: Option<i64>) -> Result<[u8; 8], Refused> {

@@ -14,6 +14,7 @@ fn encoder(column: ColumnType, name: &str) -> ArrowEncoder {
     ArrowEncoder {
         columns: vec!["v".to_string()],
         types: vec![(Some(column), name.to_string())],
+        mapping: Vec::new(),
     }
 }
 

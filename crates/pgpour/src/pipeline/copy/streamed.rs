@@ -21,8 +21,8 @@ use crate::journal::journal_rows_sql;
 use crate::server::conn::ConnectOptions;
 use crate::server::warm::{chunk_settings_sql, WarmSessions};
 use crate::server::wire::Wire;
-use crate::source::chunk::{Batch, Chunk};
-use crate::source::csv::frame::{count_records, Syntax};
+use crate::source::chunk::Batch;
+use crate::source::csv::frame::Syntax;
 
 /// What a journaled load's fast path needs to know.
 pub(crate) struct StreamSetup<'a> {
@@ -136,14 +136,7 @@ impl<'a> ChunkStream<'a> {
         // lineitem.
         let journaled: Vec<u64> = match binary {
             Some(_) => self.encoded.records.clone(),
-            None => {
-                // A Parquet or Arrow chunk's lines are its rows.
-                let records = |c: &Chunk| match &c.columnar {
-                    Some(_) => c.lines,
-                    None => count_records(self.setup.syntax, c.eol, &c.data),
-                };
-                batch.iter().map(records).collect()
-            }
+            None => batch.iter().map(|c| c.records(self.setup.syntax)).collect(),
         };
         let copy_sql = binary.map_or(self.setup.copy_sql, |b| b.copy_sql.as_str());
         let sql = self.batch_sql(copy_sql, &batch, &journaled);

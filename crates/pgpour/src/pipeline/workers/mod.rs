@@ -216,6 +216,9 @@ pub(super) fn run(
                 stop: &stop,
                 cancel: setup.cancel,
                 batches: plan.batches.as_ref(),
+                // Each decoder is busy on a core: more would only wait.
+                decoders: workers
+                    .min(std::thread::available_parallelism().map_or(1, std::num::NonZero::get)),
             };
             let end = reader.run(&tx);
             drop(tx);
@@ -473,11 +476,7 @@ impl Worker<'_> {
     /// `--where`, the records neither loaded nor rejected were left out.
     fn count(&self, chunk: &Chunk, loaded: &Loaded) {
         if self.plan.filtering {
-            let records = crate::source::csv::frame::count_records(
-                self.plan.format.syntax(),
-                chunk.eol,
-                &chunk.data,
-            );
+            let records = chunk.records(self.plan.format.syntax());
             let kept = loaded.rows + loaded.rejected.len() as u64;
             self.progress
                 .rows_filtered

@@ -8,7 +8,6 @@ use super::streaming::{Again, CarefulSession};
 use super::{FirstTry, Worker};
 use crate::error::{Result, ServerError};
 use crate::source::chunk::Batch;
-use crate::source::csv::frame::count_records;
 
 impl Worker<'_> {
     /// A batch the server refused a row of. A lone chunk goes to the
@@ -60,10 +59,7 @@ impl Worker<'_> {
         let client = self.careful_client(careful)?;
         if crate::journal::committed_chunk(client, load_id, &next.range())?.is_some() {
             let syntax = self.plan.format.syntax();
-            let journaled: Vec<u64> = rest
-                .iter()
-                .map(|c| count_records(syntax, c.eol, &c.data))
-                .collect();
+            let journaled: Vec<u64> = rest.iter().map(|c| c.records(syntax)).collect();
             self.count_streamed(&rest, &journaled, false);
         } else if first_of_load {
             self.one_by_one(careful, None, rest, FirstTry::Whole)?;

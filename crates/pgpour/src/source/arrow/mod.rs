@@ -6,6 +6,7 @@
 
 pub(crate) mod columnar;
 pub(crate) mod read;
+mod row_groups;
 pub(crate) mod stream;
 
 pub use columnar::{Columnar, EncodedRows, RowProblem};

@@ -1,7 +1,10 @@
 //! The reader of Parquet and Arrow IPC inputs: each input's rows still to
 //! load (all of them, or on resume the gaps between the chunks an earlier
 //! run committed) cut into chunks of about a chunk's size, each a record
-//! batch of one row group, its columns in the load's order.
+//! batch of one row group, its columns in the load's order. Parquet files
+//! are decoded on several threads (`row_groups.rs`); Arrow IPC files and
+//! streams here, one batch after another (their batches are decoded as
+//! they are read: little work).
 //!
 //! A chunk's journal range is its rows: `byte_start..byte_end` counts rows
 //! of the input from 0, so that a resume reads exactly the rows that did
@@ -17,11 +20,6 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use arrow_array::RecordBatch;
 use arrow_schema::{ArrowError, Schema, SchemaRef};
 use crossbeam_channel::Sender;
-use parquet::arrow::arrow_reader::{
-    ArrowReaderMetadata, ArrowReaderOptions, ParquetRecordBatchReaderBuilder, RowSelection,
-    RowSelector,
-};
-use parquet::arrow::ProjectionMask;
 
 use super::{BatchStream, Columnar, InputKind};
 use crate::error::{Error, Result};
@@ -29,6 +27,12 @@ use crate::progress::Progress;
 use crate::source::chunk::{Batch, Chunk};
 use crate::source::chunk_range::{ReadEnd, Segment};
 use crate::source::input::InputSpec;
+
+/// Why a Parquet input cannot be stdin.
+const PARQUET_NOT_ON_STDIN: &str =
+    "Parquet is read from files, not stdin (its footer, at the end, \
+     says where its rows are); give the file's path, or send an Arrow IPC stream on stdin with \
+     --format arrow";
 
 /// Rows per chunk at most, however narrow: the row offsets the workers
 /// keep are a few bytes a row.
@@ -47,6 +51,8 @@ pub(crate) struct ArrowReader<'a> {
     /// What an Arrow input on stdin reads: its IPC stream, or the batches
     /// a program gave.
     pub batches: Option<&'a BatchStream>,
+    /// Threads that decode Parquet row groups (each reads its own).
+    pub decoders: usize,
 }
 
 /// Opens an input file, refusing anything but a file (stdin included: a
@@ -59,36 +65,32 @@ pub(crate) fn open(path: &Path) -> Result<File> {
 }
 
 /// The chunks the reader sends, numbered in order.
-struct Outbox<'a> {
+pub(super) struct Outbox<'a> {
     tx: &'a Sender<Batch>,
-    seq: u64,
+    pub seq: u64,
 }
 
 impl ArrowReader<'_> {
     pub fn run(&self, tx: &Sender<Batch>) -> Result<ReadEnd> {
         let mut out = Outbox { tx, seq: 0 };
+        if self.kind == InputKind::Parquet {
+            if let Some(stdin) = self.inputs.iter().find(|i| **i == InputSpec::Stdin) {
+                return Err(self.problem(stdin, PARQUET_NOT_ON_STDIN));
+            }
+            return Ok(match self.read_parquet_files(&mut out)? {
+                true => ReadEnd::Done { chunks: out.seq },
+                false => ReadEnd::Stopped,
+            });
+        }
         for (index, input) in self.inputs.iter().enumerate() {
             let wanted: Vec<(u64, Option<u64>)> = self.segments[index]
                 .iter()
                 .filter(|s| !s.committed)
                 .map(|s| (s.from, s.to))
                 .collect();
-            let sent = match (input, self.kind) {
-                (InputSpec::File(path), InputKind::Parquet) => {
-                    self.read_parquet(index, path, &wanted, &mut out)?
-                }
-                (InputSpec::File(path), _) => self.read_ipc(index, path, &wanted, &mut out)?,
-                (InputSpec::Stdin, InputKind::Arrow) => {
-                    self.read_stream(index, input, &wanted, &mut out)?
-                }
-                (InputSpec::Stdin, _) => {
-                    return Err(self.problem(
-                        input,
-                        "Parquet is read from files, not stdin (its footer, at the end, says \
-                         where its rows are); give the file's path, or send an Arrow IPC stream \
-                         on stdin with --format arrow",
-                    ))
-                }
+            let sent = match input {
+                InputSpec::File(path) => self.read_ipc(index, path, &wanted, &mut out)?,
+                InputSpec::Stdin => self.read_stream(index, input, &wanted, &mut out)?,
             };
             if !sent {
                 return Ok(ReadEnd::Stopped);
@@ -97,11 +99,11 @@ impl ArrowReader<'_> {
         Ok(ReadEnd::Done { chunks: out.seq })
     }
 
-    fn stopped(&self) -> bool {
+    pub(super) fn stopped(&self) -> bool {
         self.stop.load(Ordering::SeqCst) || self.cancel.load(Ordering::SeqCst)
     }
 
-    fn problem(&self, input: &InputSpec, message: impl Into<String>) -> Error {
+    pub(super) fn problem(&self, input: &InputSpec, message: impl Into<String>) -> Error {
         Error::ColumnarInput {
             file: input.name(),
             message: message.into(),
@@ -109,7 +111,7 @@ impl ArrowReader<'_> {
     }
 
     /// The positions in `schema` of the load's columns, in the load's order.
-    fn column_indexes(&self, file: &str, schema: &Schema) -> Result<Vec<usize>> {
+    pub(super) fn column_indexes(&self, file: &str, schema: &Schema) -> Result<Vec<usize>> {
         self.columns
             .iter()
             .map(|name| {
@@ -124,93 +126,8 @@ impl ArrowReader<'_> {
     }
 
     /// Rows per chunk for rows of about `row_bytes` decoded bytes.
-    fn rows_per_chunk(&self, row_bytes: usize) -> usize {
+    pub(super) fn rows_per_chunk(&self, row_bytes: usize) -> usize {
         (self.chunk_size / row_bytes.max(1)).clamp(1, MOST_ROWS)
-    }
-
-    /// Reads the wanted row ranges of a Parquet file, a row group at a
-    /// time; false when the load stopped first.
-    fn read_parquet(
-        &self,
-        index: usize,
-        path: &Path,
-        wanted: &[(u64, Option<u64>)],
-        out: &mut Outbox<'_>,
-    ) -> Result<bool> {
-        let name = path.display().to_string();
-        let unreadable = |e: parquet::errors::ParquetError| Error::ColumnarInput {
-            file: name.clone(),
-            message: e.to_string(),
-        };
-        let file = open(path)?;
-        let size = file.metadata().map(|m| m.len()).unwrap_or(0);
-        // The footer, read once for all the row groups' readers.
-        let footer =
-            ArrowReaderMetadata::load(&file, ArrowReaderOptions::default()).map_err(unreadable)?;
-        let metadata = footer.metadata().clone();
-        let order = self.column_indexes(&name, footer.schema())?;
-        let total_rows = metadata.file_metadata().num_rows().max(1) as u64;
-        let mut group_start = 0u64;
-        for (group, meta) in metadata.row_groups().iter().enumerate() {
-            let rows = meta.num_rows() as u64;
-            let group_end = group_start + rows;
-            for (from, to) in overlaps(wanted, group_start, group_end) {
-                if self.stopped() {
-                    return Ok(false);
-                }
-                let row_bytes = meta.total_byte_size() as usize / (rows.max(1) as usize);
-                let batch_rows = self.rows_per_chunk(row_bytes);
-                let file = file.try_clone().map_err(|source| Error::Input {
-                    path: path.to_path_buf(),
-                    source,
-                })?;
-                let builder =
-                    ParquetRecordBatchReaderBuilder::new_with_metadata(file, footer.clone());
-                // The projection gives the columns in the file's order: put
-                // in the load's after.
-                let mut roots = order.clone();
-                roots.sort_unstable();
-                let in_projection: Vec<usize> = order
-                    .iter()
-                    .map(|i| roots.binary_search(i).unwrap_or_default())
-                    .collect();
-                let mask = ProjectionMask::roots(builder.parquet_schema(), roots);
-                let selection = RowSelection::from(vec![
-                    RowSelector::skip((from - group_start) as usize),
-                    RowSelector::select((to - from) as usize),
-                ]);
-                let reader = builder
-                    .with_row_groups(vec![group])
-                    .with_projection(mask)
-                    .with_row_selection(selection)
-                    .with_batch_size(batch_rows)
-                    .build()
-                    .map_err(unreadable)?;
-                let mut at = from;
-                for batch in reader {
-                    let batch = batch.map_err(|e| Error::ColumnarInput {
-                        file: name.clone(),
-                        message: e.to_string(),
-                    })?;
-                    let batch =
-                        batch
-                            .project(&in_projection)
-                            .map_err(|e| Error::ColumnarInput {
-                                file: name.clone(),
-                                message: e.to_string(),
-                            })?;
-                    let n = batch.num_rows() as u64;
-                    let bytes = size * n / total_rows;
-                    let position = (index, group as u64, at, at - group_start);
-                    if !self.send(out, position, batch, bytes) {
-                        return Ok(false);
-                    }
-                    at += n;
-                }
-            }
-            group_start = group_end;
-        }
-        Ok(true)
     }
 
     /// Reads the wanted row ranges of an Arrow IPC file or stream, a record
@@ -311,7 +228,7 @@ impl ArrowReader<'_> {
 
     /// Sends one chunk: `(input, row group, first row of the input, first
     /// row of the group)`.
-    fn send(
+    pub(super) fn send(
         &self,
         out: &mut Outbox<'_>,
         (input, row_group, first_row, group_first_row): (usize, u64, u64, u64),
@@ -346,7 +263,7 @@ impl ArrowReader<'_> {
 }
 
 /// The parts of the wanted row ranges within `start..end`.
-fn overlaps(wanted: &[(u64, Option<u64>)], start: u64, end: u64) -> Vec<(u64, u64)> {
+pub(super) fn overlaps(wanted: &[(u64, Option<u64>)], start: u64, end: u64) -> Vec<(u64, u64)> {
     wanted
         .iter()
         .filter_map(|&(from, to)| {
