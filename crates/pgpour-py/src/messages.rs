@@ -178,12 +178,9 @@ pub fn engine_error(error: &Error) -> String {
 /// What a load of Parquet or Arrow data cannot do, by its keyword.
 fn columnar_option(option: &str, error: &Error) -> String {
     let keyword = match option {
-        "WHERE" => "where",
         "a row limit" => "limit",
         "skipping lines" => "skip_lines",
         "HEADER" => "header",
-        "creating the table" => "create=True",
-        "merging rows on conflict" => "on_conflict='skip' or 'update'",
         "routing rows to Citus shards" => "citus_route='shards'",
         _ => return error.to_string(),
     };

@@ -32,8 +32,16 @@ def test_keywords_of_text_input_are_refused_by_name(db):
 def test_what_the_engine_refuses_for_arrow_data_is_an_options_error(db):
     target = db.table("id bigint PRIMARY KEY, name text")
     with pytest.raises(pgpour.OptionsError) as raised:
-        pgpour.load(frame(), target, db=db.conninfo, on_conflict="skip")
-    assert "on_conflict='skip' or 'update' does not apply to Parquet or Arrow data" in str(raised.value)
+        pgpour.load(frame(), target, db=db.conninfo, citus_route="shards")
+    assert "citus_route='shards' does not apply to Parquet or Arrow data" in str(raised.value)
+    assert db.count(target) == 0
+
+
+def test_a_frame_merges_on_conflict(db):
+    target = db.table("id bigint PRIMARY KEY, name text")
+    assert pgpour.load(frame(), target, db=db.conninfo).rows_loaded == 3
+    again = pgpour.load(frame(), target, db=db.conninfo, on_conflict="skip")
+    assert db.count(target) == 3, again.to_dict()
 
 
 def test_a_column_the_frame_lacks_is_named(db):
