@@ -16,8 +16,7 @@ use pgpour::{
     TypeRequest, WireFormat,
 };
 
-/// What errors call an in-memory source in place of a file's name.
-pub const FRAME: &str = "the in-memory source";
+use crate::messages::FRAME;
 use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyDict, PyInt, PyString};

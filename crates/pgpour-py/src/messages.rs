@@ -8,6 +8,9 @@ use pgpour::{
     RowHint, SessionNeed,
 };
 
+/// What errors call an in-memory source in place of a file's name.
+pub const FRAME: &str = "the in-memory source";
+
 /// `text` as Python's `repr` writes a str: in single quotes, as a user
 /// pastes it into code.
 pub fn repr(text: &str) -> String {
@@ -191,7 +194,7 @@ fn columnar_option(option: &str, error: &Error) -> String {
 /// source: its rows by their index, not a file's line; the source by that
 /// name, not `<stdin>`.
 pub fn in_memory_error(error: &Error) -> String {
-    let frame = crate::keywords::FRAME;
+    let frame = FRAME;
     match error {
         Error::Rejected {
             row, max_errors, ..
@@ -230,7 +233,7 @@ pub fn in_memory_error(error: &Error) -> String {
 
 /// A bad row of an in-memory source, as `BadRow` tells one of a file.
 fn in_memory_row(row: &pgpour::BadRow) -> String {
-    let mut text = format!("row {} of {}", row.byte, crate::keywords::FRAME);
+    let mut text = format!("row {} of {}", row.byte, FRAME);
     if let Some(at) = row.group_row {
         text.push_str(&format!(
             " (batch {}, row {} in it)",

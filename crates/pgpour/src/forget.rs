@@ -7,7 +7,7 @@ use postgres::types::Type;
 use crate::citus::leftovers::{Settled, SettledAs};
 use crate::error::{Error, Result};
 use crate::journal::status::{picked, still_picked, LoadFilter};
-use crate::journal::undo::Refused;
+use crate::journal::undo::{Hooks, Refused};
 use crate::server::conn::ConnectOptions;
 
 /// What forgetting a load did before its entry went.
@@ -148,7 +148,10 @@ fn forget_locked(
             &mut restored,
             &mut || Ok(()),
             None,
-            Default::default(),
+            Hooks {
+                keys_not_valid_first: Some(&mut crate::journal::foreign_keys::not_valid_first),
+                ..Hooks::default()
+            },
         )?;
         let n = client
             .execute_typed(

@@ -395,12 +395,20 @@ pub(crate) type RejectDuplicates<'a> =
 pub(crate) type AddForeignKeys<'a> =
     &'a mut dyn FnMut(&mut Client, Vec<Pending>, &mut Vec<String>) -> Result<bool>;
 
-/// What a load's own run does its own way in `run_pending`.
+/// Puts the foreign keys still away back `NOT VALID` first, where no
+/// `AddForeignKeys` takes them (see `foreign_keys::not_valid_first`):
+/// given every pending step, the steps as they stand then, each such key's
+/// step become its `VALIDATE`.
+pub(crate) type KeysNotValidFirst<'a> =
+    &'a mut dyn FnMut(&mut Client, &str, Vec<Pending>) -> Result<Vec<Pending>>;
+
+/// What a load's own run (or `forget`) does its own way in `run_pending`.
 #[derive(Default)]
 pub(crate) struct Hooks<'a> {
     pub at_once: Option<AtOnce<'a>>,
     pub duplicates: Option<RejectDuplicates<'a>>,
     pub foreign_keys: Option<AddForeignKeys<'a>>,
+    pub keys_not_valid_first: Option<KeysNotValidFirst<'a>>,
 }
 
 /// What `run_pending` does with a step pgpour will not run: a restore an
@@ -508,9 +516,11 @@ pub(crate) fn run_pending(
     };
     // A key still away goes back in two steps here too: NOT VALID, then
     // its VALIDATE in its turn (its lock SHARE UPDATE EXCLUSIVE).
-    let pending = match step_by_step && pending.iter().any(foreign_key) {
-        true => super::foreign_keys::not_valid_first(client, load_id, pending)?,
-        false => pending,
+    let pending = match hooks.keys_not_valid_first {
+        Some(first) if step_by_step && pending.iter().any(foreign_key) => {
+            first(client, load_id, pending)?
+        }
+        _ => pending,
     };
     let rebuilds = pending.iter().filter(|p| p.step.is_rebuild()).count();
     let mut rebuilt = 0;

@@ -321,6 +321,7 @@ fn undo(
                 at_once: Some(&mut at_once),
                 duplicates: Some(&mut duplicates),
                 foreign_keys: Some(&mut foreign_keys),
+                keys_not_valid_first: None,
             },
         );
         // Answered even when the undo had nothing to change.
@@ -346,6 +347,7 @@ fn undo(
                         at_once: None,
                         duplicates: Some(&mut duplicates),
                         foreign_keys: Some(&mut foreign_keys),
+                        keys_not_valid_first: None,
                     },
                 );
             }

@@ -44,7 +44,10 @@ fn restore_pending(client: &mut postgres::Client, load_id: &str) -> crate::Resul
         &mut done,
         &mut || Ok(()),
         None,
-        Default::default(),
+        super::undo::Hooks {
+            keys_not_valid_first: Some(&mut super::foreign_keys::not_valid_first),
+            ..Default::default()
+        },
     )
     .map(|()| done)
 }
