@@ -65,8 +65,15 @@ fn find_on(connect: &ConnectOptions, wire: &mut Wire) -> Result<Option<PoolMode>
             Some(pid) if Some(pid) != wire.key_pid => mode(connect, wire, pid).map(Some),
             _ => Ok(None),
         })?;
-    if found == Some(PoolMode::Transaction) {
-        connect.set_sessions_shared();
+    match found {
+        Some(PoolMode::Transaction) => connect.set_sessions_shared(),
+        // Each session is one server session: this one sets its settings
+        // with its next query, as the others do.
+        Some(PoolMode::Session) => {
+            connect.set_session_pooler();
+            wire.settings_from(connect.clone());
+        }
+        _ => {}
     }
     Ok(found)
 }

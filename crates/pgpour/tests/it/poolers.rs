@@ -329,3 +329,33 @@ fn a_stranger_on_the_one_pooled_backend_finds_nothing_of_the_load() {
     assert!(!statuses.iter().any(|s| s.load_id == "one"), "{statuses:?}");
     nothing_left(&pooler, &db);
 }
+
+/// Every session of a load, through a pooler with stock settings, starts
+/// with the parameters every pooler takes: the pooler refuses none (each
+/// refusal was a handshake lost, and a session opened again).
+#[test]
+fn no_session_of_a_load_is_refused_at_start_up_by_the_pooler() {
+    let cluster = shared_cluster();
+    for (mode, name) in [
+        (PoolMode::Session, "session"),
+        (PoolMode::Transaction, "transaction"),
+    ] {
+        let Some(pooler) = PgBouncer::start(cluster, mode, &["postgres"]) else {
+            return;
+        };
+        let db = cluster.create_database(&format!("pooled_start_up_{name}"));
+        let dir = tempfile::tempdir().unwrap();
+        let path = tables_and_input(&db, dir.path());
+        let connect = through(&pooler, &db);
+        let summary = load_via(&connect, &options(&path, "start_up"))
+            .unwrap_or_else(|f| panic!("{}\n{}", f.error, pooler.log()));
+        assert_eq!(summary.rows_loaded, ROWS as u64);
+        pgpour::status(&connect, &pgpour::LoadFilter::default()).unwrap();
+        assert!(pgpour::forget(&connect, "start_up").unwrap().is_some());
+        let log = pooler.log();
+        assert!(
+            !log.contains("unsupported startup parameter"),
+            "{name} pooling refused a start-up:\n{log}"
+        );
+    }
+}
