@@ -352,6 +352,16 @@ fn no_session_of_a_load_is_refused_at_start_up_by_the_pooler() {
         assert_eq!(summary.rows_loaded, ROWS as u64);
         pgpour::status(&connect, &pgpour::LoadFilter::default()).unwrap();
         assert!(pgpour::forget(&connect, "start_up").unwrap().is_some());
+        // The settings that went in `options` before went nowhere a
+        // later client of the pooled backends finds them.
+        let mut client = pooler.client(&db.name, "postgres");
+        let row = client
+            .query_one(
+                "SELECT coalesce(current_setting('citus.multi_shard_modify_mode', true), '')",
+                &[],
+            )
+            .unwrap();
+        assert_eq!(row.get::<_, String>(0), "", "{name} pooling");
         let log = pooler.log();
         assert!(
             !log.contains("unsupported startup parameter"),
