@@ -423,7 +423,8 @@ fn run_lock(
     // Where a pooler shares server sessions between transactions, the load
     // keeps no session state (see `ConnectOptions::sessions_shared`); what
     // needs a session for longer is refused before anything loads.
-    crate::server::pooler::refuse_shared_on(connect, warm, session_need(options))?;
+    let needs = session_need(options).or_else(|| connect.settings_need());
+    crate::server::pooler::refuse_shared_on(connect, warm, needs)?;
     if !options.journal {
         return Ok(None);
     }

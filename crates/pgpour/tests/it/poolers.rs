@@ -369,3 +369,78 @@ fn no_session_of_a_load_is_refused_at_start_up_by_the_pooler() {
         );
     }
 }
+
+/// The connection's own settings (here PGDATESTYLE, which decides how a
+/// date is read): through a session pooler they hold for each of the
+/// load's sessions, as on a direct connection; through a transaction
+/// pooler, which cannot keep them, the load stops before it loads, rather
+/// than read the rows without them.
+#[test]
+fn settings_of_the_connection_hold_through_a_session_pooler_and_stop_a_transaction_pooled_load() {
+    let cluster = shared_cluster();
+    for (mode, name) in [
+        (PoolMode::Session, "session"),
+        (PoolMode::Transaction, "transaction"),
+    ] {
+        let Some(pooler) = PgBouncer::start(cluster, mode, &["postgres"]) else {
+            return;
+        };
+        let db = cluster.create_database(&format!("pooled_settings_{name}"));
+        db.client()
+            .batch_execute("CREATE TABLE days (n int, day date)")
+            .unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("days.csv");
+        let rows: String = (0..5000).map(|i| format!("{i},01/02/2020\n")).collect();
+        std::fs::write(&path, rows).unwrap();
+        let env = |name: &str| (name == "PGDATESTYLE").then(|| "SQL, DMY".to_string());
+        let connect =
+            ConnectOptions::resolve(Some(&pooler.conninfo(&db.name, "postgres")), &env).unwrap();
+        let mut options = LoadOptions::new(
+            vec![InputSpec::File(path)],
+            TableName::parse("days").unwrap(),
+            FormatOptions::new(Format::Csv),
+        );
+        options.workers = Some(2);
+        options.chunk_size = 8 * 1024;
+        let loaded = load_via(&connect, &options);
+        let day_first: i64 = db
+            .client()
+            .query_one(
+                "SELECT count(*) FROM days WHERE day = DATE '2020-02-01'",
+                &[],
+            )
+            .unwrap()
+            .get(0);
+        match mode {
+            PoolMode::Session => {
+                let summary = loaded.unwrap_or_else(|f| panic!("{}\n{}", f.error, pooler.log()));
+                assert_eq!(summary.rows_loaded, 5000);
+                assert_eq!(day_first, 5000, "the dates read day first");
+            }
+            _ => {
+                let Err(failure) = loaded else {
+                    panic!("a transaction-pooled load with settings loaded")
+                };
+                assert!(
+                    matches!(
+                        failure.error,
+                        Error::SessionsShared {
+                            mode: "transaction",
+                            needs: Some(pgpour::SessionNeed::Settings)
+                        }
+                    ),
+                    "{}",
+                    failure.error
+                );
+                let any: i64 = db
+                    .client()
+                    .query_one("SELECT count(*) FROM days", &[])
+                    .unwrap()
+                    .get(0);
+                assert_eq!(any, 0, "nothing loaded");
+            }
+        }
+        nothing_left(&pooler, &db);
+    }
+}

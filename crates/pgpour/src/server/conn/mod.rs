@@ -239,6 +239,15 @@ impl ConnectOptions {
         ))
     }
 
+    /// What the user's own settings need of a session, if they gave any
+    /// (see `SessionNeed::Settings`): a load through a pooler in
+    /// transaction pooling stops before it loads, rather than read the
+    /// rows without them.
+    pub(crate) fn settings_need(&self) -> Option<crate::error::SessionNeed> {
+        self.user_settings
+            .then_some(crate::error::SessionNeed::Settings)
+    }
+
     /// Records that a pooler in session pooling stands between: each
     /// session then is one server session, and sets its settings.
     pub(crate) fn set_session_pooler(&self) {
