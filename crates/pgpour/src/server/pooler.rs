@@ -63,14 +63,18 @@ fn find_on(connect: &ConnectOptions, wire: &mut Wire) -> Result<Option<PoolMode>
     let found =
         ask(wire, "SELECT pg_catalog.pg_backend_pid()").and_then(|backend| match backend {
             Some(pid) if Some(pid) != wire.key_pid => mode(connect, wire, pid).map(Some),
-            _ => Ok(None),
+            Some(_) => {
+                connect.set_sessions_own();
+                Ok(None)
+            }
+            None => Ok(None),
         })?;
     match found {
         Some(PoolMode::Transaction) => connect.set_sessions_shared(),
         // Each session is one server session: this one sets its settings
         // with its next query, as the others do.
         Some(PoolMode::Session) => {
-            connect.set_session_pooler();
+            connect.set_sessions_own();
             wire.settings_from(connect.clone());
         }
         _ => {}

@@ -382,7 +382,14 @@ fn settings_of_the_connection_hold_through_a_session_pooler_and_stop_a_transacti
         (PoolMode::Session, "session"),
         (PoolMode::Transaction, "transaction"),
     ] {
-        let Some(pooler) = PgBouncer::start(cluster, mode, &["postgres"]) else {
+        // One server session behind the transaction pooler: a later client
+        // is given the one the load's commands used.
+        let one = [("default_pool_size", "1"), ("max_db_connections", "1")];
+        let settings: &[(&str, &str)] = match mode {
+            PoolMode::Transaction => &one,
+            _ => &[],
+        };
+        let Some(pooler) = PgBouncer::start_with(cluster, mode, &["postgres"], settings) else {
             return;
         };
         let db = cluster.create_database(&format!("pooled_settings_{name}"));
@@ -393,7 +400,12 @@ fn settings_of_the_connection_hold_through_a_session_pooler_and_stop_a_transacti
         let path = dir.path().join("days.csv");
         let rows: String = (0..5000).map(|i| format!("{i},01/02/2020\n")).collect();
         std::fs::write(&path, rows).unwrap();
-        let env = |name: &str| (name == "PGDATESTYLE").then(|| "SQL, DMY".to_string());
+        // (PgBouncer puts a client's DateStyle back itself; not geqo.)
+        let env = |name: &str| match name {
+            "PGDATESTYLE" => Some("SQL, DMY".to_string()),
+            "PGGEQO" => Some("off".to_string()),
+            _ => None,
+        };
         let connect =
             ConnectOptions::resolve(Some(&pooler.conninfo(&db.name, "postgres")), &env).unwrap();
         let mut options = LoadOptions::new(
@@ -439,6 +451,19 @@ fn settings_of_the_connection_hold_through_a_session_pooler_and_stop_a_transacti
                     .unwrap()
                     .get(0);
                 assert_eq!(any, 0, "nothing loaded");
+                // Nor do the journal's commands hand the settings to the
+                // pooled backends (as a command of its own, which has not
+                // found the pooler yet).
+                let fresh =
+                    ConnectOptions::resolve(Some(&pooler.conninfo(&db.name, "postgres")), &env)
+                        .unwrap();
+                pgpour::status(&fresh, &Default::default()).unwrap();
+                let geqo: String = pooler
+                    .client(&db.name, "postgres")
+                    .query_one("SELECT current_setting('geqo')", &[])
+                    .unwrap()
+                    .get(0);
+                assert_eq!(geqo, "on", "left on a pooled backend");
             }
         }
         nothing_left(&pooler, &db);

@@ -100,9 +100,10 @@ pub struct ConnectOptions {
     /// (transaction pooling): the load's sessions then keep no state
     /// beyond a transaction. Shared by every copy of these options.
     sessions_shared: Arc<AtomicBool>,
-    /// Set once a pooler in session pooling was found in front of the
-    /// server (see `settings_sql_on`). Shared by every copy of these options.
-    session_pooler: Arc<AtomicBool>,
+    /// Set once each session was found to be one server session of its
+    /// own: a direct connection, or a pooler in session pooling (see
+    /// `settings_sql_on`). Shared by every copy of these options.
+    sessions_own: Arc<AtomicBool>,
 }
 
 /// Unix socket directories tried when no host is given: Debian's, then upstream's.
@@ -181,7 +182,7 @@ impl ConnectOptions {
             settings: Arc::new(settings),
             user_settings,
             sessions_shared: Arc::default(),
-            session_pooler: Arc::default(),
+            sessions_own: Arc::default(),
         };
         let mut config = resolved.all_but_hosts(raw_options.as_deref());
         let all = &resolved.config;
@@ -210,11 +211,12 @@ impl ConnectOptions {
     }
 
     /// `settings_sql` for a session whose cancel key names process `key`:
-    /// it sets them only if that is the session's backend, unless a pooler
-    /// in session pooling was found. Where a pooler stands between (whose
-    /// keys are its own) and its mode is not known yet, nothing is set.
+    /// it sets them only if that is the session's backend, unless each
+    /// session is known to be a server session of its own. Where a pooler
+    /// stands between (whose keys are its own) and its mode is not known
+    /// yet, nothing is set.
     pub(crate) fn settings_sql_on(&self, key: Option<i32>) -> Option<String> {
-        match (self.session_pooler.load(Ordering::Relaxed), key) {
+        match (self.sessions_own.load(Ordering::Relaxed), key) {
             (true, _) => self.settings_sql(),
             (false, Some(pid)) => {
                 self.settings_sql_where(&format!(" WHERE pg_catalog.pg_backend_pid() = {pid}"))
@@ -248,10 +250,11 @@ impl ConnectOptions {
             .then_some(crate::error::SessionNeed::Settings)
     }
 
-    /// Records that a pooler in session pooling stands between: each
-    /// session then is one server session, and sets its settings.
-    pub(crate) fn set_session_pooler(&self) {
-        self.session_pooler.store(true, Ordering::Relaxed);
+    /// Records that each session is one server session of its own (a
+    /// direct connection, or a pooler in session pooling): each then sets
+    /// its settings.
+    pub(crate) fn set_sessions_own(&self) {
+        self.sessions_own.store(true, Ordering::Relaxed);
     }
 
     /// Whether a pooler in front of the server was found to share server
@@ -348,10 +351,12 @@ impl ConnectOptions {
 
     /// A session on the driver, with the user's settings (a statement
     /// more, only where the user gave some: pgpour's own SQL reads the
-    /// same without its own, see `quote_literal`).
+    /// same without its own, see `quote_literal`), once each session is
+    /// known to be a server session of its own: before that (`status`,
+    /// `forget`), a transaction pooler would hand them to other clients.
     pub fn connect(&self) -> Result<Client> {
         let mut client = self.connect_bare()?;
-        if self.user_settings {
+        if self.user_settings && self.sessions_own.load(Ordering::Relaxed) {
             self.set_up(&mut client, "")?;
         }
         Ok(client)
