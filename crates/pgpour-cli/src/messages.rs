@@ -91,9 +91,14 @@ pub fn engine_error(error: &Error) -> String {
             let what = match needs {
                 Some(SessionNeed::Atomic) => "--atomic needs one",
                 Some(SessionNeed::Merge) => "--on-conflict needs one",
+                Some(SessionNeed::Settings) => "The settings need one",
                 _ => "a load needs one",
             };
             let plain = match needs {
+                Some(SessionNeed::Settings) => {
+                    "; without them (unset PGOPTIONS, PGDATESTYLE, PGTZ, PGGEQO and the \
+                     connection's options), the load runs through this pooler"
+                }
                 Some(_) => "; without it, the load runs through this pooler",
                 None => "",
             };

@@ -348,6 +348,20 @@ fn load_and_journal_errors_say_which_command_goes_on() {
          pooler",
     );
     says(
+        Error::SessionsShared {
+            mode: "transaction",
+            needs: Some(SessionNeed::Settings),
+        },
+        "the server is reached through a connection pooler in transaction pooling mode, which \
+         shares server sessions between clients: the connection's settings (its options, \
+         PGDATESTYLE, PGTZ or PGGEQO) hold for a session, and the load's rows would be read \
+         without them, which this pooling does not give a client. The settings need one: \
+         connect to the server directly, or through a session-mode pool (Supabase: port 5432 \
+         instead of 6543; Neon: the host without -pooler; PgBouncer: pool_mode = session); \
+         without them (unset PGOPTIONS, PGDATESTYLE, PGTZ, PGGEQO and the connection's \
+         options), the load runs through this pooler",
+    );
+    says(
         Error::JournalNotPermitted {
             role: "loader".into(),
             database: "app".into(),

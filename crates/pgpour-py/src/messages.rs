@@ -105,9 +105,14 @@ pub fn engine_error(error: &Error) -> String {
             let what = match needs {
                 Some(SessionNeed::Atomic) => "atomic=True needs one: connect",
                 Some(SessionNeed::Merge) => "on_conflict needs one: connect",
+                Some(SessionNeed::Settings) => "The settings need one: connect",
                 _ => "Connect",
             };
             let plain = match needs {
+                Some(SessionNeed::Settings) => {
+                    "; without them (unset PGOPTIONS, PGDATESTYLE, PGTZ, PGGEQO and the \
+                     connection's options), the load runs through this pooler"
+                }
                 Some(_) => "; without it, the load runs through this pooler",
                 None => "",
             };

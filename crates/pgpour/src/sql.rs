@@ -126,8 +126,11 @@ fn split_identifiers(text: &str, separator: u8) -> Result<Vec<String>> {
 pub(crate) fn pin_search_path(
     client: &mut impl postgres::GenericClient,
 ) -> Result<(), postgres::Error> {
-    client.batch_execute("SET search_path = pg_catalog, pg_temp")
+    client.batch_execute(PIN_SEARCH_PATH)
 }
+
+/// The statement of `pin_search_path`.
+pub(crate) const PIN_SEARCH_PATH: &str = "SET search_path = pg_catalog, pg_temp";
 
 /// A row of a simple query: each value as the server's text, or NULL.
 pub(crate) type TextRow = Vec<Option<String>>;

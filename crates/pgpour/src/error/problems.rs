@@ -220,6 +220,10 @@ pub enum SessionNeed {
     Atomic,
     /// Merging rows on conflict: the staging table lives with its session.
     Merge,
+    /// The connection's own settings (its `options`, PGDATESTYLE, PGTZ,
+    /// PGGEQO): set for a session, which would reach other clients, and
+    /// which the load's next transaction may not run on.
+    Settings,
 }
 
 impl fmt::Display for SessionNeed {
@@ -232,6 +236,10 @@ impl fmt::Display for SessionNeed {
             SessionNeed::Merge => {
                 "merging rows on conflict stages them in a temporary table that lives with \
                  its session"
+            }
+            SessionNeed::Settings => {
+                "the connection's settings (its options, PGDATESTYLE, PGTZ or PGGEQO) hold for \
+                 a session, and the load's rows would be read without them"
             }
         })
     }

@@ -104,10 +104,11 @@ pub(crate) struct Plan {
 }
 
 /// The load's first session: it decides, prepares, and ends the load.
-/// It starts as the others do; its settings go with its first statements
-/// (`load_settings`).
+/// Its settings, the connection's and the load's (`load_settings`), go
+/// with its first statements: it opens before the load knows whether a
+/// pooler shares the server's sessions.
 pub(super) fn first_session(connect: &ConnectOptions) -> Result<Client> {
-    connect.connect()
+    connect.connect_bare()
 }
 
 /// What the first session is set to, in the message that resolves the
@@ -203,6 +204,13 @@ pub(super) fn decide(
     // table guarded).
     let trial_settings = load_settings(options, "SET LOCAL");
     let trial_settings = trial_settings.trim_start_matches("; ");
+    // The connection's settings, before the table is looked up (a search
+    // path among them finds it); again after a trial on this session,
+    // whose rollback undoes them.
+    let settings = match connect.settings_sql() {
+        Some(settings) => format!("{settings}; "),
+        None => String::new(),
+    };
     let (table, columns) = (&options.table, options.columns.as_deref());
     // A --where condition is checked first, alone (one round trip more,
     // only then): the COPY is tried with it, after it is known to be one
@@ -239,9 +247,15 @@ pub(super) fn decide(
         });
         let started = Instant::now();
         let resolved = match trial {
-            Some(_) => resolve(&mut client, "", &pin),
-            None if trial_settings.is_empty() => resolve(&mut client, "BEGIN; ", ""),
-            None => resolve(&mut client, &format!("BEGIN; {trial_settings}; "), ""),
+            Some(_) => resolve(&mut client, &settings, &pin),
+            None if trial_settings.is_empty() => {
+                resolve(&mut client, &format!("{settings}BEGIN; "), "")
+            }
+            None => resolve(
+                &mut client,
+                &format!("{settings}BEGIN; {trial_settings}; "),
+                "",
+            ),
         };
         // One round trip and a catalog query: what the server is away.
         let round_trip = started.elapsed();
@@ -269,8 +283,13 @@ pub(super) fn decide(
             // (A refused COPY fails the load, and its session with it: the
             // driver's session is not used again after a failed COPY.)
             target.try_copy(&mut client)?;
+            let again = settings.trim_end_matches("; ");
+            let again = match again.is_empty() {
+                true => String::new(),
+                false => format!("; {again}"),
+            };
             client
-                .batch_execute(&format!("ROLLBACK{pin}"))
+                .batch_execute(&format!("ROLLBACK{pin}{again}"))
                 .map_err(Error::db("setting up the session"))?;
         }
     }

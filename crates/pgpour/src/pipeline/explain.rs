@@ -86,7 +86,7 @@ pub fn explain(connect: &ConnectOptions, options: &LoadOptions) -> Result<Explai
     options.open_batches()?;
     let options = &options;
     let total = options.check()?;
-    let needs = super::session_need(options);
+    let needs = super::session_need(options).or_else(|| connect.settings_need());
     let pooler = crate::server::pooler::refuse_shared(connect, needs)?.map(|mode| match mode {
         crate::server::pooler::PoolMode::Transaction => "a connection pooler in transaction \
              pooling: another client may be given the load's server session between two of \

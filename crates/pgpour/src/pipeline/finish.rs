@@ -9,9 +9,7 @@ use crate::source::csv::reader::ReadEnd;
 use crate::source::input::{InputSpec, InputsSeen};
 use std::sync::atomic::Ordering;
 
-use crate::server::sessions::{
-    connect_retrying, keep_spare, on_spare, pinned, reuse_or_connect, RETRY_FOR,
-};
+use crate::server::sessions::{connect_pinned, keep_spare, on_spare, reuse_or_connect, RETRY_FOR};
 
 /// How a pass that did not fail ended.
 pub(super) enum Finished {
@@ -66,7 +64,7 @@ pub(super) fn finish(
     let complete = error.is_none() && read_end == Some(ReadEnd::Done { chunks: committed });
     if plan.atomic.is_some() && !complete {
         // All or nothing: nothing. (Best effort; resume rolls back leftovers.)
-        if let Ok(mut client) = connect_retrying(connect, cancel).and_then(pinned(connect)) {
+        if let Ok(mut client) = connect_pinned(connect, cancel) {
             crate::journal::two_phase::rollback(&mut client, &prepared);
         }
     }
@@ -114,7 +112,7 @@ pub(super) fn finish(
                     if (client.is_closed() || e.is_transient())
                         && std::time::Instant::now() < deadline =>
                 {
-                    client = connect_retrying(connect, cancel).and_then(pinned(connect))?;
+                    client = connect_pinned(connect, cancel)?;
                     if let Some(run) = run {
                         run.ensure_held(connect)?;
                     }

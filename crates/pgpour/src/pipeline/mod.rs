@@ -40,7 +40,7 @@ use crate::progress::{Phase, Progress};
 use crate::reject::RejectSink;
 use crate::server::conn::ConnectOptions;
 use crate::server::run_lock::RunLock;
-use crate::server::sessions::{connect_retrying, pinned, take_spare, Spare, RETRY_FOR};
+use crate::server::sessions::{connect_pinned, pinned_new, take_spare, Spare, RETRY_FOR};
 use crate::server::warm::WarmSessions;
 pub use batches::load_batches;
 use duplicates::Ending;
@@ -203,8 +203,8 @@ fn passes_then_undo(
     let kept = take_spare(&spare);
     let client = match (retry, kept) {
         (true, Some(client)) => Ok(client),
-        (true, None) => connect_retrying(connect, cancel).and_then(pinned(connect)),
-        (false, _) => connect.connect().and_then(pinned(connect)),
+        (true, None) => connect_pinned(connect, cancel),
+        (false, _) => connect.connect_bare().and_then(pinned_new(connect)),
     };
     let mut done = Vec::new();
     // Index builds at once, up to the worker count.
@@ -302,7 +302,7 @@ fn undo(
         // No question to the server while the lease has not run out.
         let mut still_held = || run.map_or(Ok(()), |run| run.ensure_held(connect));
         // Plain indexes several at once; then the rest in order.
-        let open = || connect.connect().and_then(pinned(connect));
+        let open = || connect.connect_bare().and_then(pinned_new(connect));
         let mut at_once = |client: &mut postgres::Client, indexes, done: &mut Vec<String>| {
             let sessions = (
                 client,
@@ -332,7 +332,7 @@ fn undo(
         match outcome {
             Err(e) if e.is_transient() && Instant::now() < deadline => {
                 std::thread::sleep(std::time::Duration::from_millis(500));
-                client = connect_retrying(connect, cancel).and_then(pinned(connect))?;
+                client = connect_pinned(connect, cancel)?;
                 if let Some(run) = run {
                     run.ensure_held(connect)?;
                 }
@@ -425,7 +425,8 @@ fn run_lock(
     // Where a pooler shares server sessions between transactions, the load
     // keeps no session state (see `ConnectOptions::sessions_shared`); what
     // needs a session for longer is refused before anything loads.
-    crate::server::pooler::refuse_shared_on(connect, warm, session_need(options))?;
+    let needs = session_need(options).or_else(|| connect.settings_need());
+    crate::server::pooler::refuse_shared_on(connect, warm, needs)?;
     if !options.journal {
         return Ok(None);
     }

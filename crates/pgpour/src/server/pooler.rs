@@ -63,10 +63,21 @@ fn find_on(connect: &ConnectOptions, wire: &mut Wire) -> Result<Option<PoolMode>
     let found =
         ask(wire, "SELECT pg_catalog.pg_backend_pid()").and_then(|backend| match backend {
             Some(pid) if Some(pid) != wire.key_pid => mode(connect, wire, pid).map(Some),
-            _ => Ok(None),
+            Some(_) => {
+                connect.set_sessions_own();
+                Ok(None)
+            }
+            None => Ok(None),
         })?;
-    if found == Some(PoolMode::Transaction) {
-        connect.set_sessions_shared();
+    match found {
+        Some(PoolMode::Transaction) => connect.set_sessions_shared(),
+        // Each session is one server session: this one sets its settings
+        // with its next query, as the others do.
+        Some(PoolMode::Session) => {
+            connect.set_sessions_own();
+            wire.settings_from(connect.clone());
+        }
+        _ => {}
     }
     Ok(found)
 }

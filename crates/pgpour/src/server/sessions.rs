@@ -15,11 +15,23 @@ pub(crate) const RETRY_FOR: Duration = Duration::from_secs(60);
 /// Connects once the load has started, waiting out a server that restarts
 /// or recovers (transient failures) for up to `RETRY_FOR`. The first
 /// connection of a load does not wait, so a wrong host fails at once.
+/// The session's settings are set (see `ConnectOptions::settings_sql`).
 pub(crate) fn connect_retrying(connect: &ConnectOptions, cancel: &AtomicBool) -> Result<Client> {
+    let mut client = connect_retrying_bare(connect, cancel)?;
+    connect.set_up(&mut client, "")?;
+    Ok(client)
+}
+
+/// `connect_retrying`, the settings not set: the caller sets them with
+/// its first statements (`ConnectOptions::set_up`).
+pub(crate) fn connect_retrying_bare(
+    connect: &ConnectOptions,
+    cancel: &AtomicBool,
+) -> Result<Client> {
     let deadline = Instant::now() + RETRY_FOR;
     let mut delay = Duration::from_millis(100);
     loop {
-        match connect.connect() {
+        match connect.connect_bare() {
             Err(e)
                 if e.is_transient()
                     && Instant::now() < deadline
@@ -50,7 +62,7 @@ pub(crate) fn reuse_or_connect(
     if let Some(client) = kept.and_then(|c| pinned(connect)(c).ok()) {
         return Ok(client);
     }
-    connect_retrying(connect, cancel).and_then(pinned(connect))
+    connect_pinned(connect, cancel)
 }
 
 /// Runs `f` on the spare session without asking first whether it still
@@ -74,7 +86,7 @@ pub(crate) fn on_spare<T>(
             }
         }
     }
-    let mut client = connect_retrying(connect, cancel).and_then(pinned(connect))?;
+    let mut client = connect_pinned(connect, cancel)?;
     let outcome = f(&mut client);
     keep_spare(spare, client);
     outcome
@@ -89,6 +101,25 @@ pub(crate) fn take_spare(spare: &Spare) -> Option<Client> {
 /// Gives a session back for the next phase to reuse.
 pub(crate) fn keep_spare(spare: &Spare, client: Client) {
     *spare.lock().unwrap_or_else(|p| p.into_inner()) = Some(client);
+}
+
+/// A new pinned session (see `pinned`), retried as `connect_retrying`
+/// does, its settings set in the same message.
+pub(crate) fn connect_pinned(connect: &ConnectOptions, cancel: &AtomicBool) -> Result<Client> {
+    connect_retrying_bare(connect, cancel).and_then(pinned_new(connect))
+}
+
+/// `pinned` for a session just opened with `connect_bare`: its settings
+/// set in the same message as the pin (no round trip of their own).
+pub(crate) fn pinned_new(connect: &ConnectOptions) -> impl Fn(Client) -> Result<Client> + '_ {
+    move |mut client| {
+        let pin = match connect.sessions_shared() {
+            true => "",
+            false => crate::sql::PIN_SEARCH_PATH,
+        };
+        connect.set_up(&mut client, pin)?;
+        Ok(client)
+    }
 }
 
 /// A session for pgpour's own statements only, its search path pinned:
@@ -115,12 +146,17 @@ pub(crate) fn pinned(connect: &ConnectOptions) -> impl Fn(Client) -> Result<Clie
 /// load dropped.
 pub(crate) fn journaled_session(client: &mut Client, load_id: &str, durable: bool) -> Result<()> {
     client
-        .batch_execute(&format!(
-            "SET synchronous_commit = {}; SET pgpour.load = {}",
-            chunk_commit(durable),
-            crate::sql::quote_literal(load_id)
-        ))
+        .batch_execute(&journaled_session_sql(load_id, durable))
         .map_err(Error::db("setting up the session"))
+}
+
+/// The statements of `journaled_session`.
+pub(crate) fn journaled_session_sql(load_id: &str, durable: bool) -> String {
+    format!(
+        "SET synchronous_commit = {}; SET pgpour.load = {}",
+        chunk_commit(durable),
+        crate::sql::quote_literal(load_id)
+    )
 }
 
 /// How a journaled chunk commits: `off` where the journal row shares the

@@ -448,3 +448,46 @@ fn pgtz_and_pgdatestyle_reach_every_loading_session() {
         pgpour_testkit::assert_same_rows(&mut client, "libpq_session_environment", None);
     }
 }
+
+/// Settings in the connection's `options` reach the load's sessions as
+/// they reach psql's, though they no longer go in the start-up message:
+/// a search path there finds the table, with the journal and without.
+#[test]
+fn a_search_path_in_options_finds_the_table_as_psql_does() {
+    let db = shared_cluster().create_database("options_search_path");
+    db.client()
+        .batch_execute("CREATE SCHEMA elsewhere; CREATE TABLE elsewhere.t (n int, day date)")
+        .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("in.csv");
+    let rows: String = (1..=2000).map(|i| format!("{i},01/02/2020\n")).collect();
+    std::fs::write(&input, rows).unwrap();
+    let conninfo = format!(
+        "{} options='-c search_path=elsewhere -c datestyle=SQL,\\\\ DMY'",
+        db.conninfo()
+    );
+    let connect = resolve(&conninfo, &[]);
+    for journal in [true, false] {
+        let mut options = LoadOptions::new(
+            vec![InputSpec::File(input.clone())],
+            TableName::parse("t").unwrap(),
+            FormatOptions::new(Format::Csv),
+        );
+        options.truncate = true;
+        options.journal = journal;
+        options.workers = Some(2);
+        options.chunk_size = 4096;
+        let summary = load_via(&connect, &options)
+            .unwrap_or_else(|f| panic!("journal {journal}: {}", f.error));
+        assert_eq!(summary.rows_loaded, 2000, "journal {journal}");
+        let days: i64 = db
+            .client()
+            .query_one(
+                "SELECT count(*) FROM elsewhere.t WHERE day = DATE '2020-02-01'",
+                &[],
+            )
+            .unwrap()
+            .get(0);
+        assert_eq!(days, 2000, "journal {journal}: the dates read day first");
+    }
+}

@@ -329,3 +329,143 @@ fn a_stranger_on_the_one_pooled_backend_finds_nothing_of_the_load() {
     assert!(!statuses.iter().any(|s| s.load_id == "one"), "{statuses:?}");
     nothing_left(&pooler, &db);
 }
+
+/// Every session of a load, through a pooler with stock settings, starts
+/// with the parameters every pooler takes: the pooler refuses none (each
+/// refusal was a handshake lost, and a session opened again).
+#[test]
+fn no_session_of_a_load_is_refused_at_start_up_by_the_pooler() {
+    let cluster = shared_cluster();
+    for (mode, name) in [
+        (PoolMode::Session, "session"),
+        (PoolMode::Transaction, "transaction"),
+    ] {
+        let Some(pooler) = PgBouncer::start(cluster, mode, &["postgres"]) else {
+            return;
+        };
+        let db = cluster.create_database(&format!("pooled_start_up_{name}"));
+        let dir = tempfile::tempdir().unwrap();
+        let path = tables_and_input(&db, dir.path());
+        let connect = through(&pooler, &db);
+        let summary = load_via(&connect, &options(&path, "start_up"))
+            .unwrap_or_else(|f| panic!("{}\n{}", f.error, pooler.log()));
+        assert_eq!(summary.rows_loaded, ROWS as u64);
+        pgpour::status(&connect, &pgpour::LoadFilter::default()).unwrap();
+        assert!(pgpour::forget(&connect, "start_up").unwrap().is_some());
+        // The settings that went in `options` before went nowhere a
+        // later client of the pooled backends finds them.
+        let mut client = pooler.client(&db.name, "postgres");
+        let row = client
+            .query_one(
+                "SELECT coalesce(current_setting('citus.multi_shard_modify_mode', true), '')",
+                &[],
+            )
+            .unwrap();
+        assert_eq!(row.get::<_, String>(0), "", "{name} pooling");
+        let log = pooler.log();
+        assert!(
+            !log.contains("unsupported startup parameter"),
+            "{name} pooling refused a start-up:\n{log}"
+        );
+    }
+}
+
+/// The connection's own settings (here PGDATESTYLE, which decides how a
+/// date is read): through a session pooler they hold for each of the
+/// load's sessions, as on a direct connection; through a transaction
+/// pooler, which cannot keep them, the load stops before it loads, rather
+/// than read the rows without them.
+#[test]
+fn settings_of_the_connection_hold_through_a_session_pooler_and_stop_a_transaction_pooled_load() {
+    let cluster = shared_cluster();
+    for (mode, name) in [
+        (PoolMode::Session, "session"),
+        (PoolMode::Transaction, "transaction"),
+    ] {
+        // One server session behind the transaction pooler: a later client
+        // is given the one the load's commands used.
+        let one = [("default_pool_size", "1"), ("max_db_connections", "1")];
+        let settings: &[(&str, &str)] = match mode {
+            PoolMode::Transaction => &one,
+            _ => &[],
+        };
+        let Some(pooler) = PgBouncer::start_with(cluster, mode, &["postgres"], settings) else {
+            return;
+        };
+        let db = cluster.create_database(&format!("pooled_settings_{name}"));
+        db.client()
+            .batch_execute("CREATE TABLE days (n int, day date)")
+            .unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("days.csv");
+        let rows: String = (0..5000).map(|i| format!("{i},01/02/2020\n")).collect();
+        std::fs::write(&path, rows).unwrap();
+        // (PgBouncer puts a client's DateStyle back itself; not geqo.)
+        let env = |name: &str| match name {
+            "PGDATESTYLE" => Some("SQL, DMY".to_string()),
+            "PGGEQO" => Some("off".to_string()),
+            _ => None,
+        };
+        let connect =
+            ConnectOptions::resolve(Some(&pooler.conninfo(&db.name, "postgres")), &env).unwrap();
+        let mut options = LoadOptions::new(
+            vec![InputSpec::File(path)],
+            TableName::parse("days").unwrap(),
+            FormatOptions::new(Format::Csv),
+        );
+        options.workers = Some(2);
+        options.chunk_size = 8 * 1024;
+        let loaded = load_via(&connect, &options);
+        let day_first: i64 = db
+            .client()
+            .query_one(
+                "SELECT count(*) FROM days WHERE day = DATE '2020-02-01'",
+                &[],
+            )
+            .unwrap()
+            .get(0);
+        match mode {
+            PoolMode::Session => {
+                let summary = loaded.unwrap_or_else(|f| panic!("{}\n{}", f.error, pooler.log()));
+                assert_eq!(summary.rows_loaded, 5000);
+                assert_eq!(day_first, 5000, "the dates read day first");
+            }
+            _ => {
+                let Err(failure) = loaded else {
+                    panic!("a transaction-pooled load with settings loaded")
+                };
+                assert!(
+                    matches!(
+                        failure.error,
+                        Error::SessionsShared {
+                            mode: "transaction",
+                            needs: Some(pgpour::SessionNeed::Settings)
+                        }
+                    ),
+                    "{}",
+                    failure.error
+                );
+                let any: i64 = db
+                    .client()
+                    .query_one("SELECT count(*) FROM days", &[])
+                    .unwrap()
+                    .get(0);
+                assert_eq!(any, 0, "nothing loaded");
+                // Nor do the journal's commands hand the settings to the
+                // pooled backends (as a command of its own, which has not
+                // found the pooler yet).
+                let fresh =
+                    ConnectOptions::resolve(Some(&pooler.conninfo(&db.name, "postgres")), &env)
+                        .unwrap();
+                pgpour::status(&fresh, &Default::default()).unwrap();
+                let geqo: String = pooler
+                    .client(&db.name, "postgres")
+                    .query_one("SELECT current_setting('geqo')", &[])
+                    .unwrap()
+                    .get(0);
+                assert_eq!(geqo, "on", "left on a pooled backend");
+            }
+        }
+        nothing_left(&pooler, &db);
+    }
+}

@@ -27,7 +27,9 @@ use crate::progress::Progress;
 use crate::reject::{RejectBudget, RejectSink};
 use crate::server::conn::ConnectOptions;
 use crate::server::run_lock::RunLock;
-use crate::server::sessions::{connect_retrying, journaled_session, RETRY_FOR};
+use crate::server::sessions::{
+    connect_retrying, connect_retrying_bare, journaled_session, journaled_session_sql, RETRY_FOR,
+};
 use crate::server::warm::WarmSessions;
 use crate::source::chunk::{Batch, Chunk};
 use crate::source::csv::reader::{ReadEnd, Reader, Segment};
@@ -447,20 +449,34 @@ impl Worker<'_> {
     /// The worker's session on the driver: `given` (the load's first
     /// session) or a new one, set up for the load.
     fn session(&self, given: Option<Client>) -> Result<Client> {
+        let journaled = match (self.loader.journal, self.loader.chunk_settings) {
+            (Some(load_id), None) => journaled_session_sql(load_id, self.durable_chunks()),
+            _ => String::new(),
+        };
         let mut client = match given {
             // COPY runs the table's triggers: with the user's path (which
             // a session that other clients share was never pinned from).
-            Some(c) if self.connect.sessions_shared() => c,
-            Some(mut c) => {
-                c.batch_execute("RESET search_path")
-                    .map_err(Error::db("setting up the session"))?;
+            Some(mut c) if self.connect.sessions_shared() => {
+                if !journaled.is_empty() {
+                    c.batch_execute(&journaled)
+                        .map_err(Error::db("setting up the session"))?;
+                }
                 c
             }
-            None => connect_retrying(self.connect, self.cancel)?,
+            // The user's own settings again (their search path among
+            // them), which the reset undoes.
+            Some(mut c) => {
+                self.connect
+                    .set_up_between(&mut c, "RESET search_path", &journaled)?;
+                c
+            }
+            // Its settings with the journaled session's, in one message.
+            None => {
+                let mut c = connect_retrying_bare(self.connect, self.cancel)?;
+                self.connect.set_up(&mut c, &journaled)?;
+                c
+            }
         };
-        if let (Some(load_id), None) = (self.loader.journal, self.loader.chunk_settings) {
-            journaled_session(&mut client, load_id, self.durable_chunks())?;
-        }
         self.stage(&mut client)?;
         Ok(client)
     }

@@ -21,6 +21,7 @@ use postgres::{Client, Config};
 use postgres_native_tls::MakeTlsConnector;
 
 use crate::error::{ConnectionProblem, Error, Result};
+use crate::quote::quote_literal;
 use conninfo::ConnString;
 use pgpass::pgpass_lookup;
 use tls::{TlsOptions, TlsSettings};
@@ -78,21 +79,6 @@ impl SslMode {
     }
 }
 
-/// A value in the server's `options` start-up parameter, which splits
-/// words at white space unless a backslash escapes it.
-fn escape_option(value: &str) -> String {
-    let mut out = String::with_capacity(value.len());
-    for c in value.chars() {
-        // The server splits at what C's isspace() takes for space, which
-        // includes the vertical tab.
-        if c == '\\' || c.is_ascii_whitespace() || c == '\x0B' {
-            out.push('\\');
-        }
-        out.push(c);
-    }
-    out
-}
-
 /// Everything needed to open connections to the target database.
 #[derive(Clone)]
 pub struct ConnectOptions {
@@ -102,21 +88,22 @@ pub struct ConnectOptions {
     /// building one reads the system's CA store, about 40 ms of CPU each
     /// time (a load opens a connection per worker, plus its journal's).
     tls_connector: Arc<Mutex<Option<native_tls::TlsConnector>>>,
-    /// The `options` start-up parameter without pgpour's own switches: the
-    /// user's (and libpq's environment settings), if any.
-    plain_options: Option<String>,
-    /// Set once the server refused pgpour's own switches in `options` as an
-    /// unsupported start-up parameter, which is what a connection pooler
-    /// such as PgBouncer says (psql sends no `options` unless asked to):
-    /// the load's later sessions then start without them, as psql's would.
-    /// Shared by every copy of these options, so the refusal costs one
-    /// handshake per load.
-    own_options_refused: Arc<AtomicBool>,
+    /// The `options` the user gave (conninfo, service, PGOPTIONS), if any.
+    given_options: Option<String>,
+    /// What each session sets once open, in order (see `settings_sql`):
+    /// none of it goes in the start-up message, which a pooler refuses.
+    settings: Arc<Vec<(String, String)>>,
+    /// Whether any of `settings` is the user's.
+    user_settings: bool,
     /// Set once a pooler in front of the server was found to share its
     /// sessions between clients from one transaction to the next
     /// (transaction pooling): the load's sessions then keep no state
     /// beyond a transaction. Shared by every copy of these options.
     sessions_shared: Arc<AtomicBool>,
+    /// Set once each session was found to be one server session of its
+    /// own: a direct connection, or a pooler in session pooling (see
+    /// `settings_sql_on`). Shared by every copy of these options.
+    sessions_own: Arc<AtomicBool>,
 }
 
 /// Unix socket directories tried when no host is given: Debian's, then upstream's.
@@ -141,23 +128,45 @@ impl ConnectOptions {
         let mut config = given.into_driver_config()?;
         fill_from_environment(&mut config, &own, &env)?;
 
+        // Nothing but the user, the database, application_name and
+        // client_encoding goes in the start-up message: every pooler takes
+        // those, and refuses others (PgBouncer refuses `options`). The
+        // settings follow once the session is open (`settings_sql`).
+        //
         // Citus (where the server has it) sends a session's rows for many
         // shards over one connection per node, not one per shard: each
         // chunk then prepares one transaction per node, not one per shard
         // (which ran out of prepared transactions on the nodes), and opens
         // no connections (votes 2M rows into 32 shards on 2 nodes: 1.5 s
         // instead of 4.0-4.8 s; psql \copy 1.8-2.0 s). Elsewhere it is a
-        // setting nobody reads. Before the user's own options: theirs win.
-        const CITUS: &str = "-c citus.multi_shard_modify_mode=sequential";
-        let mut plain = config.get_options().unwrap_or_default().to_string();
-        plain.push_str(&environment_settings(&env));
-        let plain = plain.trim().to_string();
-        let mut options = format!("{CITUS} {plain}");
-        // After the user's own options, so that theirs cannot undo it.
-        // (Where a pooler refuses these switches, literals are written to
-        // read the same either way: see `quote_literal`.)
-        options.push_str(" -c standard_conforming_strings=on");
-        config.options(&options);
+        // setting nobody reads. Before the user's own settings: theirs win.
+        let given_options = config.get_options().map(str::to_string);
+        let mut settings = vec![(
+            "citus.multi_shard_modify_mode".to_string(),
+            "sequential".to_string(),
+        )];
+        // The user's options as settings, where they are all `-c` switches
+        // (else they go in the start-up message as given, as psql sends
+        // them); client_encoding stays UTF8 (see
+        // `client_encoding_in_options`).
+        let raw_options = match given_options.as_deref().map(settings_in_options) {
+            Some(Some(given)) => {
+                settings.extend(
+                    given
+                        .into_iter()
+                        .filter(|(name, _)| !name.eq_ignore_ascii_case("client_encoding")),
+                );
+                None
+            }
+            Some(None) => given_options.clone(),
+            None => None,
+        };
+        settings.extend(environment_settings(&env));
+        let user_settings = settings.len() > 1;
+        // After the user's own settings, so that theirs cannot undo it.
+        // (Where a pooler shares sessions, none of these is set: literals
+        // are written to read the same either way: see `quote_literal`.)
+        settings.push(("standard_conforming_strings".into(), "on".into()));
 
         let tls = TlsSettings::resolve(own.tls, env("HOME").as_deref().map(Path::new))?;
         config.ssl_mode(match tls.mode {
@@ -165,14 +174,87 @@ impl ConnectOptions {
             SslMode::Allow | SslMode::Prefer => DriverSslMode::Prefer,
             SslMode::Require | SslMode::VerifyCa | SslMode::VerifyFull => DriverSslMode::Require,
         });
-        Ok(ConnectOptions {
+        let resolved = ConnectOptions {
             config,
             tls,
             tls_connector: Arc::default(),
-            plain_options: (!plain.is_empty()).then_some(plain),
-            own_options_refused: Arc::default(),
+            given_options,
+            settings: Arc::new(settings),
+            user_settings,
             sessions_shared: Arc::default(),
-        })
+            sessions_own: Arc::default(),
+        };
+        let mut config = resolved.all_but_hosts(raw_options.as_deref());
+        let all = &resolved.config;
+        for host in all.get_hosts() {
+            match host {
+                Host::Tcp(name) => config.host(name),
+                Host::Unix(path) => config.host_path(path),
+            };
+        }
+        for &addr in all.get_hostaddrs() {
+            config.hostaddr(addr);
+        }
+        for &port in all.get_ports() {
+            config.port(port);
+        }
+        Ok(ConnectOptions { config, ..resolved })
+    }
+
+    /// The statement that sets a session's settings once it is open: the
+    /// user's (their `options`, PGDATESTYLE, PGTZ, PGGEQO) and pgpour's
+    /// own. `None` where the server's sessions are shared between
+    /// transactions (they would reach other clients). It returns a row per
+    /// setting.
+    pub(crate) fn settings_sql(&self) -> Option<String> {
+        self.settings_sql_where("")
+    }
+
+    /// `settings_sql` for a session whose cancel key names process `key`:
+    /// it sets them only if that is the session's backend, unless each
+    /// session is known to be a server session of its own. Where a pooler
+    /// stands between (whose keys are its own) and its mode is not known
+    /// yet, nothing is set.
+    pub(crate) fn settings_sql_on(&self, key: Option<i32>) -> Option<String> {
+        match (self.sessions_own.load(Ordering::Relaxed), key) {
+            (true, _) => self.settings_sql(),
+            (false, Some(pid)) => {
+                self.settings_sql_where(&format!(" WHERE pg_catalog.pg_backend_pid() = {pid}"))
+            }
+            (false, None) => None,
+        }
+    }
+
+    fn settings_sql_where(&self, condition: &str) -> Option<String> {
+        if self.sessions_shared() || self.settings.is_empty() {
+            return None;
+        }
+        let values: Vec<String> = self
+            .settings
+            .iter()
+            .map(|(name, value)| format!("({}, {})", quote_literal(name), quote_literal(value)))
+            .collect();
+        Some(format!(
+            "SELECT pg_catalog.set_config(s.name, s.value, false) FROM (VALUES {}) \
+             AS s(name, value){condition}",
+            values.join(", ")
+        ))
+    }
+
+    /// What the user's own settings need of a session, if they gave any
+    /// (see `SessionNeed::Settings`): a load through a pooler in
+    /// transaction pooling stops before it loads, rather than read the
+    /// rows without them.
+    pub(crate) fn settings_need(&self) -> Option<crate::error::SessionNeed> {
+        self.user_settings
+            .then_some(crate::error::SessionNeed::Settings)
+    }
+
+    /// Records that each session is one server session of its own (a
+    /// direct connection, or a pooler in session pooling): each then sets
+    /// its settings.
+    pub(crate) fn set_sessions_own(&self) {
+        self.sessions_own.store(true, Ordering::Relaxed);
     }
 
     /// Whether a pooler in front of the server was found to share server
@@ -189,61 +271,13 @@ impl ConnectOptions {
         self.sessions_shared.store(true, Ordering::Relaxed);
     }
 
-    /// Whether a server (a pooler) refused pgpour's own start-up switches.
-    pub(crate) fn own_options_refused(&self) -> bool {
-        self.own_options_refused.load(Ordering::Relaxed)
-    }
-
-    /// These options as psql would start a session: `options` only if
-    /// the user gave some.
-    fn plain(&self) -> ConnectOptions {
-        let mut config = self.all_but_hosts(self.plain_options.as_deref());
-        let all = &self.config;
-        for host in all.get_hosts() {
-            match host {
-                Host::Tcp(name) => config.host(name),
-                Host::Unix(path) => config.host_path(path),
-            };
-        }
-        for &addr in all.get_hostaddrs() {
-            config.hostaddr(addr);
-        }
-        for &port in all.get_ports() {
-            config.port(port);
-        }
-        ConnectOptions {
-            config,
-            ..self.clone()
-        }
-    }
-
-    /// Runs `open` with these options, or, once a server has refused
-    /// pgpour's own start-up switches (`refused` tells such an error), with
-    /// the plain ones.
-    fn with_fallback<T>(
-        &self,
-        open: impl Fn(&ConnectOptions) -> Result<T>,
-        refused: impl Fn(&Error) -> bool,
-    ) -> Result<T> {
-        if self.own_options_refused() {
-            return open(&self.plain());
-        }
-        match open(self) {
-            Err(e) if refused(&e) => {
-                self.own_options_refused.store(true, Ordering::Relaxed);
-                open(&self.plain())
-            }
-            other => other,
-        }
-    }
-
     /// The client_encoding the connection's `options` set (PGOPTIONS, a
     /// service file or the conninfo may hold `-c client_encoding=LATIN1`),
     /// if any: the encoding psql's `\copy` reads a file in. pgpour's own
     /// sessions stay UTF8 (the driver's startup setting wins over options);
     /// a caller takes this as the input's encoding when none is given.
     pub fn client_encoding_in_options(&self) -> Option<String> {
-        self.config.get_options().and_then(client_encoding_in)
+        self.given_options.as_deref().and_then(client_encoding_in)
     }
 
     /// Where we connect, for messages: never includes the password.
@@ -315,16 +349,55 @@ impl ConnectOptions {
         out
     }
 
-    /// A session on the driver. Literals pgpour writes into SQL assume
-    /// standard strings: set in the start-up message (see `resolve`), not
-    /// by a statement that would cost a round trip.
+    /// A session on the driver, with the user's settings (a statement
+    /// more, only where the user gave some: pgpour's own SQL reads the
+    /// same without its own, see `quote_literal`), once each session is
+    /// known to be a server session of its own: before that (`status`,
+    /// `forget`), a transaction pooler would hand them to other clients.
     pub fn connect(&self) -> Result<Client> {
-        self.with_fallback(ConnectOptions::connect_to_a_host, |e| match e {
-            Error::Connect { source, .. } => source
-                .as_db_error()
-                .is_some_and(|db| refuses_start_up_parameter(db.code().code(), db.message())),
-            _ => false,
-        })
+        let mut client = self.connect_bare()?;
+        if self.user_settings && self.sessions_own.load(Ordering::Relaxed) {
+            self.set_up(&mut client, "")?;
+        }
+        Ok(client)
+    }
+
+    /// A session on the driver, none of its settings set yet: the caller
+    /// sets them with its first statement (`settings_sql`).
+    pub(crate) fn connect_bare(&self) -> Result<Client> {
+        self.connect_to_a_host()
+    }
+
+    /// Sets a new session's settings (see `settings_sql`) and runs `then`
+    /// (statements, or none) in the same message; nothing when there is
+    /// nothing to do.
+    pub(crate) fn set_up(&self, client: &mut Client, then: &str) -> Result<()> {
+        self.set_up_between(client, "", then)
+    }
+
+    /// `set_up`, `before` (statements) first.
+    pub(crate) fn set_up_between(
+        &self,
+        client: &mut Client,
+        before: &str,
+        then: &str,
+    ) -> Result<()> {
+        let parts: Vec<String> = [
+            Some(before.to_string()),
+            self.settings_sql(),
+            Some(then.to_string()),
+        ]
+        .into_iter()
+        .flatten()
+        .filter(|part| !part.is_empty())
+        .collect();
+        let sql = parts.join("; ");
+        if sql.is_empty() {
+            return Ok(());
+        }
+        client
+            .batch_execute(&sql)
+            .map_err(Error::db("setting up the session"))
     }
 
     /// The first host that takes the connection, in order, each with
@@ -493,12 +566,6 @@ impl ConnectOptions {
     }
 }
 
-/// Whether a server's refusal (SQLSTATE and message) is that of a start-up
-/// parameter it does not take: PgBouncer's words for `options`.
-pub(crate) fn refuses_start_up_parameter(sqlstate: &str, message: &str) -> bool {
-    sqlstate == "08P01" && message.starts_with("unsupported startup parameter")
-}
-
 /// The options the driver does not know, taken out of the connection
 /// string (with its service's), each after its environment variable.
 struct OwnOptions {
@@ -651,18 +718,60 @@ fn client_encoding_in(options: &str) -> Option<String> {
 /// `options` parameter, so they win over it, as they do here. The session's
 /// DateStyle and TimeZone decide how COPY reads dates and times, so a load
 /// must see the ones psql's `\copy` would. `default` means unset, as in libpq.
-fn environment_settings(env: &dyn Fn(&str) -> Option<String>) -> String {
-    let mut switches = String::new();
+fn environment_settings(env: &dyn Fn(&str) -> Option<String>) -> Vec<(String, String)> {
+    let mut settings = Vec::new();
     for (variable, setting) in [
         ("PGDATESTYLE", "datestyle"),
         ("PGTZ", "timezone"),
         ("PGGEQO", "geqo"),
     ] {
         if let Some(value) = env(variable).filter(|v| !v.eq_ignore_ascii_case("default")) {
-            switches.push_str(&format!(" -c {setting}={}", escape_option(&value)));
+            settings.push((setting.to_string(), value));
         }
     }
-    switches
+    settings
+}
+
+/// The settings an `options` string holds, read as the server reads it:
+/// words split at unescaped white space (a backslash escapes the next
+/// character), each `-c name=value`, `-cname=value` or `--name=value`,
+/// dashes in names read as underscores. `None` when a word is anything
+/// else (a switch that is not a setting).
+fn settings_in_options(options: &str) -> Option<Vec<(String, String)>> {
+    let mut words = Vec::new();
+    let mut word = String::new();
+    let mut chars = options.chars();
+    while let Some(c) = chars.next() {
+        match c {
+            '\\' => word.extend(chars.next()),
+            c if c.is_whitespace() => {
+                if !word.is_empty() {
+                    words.push(std::mem::take(&mut word));
+                }
+            }
+            c => word.push(c),
+        }
+    }
+    if !word.is_empty() {
+        words.push(word);
+    }
+    let mut settings = Vec::new();
+    let mut words = words.into_iter();
+    while let Some(word) = words.next() {
+        let assignment = if word == "-c" {
+            words.next()?
+        } else if let Some(rest) = word.strip_prefix("--") {
+            rest.to_string()
+        } else {
+            word.strip_prefix("-c")?.to_string()
+        };
+        let (name, value) = assignment.split_once('=')?;
+        if name.is_empty() {
+            return None;
+        }
+        settings.push((name.replace('-', "_"), value.to_string()));
+    }
+    Some(settings)
 }
 
 /// pgpour does not do GSSAPI encryption: libpq's default (prefer) then

@@ -2,8 +2,20 @@
 //! services, and what each becomes.
 
 #[test]
-fn start_up_settings_are_escaped_as_the_server_splits_them() {
-    assert_eq!(escape_option("a b\x0Bc\\d\te"), "a\\ b\\\x0Bc\\\\d\\\te");
+fn the_settings_in_options_are_read_as_the_server_reads_them() {
+    let pairs = |v: &[(&str, &str)]| {
+        v.iter()
+            .map(|(n, v)| (n.to_string(), v.to_string()))
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(
+        settings_in_options("-c a=1 -cb=x\\ y --c-d=ISO,\\ DMY"),
+        Some(pairs(&[("a", "1"), ("b", "x y"), ("c_d", "ISO, DMY")]))
+    );
+    assert_eq!(settings_in_options("  "), Some(Vec::new()));
+    for not_settings in ["-B 100", "-c", "-c x", "-c =1", "plain"] {
+        assert_eq!(settings_in_options(not_settings), None, "{not_settings}");
+    }
 }
 
 #[test]
@@ -56,40 +68,58 @@ fn refusal(db: &str, vars: &[(&str, &str)]) -> String {
     }
 }
 
+/// The settings a session gets once open, in order; the start-up
+/// message's `options`, if any.
+fn settings(o: &ConnectOptions) -> (Vec<String>, Option<String>) {
+    let set = o.settings.iter().map(|(n, v)| format!("{n}={v}")).collect();
+    (set, o.config.get_options().map(str::to_string))
+}
+
 #[test]
-fn pgoptions_gives_the_server_options_the_string_leaves_out() {
-    let set = "-c maintenance_work_mem=1GB";
-    let options = |o: ConnectOptions| o.config.get_options().unwrap_or("").to_string();
-    let o = resolve("host=h", &[("PGOPTIONS", set)]);
-    // After pgpour's Citus default, which theirs may change.
-    let given = options(o);
-    assert!(
-        given.starts_with("-c citus.multi_shard_modify_mode=sequential ") && given.contains(set),
-        "{given}"
+fn pgoptions_gives_the_sessions_the_settings_the_string_leaves_out() {
+    let o = resolve("host=h", &[("PGOPTIONS", "-c maintenance_work_mem=1GB")]);
+    // After pgpour's Citus default, which theirs may change; nothing in
+    // the start-up message, which a pooler would refuse.
+    let (set, options) = settings(&o);
+    assert_eq!(set[0], "citus.multi_shard_modify_mode=sequential");
+    assert_eq!(set[1], "maintenance_work_mem=1GB");
+    assert_eq!(options, None);
+    assert!(o.user_settings);
+    let o = resolve(
+        "host=h options='-c work_mem=8MB'",
+        &[("PGOPTIONS", "-c a=1")],
     );
-    let o = resolve("host=h options='-c work_mem=8MB'", &[("PGOPTIONS", set)]);
-    assert!(!options(o).contains("maintenance_work_mem"));
+    assert!(!settings(&o).0.iter().any(|s| s.starts_with("a=")));
+    // None of the user's: only pgpour's own, set with a statement pgpour
+    // writes anyway.
+    assert!(!resolve("host=h", &[]).user_settings);
+    // What is not a setting goes in the start-up message as given, as
+    // psql sends it.
+    let o = resolve("host=h options='-B 100'", &[]);
+    assert_eq!(settings(&o).1.as_deref(), Some("-B 100"));
 }
 
 #[test]
 fn pgtz_and_pgdatestyle_set_the_sessions_as_libpq_does() {
-    let options = |o: ConnectOptions| o.config.get_options().unwrap_or("").to_string();
     let vars = [
         ("PGTZ", "America/New_York"),
         ("PGDATESTYLE", "SQL, DMY"),
         ("PGGEQO", "default"),
-        ("PGOPTIONS", "-c timezone=UTC"),
+        ("PGOPTIONS", "-c timezone=UTC -c client_encoding=LATIN1"),
     ];
-    let given = options(resolve("host=h", &vars));
+    let (set, options) = settings(&resolve("host=h", &vars));
     // After the user's options, which libpq sends before them.
-    let tz = given.find("-c timezone=America/New_York").expect(&given);
-    assert!(given.find("-c timezone=UTC").unwrap() < tz, "{given}");
-    assert!(given.contains("-c datestyle=SQL,\\ DMY"), "{given}");
-    assert!(!given.contains("geqo"), "{given}");
-    assert!(
-        given.ends_with(" -c standard_conforming_strings=on"),
-        "{given}"
+    assert_eq!(
+        set,
+        [
+            "citus.multi_shard_modify_mode=sequential",
+            "timezone=UTC",
+            "datestyle=SQL, DMY",
+            "timezone=America/New_York",
+            "standard_conforming_strings=on"
+        ]
     );
+    assert_eq!(options, None);
 }
 
 #[test]

@@ -10,15 +10,13 @@ use crate::server::wire::{self, ChannelBindingUse, Endpoint, OpenError, Startup,
 impl ConnectOptions {
     /// Opens a loading session: the first host that takes it, in order.
     /// Its start-up message carries what the driver's would, and nothing
-    /// else (a pooler refuses parameters it does not know): sessions set
-    /// their own settings in their statements.
+    /// else (a pooler refuses parameters it does not know). Its settings
+    /// go ahead of its first query, in the same write, as what is known
+    /// by then says (see `Wire::settings_from`).
     pub(crate) fn open_wire(&self) -> Result<Wire> {
-        self.with_fallback(ConnectOptions::open_wire_once, |e| match e {
-            Error::Server { server, .. } => {
-                super::refuses_start_up_parameter(&server.sqlstate, &server.message)
-            }
-            _ => false,
-        })
+        let mut wire = self.open_wire_once()?;
+        wire.settings_from(self.clone());
+        Ok(wire)
     }
 
     fn open_wire_once(&self) -> Result<Wire> {

@@ -48,6 +48,12 @@ pub(crate) struct Wire {
     /// queries: the backend's own, unless something between (a pooler)
     /// stands in for it.
     pub key_pid: Option<i32>,
+    /// Whose settings go ahead of the session's first query (see
+    /// `settings_from`).
+    settings_from: Option<crate::server::conn::ConnectOptions>,
+    /// Whether a query of the session's settings went ahead of the
+    /// caller's first, its answer not yet read.
+    settings_pending: bool,
 }
 
 /// How the server answered one simple query.
@@ -71,11 +77,19 @@ impl Wire {
             messages: VecDeque::new(),
             broken: None,
             key_pid: None,
+            settings_from: None,
+            settings_pending: false,
         }
     }
 
     /// Queues a simple query; nothing is written yet.
     pub fn query(&mut self, sql: &str) -> io::Result<()> {
+        if let Some(connect) = self.settings_from.take() {
+            if let Some(settings) = connect.settings_sql_on(self.key_pid) {
+                frontend::query(&settings, &mut self.out)?;
+                self.settings_pending = true;
+            }
+        }
         frontend::query(sql, &mut self.out)?;
         self.write_if_full()
     }
@@ -141,9 +155,30 @@ impl Wire {
         self.write_behind_queue(&[])
     }
 
+    /// The session's settings (`ConnectOptions::settings_sql_on`) go
+    /// ahead of its next query, as what `connect` knows by then says
+    /// (whether a pooler stands between, in which mode): both go out in
+    /// one write, and the caller's `answer` reads theirs first (no round
+    /// trip of their own). Their error, if any, is that answer's.
+    pub fn settings_from(&mut self, connect: crate::server::conn::ConnectOptions) {
+        self.settings_from = Some(connect);
+    }
+
     /// Reads the answer to the oldest query not yet answered, up to its
     /// ReadyForQuery: everything queued is written first.
     pub fn answer(&mut self) -> io::Result<Answer> {
+        if std::mem::take(&mut self.settings_pending) {
+            let settings = self.answer_one()?;
+            let mut answer = self.answer_one()?;
+            if let Some(error) = settings.error {
+                answer.error = Some(error);
+            }
+            return Ok(answer);
+        }
+        self.answer_one()
+    }
+
+    fn answer_one(&mut self) -> io::Result<Answer> {
         // A write that failed may have left the server's last words (a
         // FATAL error) to read: they say more than the broken pipe.
         let flushed = self.flush();
