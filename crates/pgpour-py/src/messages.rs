@@ -108,19 +108,7 @@ pub fn engine_error(error: &Error) -> String {
                 Some(SessionNeed::Settings) => "The settings need one: connect",
                 _ => "Connect",
             };
-            let plain = match needs {
-                Some(SessionNeed::Settings) => {
-                    "; without them (unset PGOPTIONS, PGDATESTYLE, PGTZ, PGGEQO and the \
-                     connection's options), the load runs through this pooler"
-                }
-                Some(_) => "; without it, the load runs through this pooler",
-                None => "",
-            };
-            format!(
-                "{error}. {what} to the server directly, or through a session-mode pool \
-                 (Supabase: port 5432 instead of 6543; Neon: the host without -pooler; \
-                 PgBouncer: pool_mode = session){plain}"
-            )
+            format!("{error}. {what} {}", pgpour::session_pool_way_on(*needs))
         }
         Error::JournalNotPermitted { role, database, .. } => format!(
             "{error}. no_journal=True loads without it (a load that stops cannot be resumed, and \

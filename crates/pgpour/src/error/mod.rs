@@ -20,7 +20,8 @@ mod tune;
 
 pub use hint::{delimiter_name, RowHint};
 pub use problems::{
-    ConnectionProblem, FormatProblem, InputChange, Mismatch, OptionsProblem, SessionNeed,
+    session_pool_way_on, ConnectionProblem, FormatProblem, InputChange, Mismatch, OptionsProblem,
+    SessionNeed,
 };
 pub use request::RequestProblem;
 pub use tune::TuneProblem;

@@ -226,6 +226,24 @@ pub enum SessionNeed {
     Settings,
 }
 
+/// Where to connect instead of a transaction pooler, and what runs
+/// through it without `needs`: the words every front end gives after
+/// naming the need in its own terms ("connect " comes before them).
+pub fn session_pool_way_on(needs: Option<SessionNeed>) -> String {
+    let without = match needs {
+        Some(SessionNeed::Settings) => {
+            "; without them (unset PGOPTIONS, PGDATESTYLE, PGTZ, PGGEQO and the connection's \
+             options), the load runs through this pooler"
+        }
+        Some(_) => "; without it, the load runs through this pooler",
+        None => "",
+    };
+    format!(
+        "to the server directly, or through a session-mode pool (Supabase: port 5432 instead \
+         of 6543; Neon: the host without -pooler; PgBouncer: pool_mode = session){without}"
+    )
+}
+
 impl fmt::Display for SessionNeed {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(match self {
