@@ -153,7 +153,9 @@ fn sigkill_at_random_moments_then_resume_adds_the_key_back_with_every_row() {
 /// its lock on the table, every row in): resume adds it.
 #[test]
 fn sigkill_while_the_key_is_added_back_then_resume_adds_it() {
-    let rows = 5_000;
+    // Enough rows that the blocker's lock lands while the key is away,
+    // also on a busy machine (with 5,000 the load could be done first).
+    let rows = 50_000;
     let db = shared_cluster().create_database("fk_kill_adding");
     db.client().batch_execute(TABLE).unwrap();
     let dir = tempfile::tempdir().unwrap();
