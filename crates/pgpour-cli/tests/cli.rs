@@ -371,6 +371,9 @@ fn interrupt_of_a_load_waiting_on_a_prepared_transaction_ends_in_bounded_time() 
             "--workers",
             "1",
         ])
+        // Ctrl-C alone, before the load would stop by itself for waiting
+        // on a prepared transaction (see the test below).
+        .env("PGPOUR_LOCK_WAIT_CHECK", "600")
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -421,6 +424,78 @@ fn interrupt_of_a_load_waiting_on_a_prepared_transaction_ends_in_bounded_time() 
     let stderr = text(&out.stderr);
     assert_eq!(status.code(), Some(130), "{stderr}");
     assert!(stderr.contains("did not finish within"), "{stderr}");
+}
+
+/// A load whose insert waited on a lock held by a prepared transaction
+/// waited for ever: nothing ends a prepared transaction by itself. It now
+/// stops once it has waited a while, exit 2, naming the transaction and
+/// how to end it; the table keeps what committed before.
+#[test]
+fn a_load_waiting_on_a_prepared_transaction_stops_naming_it() {
+    let db = shared_cluster().create_database("cli_waits_on_prepared");
+    let mut holder = db.client();
+    holder
+        .batch_execute("CREATE TABLE t (a int PRIMARY KEY); INSERT INTO t VALUES (0)")
+        .unwrap();
+    holder
+        .batch_execute("BEGIN; INSERT INTO t VALUES (1); PREPARE TRANSACTION 'left_by_someone'")
+        .unwrap();
+    let started = std::time::Instant::now();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_pgpour"))
+        .args([
+            "load",
+            "-",
+            "-t",
+            "t",
+            "-d",
+            &db.conninfo(),
+            "--workers",
+            "1",
+        ])
+        .env("PGPOUR_LOCK_WAIT_CHECK", "2")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    stdin.write_all(b"2\n1\n3\n").unwrap();
+    drop(stdin);
+    let ended = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break Some(status);
+        }
+        if started.elapsed() > std::time::Duration::from_secs(60) {
+            break None;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    };
+    let _ = child.kill();
+    let out = child.wait_with_output().unwrap();
+    let left: i64 = holder
+        .query_one(
+            "SELECT count(*) FROM pg_prepared_xacts WHERE gid = 'left_by_someone'",
+            &[],
+        )
+        .unwrap()
+        .get(0);
+    holder
+        .batch_execute("ROLLBACK PREPARED 'left_by_someone'")
+        .unwrap();
+    let stderr = text(&out.stderr);
+    let status = ended.unwrap_or_else(|| panic!("still waiting after 60 s: {stderr}"));
+    assert_eq!(status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("prepared transaction left_by_someone"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("ROLLBACK PREPARED 'left_by_someone'"),
+        "{stderr}"
+    );
+    // Nothing of pgpour's settles someone else's transaction.
+    assert_eq!(left, 1);
+    assert_eq!(count(&db, "t"), 1);
 }
 
 /// 12345 as the summary prints it: 12,345.

@@ -541,6 +541,20 @@ pub enum Error {
     )]
     Unsettled { node: String, reason: String },
 
+    /// The load waited on a lock held by a prepared transaction, which
+    /// nothing ends by itself: the load stopped instead of waiting for ever.
+    #[error(
+        "the load waited on a lock held by the prepared transaction {}{} (owner {}, \
+         database {}, prepared {}), and stopped: {}",
+        .0.gid,
+        .0.node.as_ref().map(|n| format!(" on Citus node {n}")).unwrap_or_default(),
+        .0.owner,
+        .0.database,
+        .0.prepared,
+        .0.way
+    )]
+    WaitsOnPrepared(Box<PreparedHolder>),
+
     /// Rows sent straight to Citus' shards were committed on their nodes
     /// after the lock that holds off shard moves was lost, and those
     /// shards have moved since: a move may have copied them before the
@@ -605,6 +619,22 @@ pub enum Error {
         #[source]
         source: postgres::Error,
     },
+}
+
+/// A prepared transaction a load waited on (see `Error::WaitsOnPrepared`).
+#[derive(Debug, Clone)]
+pub struct PreparedHolder {
+    /// The Citus node that holds it, `host:port`; `None` for the server.
+    pub node: Option<String>,
+    pub gid: String,
+    pub owner: String,
+    pub database: String,
+    /// When it was prepared.
+    pub prepared: String,
+    /// How to end it.
+    pub way: String,
+    /// Whether it is the load's own (an earlier run's).
+    pub own: bool,
 }
 
 impl Error {
