@@ -55,11 +55,15 @@ fn threshold() -> Duration {
         .map_or(Duration::from_secs(10), Duration::from_secs_f64)
 }
 
+/// A wait, as seen again from one look to the next: where, which
+/// backend, on which prepared transaction.
+type WaitKey = (Option<(String, u16)>, i32, String);
+
 /// A prepared transaction a backend of the load waits on.
 struct Holder {
-    /// Where: the server, or a Citus node `host:port`.
-    node: Option<String>,
-    /// The waiting backend, on the server the watcher asks.
+    /// Where: the server, or a Citus node (host and port).
+    node: Option<(String, u16)>,
+    /// The waiting backend, on the server or that node.
     pid: i32,
     gid: String,
     owner: String,
@@ -80,16 +84,18 @@ pub(crate) struct LockWatch<'a> {
 }
 
 impl LockWatch<'_> {
-    /// Watches until no worker is `alive`, or `stop` is set.
+    /// Watches until no worker is `alive`. Once it stopped the load (set
+    /// `stop`), any wait on a prepared transaction that follows (a batch
+    /// going another way as the load stops) is cancelled at once.
     pub(crate) fn run(&self, alive: &AtomicUsize, stop: &AtomicBool) {
-        let threshold = threshold();
+        let mut threshold = threshold();
         let mut client = None;
-        let mut seen: HashMap<(Option<String>, i32, String), Instant> = HashMap::new();
-        let ended = || alive.load(Ordering::SeqCst) == 0 || stop.load(Ordering::SeqCst);
-        while !ended() {
+        let mut seen: HashMap<WaitKey, Instant> = HashMap::new();
+        let ended = || alive.load(Ordering::SeqCst) == 0;
+        let step = Duration::from_millis(100);
+        let period = threshold.clamp(Duration::from_millis(200), Duration::from_secs(1));
+        loop {
             let mut slept = Duration::ZERO;
-            let step = Duration::from_millis(100);
-            let period = threshold.clamp(Duration::from_millis(200), Duration::from_secs(1));
             while slept < period && !ended() {
                 std::thread::sleep(step);
                 slept += step;
@@ -121,11 +127,8 @@ impl LockWatch<'_> {
             seen.retain(|k, _| keys.contains(k));
             for (holder, key) in holders.into_iter().zip(keys) {
                 let since = *seen.entry(key).or_insert(now);
-                if now.duration_since(since) < threshold {
+                if now.duration_since(since) < threshold || ended() {
                     continue;
-                }
-                if ended() {
-                    return;
                 }
                 let error = self.error(&holder);
                 {
@@ -135,10 +138,30 @@ impl LockWatch<'_> {
                     }
                 }
                 stop.store(true, Ordering::SeqCst);
-                // The waiting statement is cancelled (on Citus, the
-                // coordinator's, which cancels its work on the nodes).
-                let _ = c.execute("SELECT pg_catalog.pg_cancel_backend($1)", &[&holder.pid]);
-                return;
+                threshold = Duration::ZERO;
+                self.cancel(c, &holder);
+            }
+        }
+    }
+
+    /// Cancels the waiting statement, where it waits: on a Citus node,
+    /// the coordinator's statement then fails too.
+    fn cancel(&self, client: &mut postgres::Client, holder: &Holder) {
+        // Citus adds a pg_cancel_backend(bigint) of global pids.
+        let cancel = "SELECT pg_catalog.pg_cancel_backend($1::pg_catalog.int4)";
+        match &holder.node {
+            None => {
+                let _ = client.execute(cancel, &[&holder.pid]);
+            }
+            Some((host, port)) => {
+                if let Ok(mut node) = self
+                    .connect
+                    .for_node(host, *port)
+                    .with_application_name("pgpour lock watch")
+                    .connect()
+                {
+                    let _ = node.execute(cancel, &[&holder.pid]);
+                }
             }
         }
     }
@@ -165,7 +188,7 @@ impl LockWatch<'_> {
             )
         };
         Error::WaitsOnPrepared(Box::new(crate::error::PreparedHolder {
-            node: holder.node.clone(),
+            node: holder.node.as_ref().map(|(h, p)| format!("{h}:{p}")),
             gid: holder.gid.clone(),
             owner: holder.owner.clone(),
             database: holder.database.clone(),
@@ -212,20 +235,20 @@ impl LockWatch<'_> {
     ) -> Result<Vec<Holder>, postgres::Error> {
         // The coordinator's backends of the load, with the global pids their
         // work on the nodes runs under.
-        let ours: Vec<(i32, i64)> = client
+        let ours: Vec<i64> = client
             .query(
-                "SELECT a.pid, pg_catalog.citus_calculate_gpid( \
-                     coalesce((SELECT nodeid FROM pg_dist_node WHERE groupid = 0 LIMIT 1), 99999999), \
+                "SELECT pg_catalog.citus_calculate_gpid( \
+                     coalesce((SELECT nodeid FROM pg_catalog.pg_dist_node WHERE groupid = 0 LIMIT 1), 99999999), \
                      a.pid) \
                    FROM pg_catalog.pg_stat_activity a WHERE a.application_name OPERATOR(pg_catalog.=) $1",
                 &[&mark],
             )?
             .iter()
-            .map(|r| (r.get(0), r.get(1)))
+            .map(|r| r.get(0))
             .collect();
         let mut names: Vec<String> = ours
             .iter()
-            .map(|(_, gpid)| quote_literal(&format!("citus_internal gpid={gpid}")))
+            .map(|gpid| quote_literal(&format!("citus_internal gpid={gpid}")))
             .collect();
         if names.is_empty() && self.token.is_none() {
             return Ok(Vec::new());
@@ -241,24 +264,27 @@ impl LockWatch<'_> {
             })
             .unwrap_or_default();
         let inner = format!(
-            "SELECT coalesce(pg_catalog.json_agg(pg_catalog.json_build_array(a.application_name, \
-               q.gid, q.owner, q.database, q.prepared)), '[]') FROM ({}) q \
-               JOIN pg_catalog.pg_stat_activity a ON a.pid = q.pid",
+            "SELECT coalesce(pg_catalog.json_agg(pg_catalog.json_build_array(q.pid, \
+               q.gid, q.owner, q.database, q.prepared)), '[]') FROM ({}) q",
             on_server_sql(&format!(
                 "(a.application_name IN ({}){token})",
                 names.join(", ")
             ))
         );
         let rows = client.query(
-            "SELECT nodename || ':' || nodeport, success, result \
+            "SELECT nodename, nodeport, success, result \
                FROM pg_catalog.run_command_on_workers($1)",
             &[&inner],
         )?;
         let mut out = Vec::new();
         for row in rows {
-            let node: String = row.get(0);
-            let success: bool = row.get(1);
-            let result: String = row.get(2);
+            let host: String = row.get(0);
+            let port: i32 = row.get(1);
+            let success: bool = row.get(2);
+            let result: String = row.get(3);
+            let Ok(port) = u16::try_from(port) else {
+                continue;
+            };
             if !success {
                 continue;
             }
@@ -267,19 +293,15 @@ impl LockWatch<'_> {
             };
             for f in found {
                 let text = |i: usize| f.get(i).and_then(|v| v.as_str()).unwrap_or("").to_string();
-                let name = text(0);
-                // The coordinator's backend whose work waits there; for the
-                // load's own sessions to the shards, none: the first of
-                // the load's coordinator backends is cancelled, which
-                // stops the load as well.
-                let pid = name
-                    .strip_prefix("citus_internal gpid=")
-                    .and_then(|g| g.parse::<i64>().ok())
-                    .and_then(|g| ours.iter().find(|(_, gpid)| *gpid == g).map(|(p, _)| *p))
-                    .or_else(|| ours.first().map(|(p, _)| *p))
-                    .unwrap_or(0);
+                let Some(pid) = f
+                    .get(0)
+                    .and_then(serde_json::Value::as_i64)
+                    .and_then(|p| i32::try_from(p).ok())
+                else {
+                    continue;
+                };
                 out.push(Holder {
-                    node: Some(node.clone()),
+                    node: Some((host.clone(), port)),
                     pid,
                     gid: text(1),
                     owner: text(2),
