@@ -387,7 +387,12 @@ fn interrupt_of_a_load_waiting_on_a_prepared_transaction_ends_in_bounded_time() 
     loop {
         let waiting: i64 = db
             .client()
-            .query_one("SELECT count(*) FROM pg_locks WHERE NOT granted", &[])
+            // This database's: other tests wait on locks of their own.
+            .query_one(
+                "SELECT count(*) FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid \
+                 WHERE NOT l.granted AND a.datname = current_database()",
+                &[],
+            )
             .unwrap()
             .get(0);
         if waiting > 0 {

@@ -48,9 +48,9 @@ pub use citus::leftovers::{Settled, SettledAs};
 pub use citus::{CitusRoute, CitusTable};
 pub use encode::{ArrowEncoderBench, EncoderBench, WireFormat};
 pub use error::{
-    delimiter_name, BadRow, ConnectionProblem, Error, FormatProblem, InputChange, Mismatch,
-    OptionsProblem, Position, PreparedHolder, RequestProblem, Result, RowHint, ServerError,
-    SessionNeed,
+    delimiter_name, BadRow, ConnectionProblem, Error, FormatProblem, InputChange, LockHolder,
+    Mismatch, OptionsProblem, Position, PreparedHolder, RequestProblem, Result, RowHint,
+    ServerError, SessionNeed,
 };
 pub use forget::{Forgetting, Forgotten};
 pub use journal::{LoadFilter, LoadState, LoadStatus};

@@ -555,6 +555,20 @@ pub enum Error {
     )]
     WaitsOnPrepared(Box<PreparedHolder>),
 
+    /// A statement that waits for a lock the load holds while it runs (a
+    /// DDL behind the lock that holds off shard moves) held a lock the
+    /// load waited on: each waited for the other, for ever.
+    #[error(
+        "the load waited on session pid {} ({}, its statement started {}: {}), which waits \
+         for a lock the load holds until it ends: the load stopped; run that statement \
+         after the load, or cancel it",
+        .0.pid,
+        .0.application,
+        .0.since,
+        .0.query
+    )]
+    QueuedBehindLoad(Box<LockHolder>),
+
     /// Rows sent straight to Citus' shards were committed on their nodes
     /// after the lock that holds off shard moves was lost, and those
     /// shards have moved since: a move may have copied them before the
@@ -619,6 +633,18 @@ pub enum Error {
         #[source]
         source: postgres::Error,
     },
+}
+
+/// A session whose lock a load waited on (see `Error::QueuedBehindLoad`).
+#[derive(Debug, Clone)]
+pub struct LockHolder {
+    pub pid: i32,
+    /// Its application_name.
+    pub application: String,
+    /// When its statement started.
+    pub since: String,
+    /// Its statement (cut short).
+    pub query: String,
 }
 
 /// A prepared transaction a load waited on (see `Error::WaitsOnPrepared`).

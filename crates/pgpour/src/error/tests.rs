@@ -239,6 +239,12 @@ fn every_error() -> Vec<Error> {
             way: "its owner ends it with ROLLBACK PREPARED 'left_by_someone'".into(),
             own: false,
         })),
+        Error::QueuedBehindLoad(Box::new(crate::error::LockHolder {
+            pid: 4242,
+            application: "psql".into(),
+            since: "2026-12-04 19:37:16 UTC".into(),
+            query: "ALTER TABLE votes ADD COLUMN later int".into(),
+        })),
         Error::Db {
             context: "reading the journal".into(),
             source: driver_error(),
@@ -519,6 +525,7 @@ fn covers(error: &Error) {
         | Error::ShardsUnconfirmed { .. }
         | Error::PreparedShardMoved { .. }
         | Error::WaitsOnPrepared(_)
+        | Error::QueuedBehindLoad(_)
         | Error::JournalKept { .. }
         | Error::Db { .. } => {}
     }

@@ -12,7 +12,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use crate::error::Error;
+use crate::error::{Error, LockHolder};
 use crate::quote::quote_literal;
 use crate::server::conn::ConnectOptions;
 
@@ -79,6 +79,8 @@ pub(crate) struct LockWatch<'a> {
     pub token: Option<&'a str>,
     /// Whether the nodes of a Citus cluster are asked too.
     pub citus: bool,
+    /// Where a wait on an ordinary holder is shown.
+    pub progress: &'a crate::progress::Progress,
     /// The error found, which the load reports.
     pub found: Mutex<Option<Error>>,
 }
@@ -141,7 +143,95 @@ impl LockWatch<'_> {
                 threshold = Duration::ZERO;
                 self.cancel(c, &holder);
             }
+            // A server before 14 has no pg_locks.waitstart: its waits on
+            // ordinary holders go unreported.
+            if let Ok(blockers) = self.blockers(c, threshold) {
+                self.on_blockers(c, blockers, stop);
+            }
         }
+    }
+
+    /// Shows who the load has waited on past the threshold; stops the load
+    /// when that one waits on the load itself.
+    fn on_blockers(
+        &self,
+        client: &mut postgres::Client,
+        blockers: Vec<(i32, LockHolder, bool)>,
+        stop: &AtomicBool,
+    ) {
+        let shown = blockers.first().map(|(_, b, _)| {
+            format!(
+                "waiting for a lock held by pid {} ({}, statement started {}: {})",
+                b.pid, b.application, b.since, b.query
+            )
+        });
+        *self
+            .progress
+            .waiting_on
+            .lock()
+            .unwrap_or_else(|p| p.into_inner()) = shown;
+        for (waiting, blocker, behind_us) in blockers {
+            if !behind_us {
+                continue;
+            }
+            {
+                let mut found = self.found.lock().unwrap_or_else(|p| p.into_inner());
+                if found.is_none() {
+                    *found = Some(Error::QueuedBehindLoad(Box::new(blocker)));
+                }
+            }
+            stop.store(true, Ordering::SeqCst);
+            let _ = client.execute(
+                "SELECT pg_catalog.pg_cancel_backend($1::pg_catalog.int4)",
+                &[&waiting],
+            );
+        }
+    }
+
+    /// The sessions (not the load's, nor prepared transactions) that hold
+    /// locks the load's sessions on the server have waited on for longer
+    /// than `threshold`: the waiting pid, the holder, and whether the
+    /// holder waits in turn on one of the load's sessions.
+    fn blockers(
+        &self,
+        client: &mut postgres::Client,
+        threshold: Duration,
+    ) -> Result<Vec<(i32, LockHolder, bool)>, postgres::Error> {
+        let mark = self.connect.application_name().unwrap_or_default();
+        let rows = client.query(
+            "SELECT a.pid, b.pid, b.application_name, \
+                    pg_catalog.to_char(b.query_start, 'YYYY-MM-DD HH24:MI:SS TZ'), \
+                    pg_catalog.left(b.query, 200), \
+                    EXISTS (SELECT 1 FROM pg_catalog.unnest(pg_catalog.pg_blocking_pids(b.pid)) g \
+                              JOIN pg_catalog.pg_stat_activity c ON c.pid = g \
+                             WHERE c.application_name OPERATOR(pg_catalog.=) $1) \
+               FROM pg_catalog.pg_stat_activity a \
+              CROSS JOIN LATERAL pg_catalog.unnest(pg_catalog.pg_blocking_pids(a.pid)) bp \
+               JOIN pg_catalog.pg_stat_activity b ON b.pid = bp \
+              WHERE a.application_name OPERATOR(pg_catalog.=) $1 \
+                AND a.wait_event_type OPERATOR(pg_catalog.=) 'Lock' \
+                AND b.application_name OPERATOR(pg_catalog.<>) $1 \
+                AND EXISTS (SELECT 1 FROM pg_catalog.pg_locks w WHERE w.pid = a.pid \
+                       AND NOT w.granted AND w.waitstart OPERATOR(pg_catalog.<) \
+                           pg_catalog.now() OPERATOR(pg_catalog.-) \
+                           pg_catalog.make_interval(secs => $2))",
+            &[&mark, &threshold.as_secs_f64()],
+        )?;
+        Ok(rows
+            .iter()
+            .map(|r| {
+                (
+                    r.get(0),
+                    LockHolder {
+                        pid: r.get(1),
+                        application: r.get::<_, Option<String>>(2).unwrap_or_default(),
+                        since: r.get::<_, Option<String>>(3).unwrap_or_default(),
+                        query: r.get::<_, Option<String>>(4).unwrap_or_default(),
+                    },
+                    r.get(5),
+                )
+            })
+            .collect())
     }
 
     /// Cancels the waiting statement, where it waits: on a Citus node,

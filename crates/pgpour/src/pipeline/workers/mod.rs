@@ -156,6 +156,7 @@ pub(super) fn run(
         connect: setup.connect,
         token: own,
         citus: plan.citus.is_some(),
+        progress: setup.progress,
         found: Mutex::new(None),
     };
     let alive = std::sync::atomic::AtomicUsize::new(workers);
