@@ -22,7 +22,7 @@ fn run_mark() -> String {
     use std::sync::atomic::AtomicU32;
     static LOADS: AtomicU32 = AtomicU32::new(0);
     let n = LOADS.fetch_add(1, Ordering::SeqCst);
-    format!("pgpour run {}.{n}", std::process::id())
+    format!("pgpour/{}.{n}", std::process::id())
 }
 
 /// `connect` whose sessions carry a mark of their own, after the name they
