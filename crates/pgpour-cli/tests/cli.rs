@@ -445,38 +445,60 @@ fn a_load_waiting_on_a_prepared_transaction_stops_naming_it() {
     holder
         .batch_execute("BEGIN; INSERT INTO t VALUES (1); PREPARE TRANSACTION 'left_by_someone'")
         .unwrap();
-    let started = std::time::Instant::now();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_pgpour"))
-        .args([
-            "load",
-            "-",
-            "-t",
-            "t",
-            "-d",
-            &db.conninfo(),
-            "--workers",
-            "1",
-        ])
-        .env("PGPOUR_LOCK_WAIT_CHECK", "2")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut stdin = child.stdin.take().unwrap();
-    stdin.write_all(b"2\n1\n3\n").unwrap();
-    drop(stdin);
-    let ended = loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            break Some(status);
-        }
-        if started.elapsed() > std::time::Duration::from_secs(60) {
-            break None;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(100));
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("keys.csv");
+    std::fs::write(&file, "2\n1\n3\n").unwrap();
+    let conninfo = db.conninfo();
+    // A load, then its resume: each stops, in bounded time.
+    let run = |args: &[&str]| {
+        let started = std::time::Instant::now();
+        let mut child = Command::new(env!("CARGO_BIN_EXE_pgpour"))
+            .args(args)
+            .args(["-d", &conninfo])
+            .env("PGPOUR_LOCK_WAIT_CHECK", "2")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let ended = loop {
+            if let Some(status) = child.try_wait().unwrap() {
+                break Some(status);
+            }
+            if started.elapsed() > std::time::Duration::from_secs(60) {
+                break None;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(100));
+        };
+        let _ = child.kill();
+        let out = child.wait_with_output().unwrap();
+        (ended, text(&out.stderr))
     };
-    let _ = child.kill();
-    let out = child.wait_with_output().unwrap();
+    let load = [
+        "load",
+        file.to_str().unwrap(),
+        "-t",
+        "t",
+        "--workers",
+        "1",
+        "--load-id",
+        "held",
+    ];
+    let resume = ["resume", "held"];
+    for args in [&load[..], &resume[..]] {
+        let (ended, stderr) = run(args);
+        let status =
+            ended.unwrap_or_else(|| panic!("{args:?}: still waiting after 60 s: {stderr}"));
+        assert_eq!(status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(
+            stderr.contains("prepared transaction left_by_someone"),
+            "{args:?}: {stderr}"
+        );
+        assert!(
+            stderr.contains("ROLLBACK PREPARED 'left_by_someone'"),
+            "{args:?}: {stderr}"
+        );
+    }
+    // Nothing of pgpour's settles someone else's transaction.
     let left: i64 = holder
         .query_one(
             "SELECT count(*) FROM pg_prepared_xacts WHERE gid = 'left_by_someone'",
@@ -484,23 +506,15 @@ fn a_load_waiting_on_a_prepared_transaction_stops_naming_it() {
         )
         .unwrap()
         .get(0);
+    assert_eq!(left, 1);
+    assert_eq!(count(&db, "t"), 1);
+    // Once its owner ended it, the resume loads the rest.
     holder
         .batch_execute("ROLLBACK PREPARED 'left_by_someone'")
         .unwrap();
-    let stderr = text(&out.stderr);
-    let status = ended.unwrap_or_else(|| panic!("still waiting after 60 s: {stderr}"));
-    assert_eq!(status.code(), Some(2), "{stderr}");
-    assert!(
-        stderr.contains("prepared transaction left_by_someone"),
-        "{stderr}"
-    );
-    assert!(
-        stderr.contains("ROLLBACK PREPARED 'left_by_someone'"),
-        "{stderr}"
-    );
-    // Nothing of pgpour's settles someone else's transaction.
-    assert_eq!(left, 1);
-    assert_eq!(count(&db, "t"), 1);
+    let (ended, stderr) = run(&resume);
+    assert_eq!(ended.and_then(|s| s.code()), Some(0), "{stderr}");
+    assert_eq!(count(&db, "t"), 4);
 }
 
 /// 12345 as the summary prints it: 12,345.
