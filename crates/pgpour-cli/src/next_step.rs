@@ -65,6 +65,16 @@ pub fn advice(failed: &Failed) -> Option<String> {
                  continue with fewer workers: {resume} --workers 1"
             )
         }
+        Error::WaitsOnPrepared(holder) if holder.own => {
+            format!("continue it with: {resume} (which settles it first)")
+        }
+        Error::WaitsOnPrepared(holder) if holder.gid.starts_with("pgpour:") => format!(
+            "`pgpour forget` (or `pgpour resume`) of the load it is part of settles it \
+             (`pgpour status` lists the loads); then continue this one with: {resume}"
+        ),
+        Error::WaitsOnPrepared(_) => {
+            format!("once its owner has ended it, continue the load with: {resume}")
+        }
         e if resumable(e) => format!("continue it with: {resume}"),
         _ if committed == 0 => {
             "nothing was committed: fix the cause and run the same command again".to_string()

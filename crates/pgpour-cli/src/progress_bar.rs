@@ -39,8 +39,15 @@ pub fn run(progress: &Progress, done: &AtomicBool) {
                     style.apply(&bar);
                 }
                 bar.set_position(s.input_bytes_read);
+                let waiting = progress
+                    .waiting_on
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .as_ref()
+                    .map(|w| format!(" | {w}"))
+                    .unwrap_or_default();
                 bar.set_message(format!(
-                    "| {} rows | {} rows/s | {}/s",
+                    "| {} rows | {} rows/s | {}/s{waiting}",
                     HumanCount(s.rows_loaded),
                     HumanCount(rows_per_second as u64),
                     HumanBytes(bytes_per_second as u64)

@@ -967,3 +967,86 @@ fn forget_says_what_it_settled_and_the_journal_is_not_dropped_over_leftovers() {
     assert!(out.status.success(), "{}", common::text(&out.stderr));
     assert!(!journal_there());
 }
+
+/// A prepared transaction on a worker node, not pgpour's, held the key of
+/// a row the load inserts into its shard (a unique index): the load's
+/// insert there waited for ever, through the coordinator as straight to
+/// the shards. It now stops once it has waited a while, exit 2, naming the
+/// transaction and its node; what is not its own it leaves alone.
+#[test]
+fn a_load_waiting_on_a_prepared_transaction_on_a_worker_stops_naming_it() {
+    let Some(cluster) = citus_cluster() else {
+        return;
+    };
+    let _alone = one_at_a_time();
+    let dir = tempfile::tempdir().unwrap();
+    journal_made(cluster, &dir);
+    let name = "waits_on_prepared";
+    let file = dir.path().join("keyed.csv");
+    std::fs::write(&file, keyed(&(1..=2_000).collect::<Vec<_>>())).unwrap();
+    for route in ["coordinator", "auto"] {
+        table(cluster, name, true);
+        cluster
+            .client()
+            .batch_execute(&format!("ALTER TABLE {name} ADD PRIMARY KEY (id)"))
+            .unwrap();
+        let (_, shard, worker) = last_alone(cluster, name, 2_000);
+        let gid = format!("held_on_a_worker_{route}");
+        let mut holder = cluster.node_client(worker);
+        holder
+            .batch_execute(&format!(
+                "BEGIN; INSERT INTO {shard} VALUES (2001, 'x'); PREPARE TRANSACTION '{gid}'"
+            ))
+            .unwrap();
+        std::fs::write(&file, keyed(&(1..=2_001).collect::<Vec<_>>())).unwrap();
+        let started = Instant::now();
+        let mut child = Command::new(env!("CARGO_BIN_EXE_pgpour"))
+            .args(["load", file.to_str().unwrap(), "-t", name])
+            .args(["-d", &cluster.conninfo(), "-q", "--citus-route", route])
+            .args(["--workers", "1", "--load-id", &gid])
+            .env("PGPOUR_LOCK_WAIT_CHECK", "2")
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let ended = loop {
+            if let Some(status) = child.try_wait().unwrap() {
+                break Some(status);
+            }
+            if started.elapsed() > Duration::from_secs(90) {
+                break None;
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        };
+        let _ = child.kill();
+        let out = child.wait_with_output().unwrap();
+        let still: i64 = holder
+            .query_one(
+                "SELECT count(*) FROM pg_prepared_xacts WHERE gid = $1",
+                &[&gid],
+            )
+            .unwrap()
+            .get(0);
+        holder
+            .batch_execute(&format!("ROLLBACK PREPARED '{gid}'"))
+            .unwrap();
+        let stderr = common::text(&out.stderr);
+        let status = ended.unwrap_or_else(|| panic!("{route}: still waiting after 90 s: {stderr}"));
+        assert_eq!(status.code(), Some(2), "{route}: {stderr}");
+        assert!(
+            stderr.contains(&format!(
+                "prepared transaction {gid} on Citus node 127.0.0.1:"
+            )),
+            "{route}: {stderr}"
+        );
+        assert!(
+            stderr.contains(&format!("ROLLBACK PREPARED '{gid}'")),
+            "{route}: {stderr}"
+        );
+        assert_eq!(still, 1, "{route}: someone else's transaction was settled");
+        // Nothing of the load's is left prepared.
+        assert_eq!(prepared_left(cluster), Vec::<String>::new(), "{route}");
+        let out = common::pgpour(&["forget", &gid, "-d", &cluster.conninfo()], None);
+        assert!(out.status.success(), "{}", common::text(&out.stderr));
+    }
+}

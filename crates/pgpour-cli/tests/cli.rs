@@ -371,6 +371,9 @@ fn interrupt_of_a_load_waiting_on_a_prepared_transaction_ends_in_bounded_time() 
             "--workers",
             "1",
         ])
+        // Ctrl-C alone, before the load would stop by itself for waiting
+        // on a prepared transaction (see the test below).
+        .env("PGPOUR_LOCK_WAIT_CHECK", "600")
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -384,7 +387,12 @@ fn interrupt_of_a_load_waiting_on_a_prepared_transaction_ends_in_bounded_time() 
     loop {
         let waiting: i64 = db
             .client()
-            .query_one("SELECT count(*) FROM pg_locks WHERE NOT granted", &[])
+            // This database's: other tests wait on locks of their own.
+            .query_one(
+                "SELECT count(*) FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid \
+                 WHERE NOT l.granted AND a.datname = current_database()",
+                &[],
+            )
             .unwrap()
             .get(0);
         if waiting > 0 {
@@ -421,6 +429,92 @@ fn interrupt_of_a_load_waiting_on_a_prepared_transaction_ends_in_bounded_time() 
     let stderr = text(&out.stderr);
     assert_eq!(status.code(), Some(130), "{stderr}");
     assert!(stderr.contains("did not finish within"), "{stderr}");
+}
+
+/// A load whose insert waited on a lock held by a prepared transaction
+/// waited for ever: nothing ends a prepared transaction by itself. It now
+/// stops once it has waited a while, exit 2, naming the transaction and
+/// how to end it; the table keeps what committed before.
+#[test]
+fn a_load_waiting_on_a_prepared_transaction_stops_naming_it() {
+    let db = shared_cluster().create_database("cli_waits_on_prepared");
+    let mut holder = db.client();
+    holder
+        .batch_execute("CREATE TABLE t (a int PRIMARY KEY); INSERT INTO t VALUES (0)")
+        .unwrap();
+    holder
+        .batch_execute("BEGIN; INSERT INTO t VALUES (1); PREPARE TRANSACTION 'left_by_someone'")
+        .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("keys.csv");
+    std::fs::write(&file, "2\n1\n3\n").unwrap();
+    let conninfo = db.conninfo();
+    // A load, then its resume: each stops, in bounded time.
+    let run = |args: &[&str]| {
+        let started = std::time::Instant::now();
+        let mut child = Command::new(env!("CARGO_BIN_EXE_pgpour"))
+            .args(args)
+            .args(["-d", &conninfo])
+            .env("PGPOUR_LOCK_WAIT_CHECK", "2")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let ended = loop {
+            if let Some(status) = child.try_wait().unwrap() {
+                break Some(status);
+            }
+            if started.elapsed() > std::time::Duration::from_secs(60) {
+                break None;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(100));
+        };
+        let _ = child.kill();
+        let out = child.wait_with_output().unwrap();
+        (ended, text(&out.stderr))
+    };
+    let load = [
+        "load",
+        file.to_str().unwrap(),
+        "-t",
+        "t",
+        "--workers",
+        "1",
+        "--load-id",
+        "held",
+    ];
+    let resume = ["resume", "held"];
+    for args in [&load[..], &resume[..]] {
+        let (ended, stderr) = run(args);
+        let status =
+            ended.unwrap_or_else(|| panic!("{args:?}: still waiting after 60 s: {stderr}"));
+        assert_eq!(status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(
+            stderr.contains("prepared transaction left_by_someone"),
+            "{args:?}: {stderr}"
+        );
+        assert!(
+            stderr.contains("ROLLBACK PREPARED 'left_by_someone'"),
+            "{args:?}: {stderr}"
+        );
+    }
+    // Nothing of pgpour's settles someone else's transaction.
+    let left: i64 = holder
+        .query_one(
+            "SELECT count(*) FROM pg_prepared_xacts WHERE gid = 'left_by_someone'",
+            &[],
+        )
+        .unwrap()
+        .get(0);
+    assert_eq!(left, 1);
+    assert_eq!(count(&db, "t"), 1);
+    // Once its owner ended it, the resume loads the rest.
+    holder
+        .batch_execute("ROLLBACK PREPARED 'left_by_someone'")
+        .unwrap();
+    let (ended, stderr) = run(&resume);
+    assert_eq!(ended.and_then(|s| s.code()), Some(0), "{stderr}");
+    assert_eq!(count(&db, "t"), 4);
 }
 
 /// 12345 as the summary prints it: 12,345.

@@ -424,7 +424,7 @@ fn terminated_backends_are_retried() {
             client
                 .batch_execute(
                     "SELECT pg_terminate_backend(pid) FROM pg_stat_activity \
-                     WHERE application_name = 'pgpour' AND pid <> pg_backend_pid()",
+                     WHERE application_name LIKE 'pgpour%' AND pid <> pg_backend_pid()",
                 )
                 .unwrap();
             std::thread::sleep(Duration::from_millis(60));

@@ -49,8 +49,8 @@ pub use citus::{CitusRoute, CitusTable};
 pub use encode::{ArrowEncoderBench, EncoderBench, WireFormat};
 pub use error::{
     delimiter_name, session_pool_way_on, BadRow, ConnectionProblem, Error, FormatProblem,
-    InputChange, Mismatch, OptionsProblem, Position, RequestProblem, Result, RowHint, ServerError,
-    SessionNeed,
+    InputChange, LockHolder, Mismatch, OptionsProblem, Position, PreparedHolder, RequestProblem,
+    Result, RowHint, ServerError, SessionNeed,
 };
 pub use forget::{Forgetting, Forgotten};
 pub use journal::{LoadFilter, LoadState, LoadStatus};

@@ -86,6 +86,9 @@ pub struct Progress {
     /// key the table held (`--on-conflict`).
     pub rows_updated: AtomicU64,
     pub rows_skipped: AtomicU64,
+    /// Who holds a lock a loading session has waited on for a while (a
+    /// DDL, a long transaction), while it does.
+    pub waiting_on: Mutex<Option<String>>,
     phases: Mutex<Phases>,
 }
 

@@ -562,6 +562,34 @@ pub enum Error {
     )]
     Unsettled { node: String, reason: String },
 
+    /// The load waited on a lock held by a prepared transaction, which
+    /// nothing ends by itself: the load stopped instead of waiting for ever.
+    #[error(
+        "the load waited on a lock held by the prepared transaction {}{} (owner {}, \
+         database {}, prepared {}), and stopped: {}",
+        .0.gid,
+        .0.node.as_ref().map(|n| format!(" on Citus node {n}")).unwrap_or_default(),
+        .0.owner,
+        .0.database,
+        .0.prepared,
+        .0.way
+    )]
+    WaitsOnPrepared(Box<PreparedHolder>),
+
+    /// A statement that waits for a lock the load holds while it runs (a
+    /// DDL behind the lock that holds off shard moves) held a lock the
+    /// load waited on: each waited for the other, for ever.
+    #[error(
+        "the load waited on session pid {} ({}, its statement started {}: {}), which waits \
+         for a lock the load holds until it ends: the load stopped; run that statement \
+         after the load, or cancel it",
+        .0.pid,
+        .0.application,
+        .0.since,
+        .0.query
+    )]
+    QueuedBehindLoad(Box<LockHolder>),
+
     /// Rows sent straight to Citus' shards were committed on their nodes
     /// after the lock that holds off shard moves was lost, and those
     /// shards have moved since: a move may have copied them before the
@@ -626,6 +654,34 @@ pub enum Error {
         #[source]
         source: postgres::Error,
     },
+}
+
+/// A session whose lock a load waited on (see `Error::QueuedBehindLoad`).
+#[derive(Debug, Clone)]
+pub struct LockHolder {
+    pub pid: i32,
+    /// Its application_name.
+    pub application: String,
+    /// When its statement started.
+    pub since: String,
+    /// Its statement (cut short).
+    pub query: String,
+}
+
+/// A prepared transaction a load waited on (see `Error::WaitsOnPrepared`).
+#[derive(Debug, Clone)]
+pub struct PreparedHolder {
+    /// The Citus node that holds it, `host:port`; `None` for the server.
+    pub node: Option<String>,
+    pub gid: String,
+    pub owner: String,
+    pub database: String,
+    /// When it was prepared.
+    pub prepared: String,
+    /// How to end it.
+    pub way: String,
+    /// Whether it is the load's own (an earlier run's).
+    pub own: bool,
 }
 
 impl Error {

@@ -236,6 +236,21 @@ fn every_error() -> Vec<Error> {
             gid: "pgpour:00ab:d:0:0:1:3".into(),
             shards: "public.votes_102008".into(),
         },
+        Error::WaitsOnPrepared(Box::new(crate::error::PreparedHolder {
+            node: Some("10.0.0.7:5432".into()),
+            gid: "left_by_someone".into(),
+            owner: "app".into(),
+            database: "shop".into(),
+            prepared: "2026-12-04 19:37:16 UTC".into(),
+            way: "its owner ends it with ROLLBACK PREPARED 'left_by_someone'".into(),
+            own: false,
+        })),
+        Error::QueuedBehindLoad(Box::new(crate::error::LockHolder {
+            pid: 4242,
+            application: "psql".into(),
+            since: "2026-12-04 19:37:16 UTC".into(),
+            query: "ALTER TABLE votes ADD COLUMN later int".into(),
+        })),
         Error::Db {
             context: "reading the journal".into(),
             source: driver_error(),
@@ -516,6 +531,8 @@ fn covers(error: &Error) {
         | Error::ShardsMovedUnderLoad { .. }
         | Error::ShardsUnconfirmed { .. }
         | Error::PreparedShardMoved { .. }
+        | Error::WaitsOnPrepared(_)
+        | Error::QueuedBehindLoad(_)
         | Error::JournalKept { .. }
         | Error::Db { .. } => {}
     }

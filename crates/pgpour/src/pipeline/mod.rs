@@ -17,6 +17,7 @@ pub(crate) mod dedupe;
 mod duplicates;
 mod explain;
 mod finish;
+pub(crate) mod lock_watch;
 mod orphans;
 mod prepare;
 pub(crate) mod report;
@@ -93,6 +94,10 @@ fn load_and_restore(
     cancel: &AtomicBool,
 ) -> Result<LoadSummary, Box<LoadFailure>> {
     let started = Instant::now();
+    // The load's sessions carry a mark of their own, by which the watcher
+    // of lock waits finds them (see `lock_watch`).
+    let marked = lock_watch::marked(connect);
+    let connect = &marked;
     let mut options = options.clone();
     options.ensure_load_id();
     // The run lock's session, the load's first one and its loading

@@ -154,7 +154,16 @@ pub(super) fn run(
     }
     let mut first_client = Some(client);
 
+    let watch = crate::pipeline::lock_watch::LockWatch {
+        connect: setup.connect,
+        token: own,
+        citus: plan.citus.is_some(),
+        progress: setup.progress,
+        found: Mutex::new(None),
+    };
+    let alive = std::sync::atomic::AtomicUsize::new(workers);
     let read_end = std::thread::scope(|scope| {
+        scope.spawn(|| watch.run(&alive, &stop));
         let (tx, rx) = crossbeam_channel::bounded::<Batch>(2 * workers);
         for index in 0..workers {
             let rx = rx.clone();
@@ -191,7 +200,9 @@ pub(super) fn run(
             };
             let record_error = &record_error;
             let merge_order = &merge_order;
+            let alive = &alive;
             scope.spawn(move || {
+                let _count_out = CountOut(alive);
                 // Chunks waiting for this worker's to merge would wait
                 // forever if it stopped (or panicked) without loading its own.
                 let _abandon = AbandonOnStop {
@@ -251,6 +262,12 @@ pub(super) fn run(
         drop(tx);
         end.map_err(record_error).ok()
     });
+    // A wait on a prepared transaction, which stopped the load, is what
+    // the load reports: the workers' errors (a cancelled statement) follow
+    // from it.
+    if let Some(found) = watch.found.into_inner().unwrap_or_else(|p| p.into_inner()) {
+        *first_error.lock().unwrap_or_else(|p| p.into_inner()) = Some(found);
+    }
     if let Some(why) = guard.refused() {
         *setup
             .progress
@@ -296,6 +313,16 @@ pub(super) fn run(
             .into_inner()
             .unwrap_or_else(|p| p.into_inner()),
         forgotten,
+    }
+}
+
+/// Counts a worker out when it ends, however it ends: the watcher of
+/// lock waits ends with the last.
+struct CountOut<'a>(&'a std::sync::atomic::AtomicUsize);
+
+impl Drop for CountOut<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::SeqCst);
     }
 }
 

@@ -342,6 +342,11 @@ impl ConnectOptions {
         options
     }
 
+    /// The `application_name` sessions start with.
+    pub(crate) fn application_name(&self) -> Option<String> {
+        self.config.get_application_name().map(str::to_string)
+    }
+
     /// These options with another `application_name`.
     pub(crate) fn with_application_name(&self, name: &str) -> ConnectOptions {
         let mut out = self.clone();
