@@ -74,6 +74,30 @@ DTYPES = [
     ("uuid_of_binary", pa.array([bytes(range(16)), None, b"\xff" * 16], pa.binary()), "uuid"),
     ("dictionary", pa.array(["red", "green", None, "red", ""]).dictionary_encode(), "text"),
     ("dictionary_int", pa.array([5, 7, None, 5], pa.int64()).dictionary_encode(), "bigint"),
+    # Lists into one-dimensional arrays: empty lists, NULL lists, NULL
+    # elements, and elements that need quoting in an array's text.
+    ("list_int32", pa.array([[1, 2], [], None, [None, -(2**31)]], pa.list_(pa.int32())), "integer[]"),
+    ("list_int64", pa.array([[2**63 - 1], None, [0, None]], pa.list_(pa.int64())), "bigint[]"),
+    ("large_list_float64", pa.array([[0.5, float("nan"), None, float("inf")], []], pa.large_list(pa.float64())),
+     "double precision[]"),
+    ("fixed_size_list_int16", pa.array([[1, 2], None, [None, 3]], pa.list_(pa.int16(), 2)), "smallint[]"),
+    ("list_utf8", pa.array([["a", "b,c"], [], None, [None, "", "NULL", 'q"\\ {x}']], pa.list_(pa.string())), "text[]"),
+    ("list_utf8_varchar", pa.array([["ab", "c"], None], pa.list_(pa.string())), "varchar(2)[]"),
+    ("list_timestamp_us", pa.array([[0, 1_700_000_000_123_456], None, [None]], pa.list_(pa.timestamp("us"))),
+     "timestamp[]"),
+    ("list_decimal", pa.array([[D("1.23"), None], []], pa.list_(pa.decimal128(5, 2))), "numeric[]"),
+    # Structs into jsonb: objects, nested lists and objects, NULLs.
+    ("struct_jsonb", pa.array([{"a": 1, "b": "x", "c": True}, None, {"a": None, "b": 'q"\\', "c": False}],
+                              pa.struct([("a", pa.int64()), ("b", pa.string()), ("c", pa.bool_())])), "jsonb"),
+    ("struct_nested_jsonb", pa.array([{"n": [1, None], "f": 0.5, "s": {"x": "y"}}, {"n": [], "f": None, "s": None}, None],
+                                     pa.struct([("n", pa.list_(pa.int32())), ("f", pa.float64()),
+                                                ("s", pa.struct([("x", pa.string())]))])), "jsonb"),
+    # Durations into interval: each unit, negative ones, days' worth.
+    ("duration_s", pa.array([0, 1, None, -86_400 * 3 - 5, 10**9], pa.duration("s")), "interval"),
+    ("duration_ms", pa.array([0, 1, None, -1_500], pa.duration("ms")), "interval"),
+    ("duration_us", pa.array([0, 1, None, -1_500_000, 86_400_000_000 * 40 + 7], pa.duration("us")), "interval"),
+    ("duration_ns", pa.array([0, 1_499, 1_500, 2_500, None, -1_500, -3_500, 86_400_000_000_123_456], pa.duration("ns")),
+     "interval"),
 ]
 if hasattr(pa, "string_view"):
     DTYPES.append(("utf8_view", pa.array(["a", "", None, "a longer string than twelve"], pa.string_view()), "text"))
@@ -108,11 +132,31 @@ def test_a_pyarrow_table_loads_what_copy_loads(db, tmp_path, name, values, pg_ty
 # column does not take in that form yet: known gaps, each an expected
 # failure that must keep failing until it is closed (strict).
 POLARS_GAPS: dict = {}
-_NULLABLE_INT = "pandas holds an integer column with a None as float64 (NaN), which does not go "\
-    "into an integer column (Arrow-backed dtypes, int64[pyarrow], keep the integers)"
-PANDAS_GAPS = {
-    **{name: _NULLABLE_INT for name in ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32")},
-}
+PANDAS_GAPS: dict = {}
+
+
+def pandas_of(table):
+    """`table` as a pandas DataFrame, integer columns in pandas' nullable
+    dtypes (Int8 ... UInt64), as a pandas user holds integers with missing
+    values: `to_pandas()` alone makes an integer column with a NULL float64
+    (NaN for the NULL), which an integer column rightly refuses. Lists are
+    Arrow-backed (`pd.ArrowDtype`) for the same reason: as NumPy arrays in
+    an object column, a list of integers with a NULL comes back as floats."""
+    import pandas as pd
+
+    nullable = {
+        pa.int8(): pd.Int8Dtype(), pa.int16(): pd.Int16Dtype(),
+        pa.int32(): pd.Int32Dtype(), pa.int64(): pd.Int64Dtype(),
+        pa.uint8(): pd.UInt8Dtype(), pa.uint16(): pd.UInt16Dtype(),
+        pa.uint32(): pd.UInt32Dtype(), pa.uint64(): pd.UInt64Dtype(),
+    }
+
+    def dtype(kind):
+        if pa.types.is_list(kind) or pa.types.is_large_list(kind) or pa.types.is_fixed_size_list(kind):
+            return pd.ArrowDtype(kind)
+        return nullable.get(kind)
+
+    return table.to_pandas(types_mapper=dtype)
 
 
 def known_gap(request, gaps, name):
@@ -140,7 +184,7 @@ def test_a_polars_frame_loads_what_copy_loads(db, tmp_path, request, name, value
 def test_a_pandas_frame_loads_what_copy_loads(db, tmp_path, request, name, values, pg_type):
     pytest.importorskip("pandas")
     try:
-        frame = indexed(values).to_pandas()
+        frame = pandas_of(indexed(values))
         if not hasattr(frame, "__arrow_c_stream__"):
             pytest.skip("this pandas has no Arrow export")
         arrow_of(frame)
@@ -247,3 +291,21 @@ def test_atomic_loads_a_frame_whole_or_not_at_all(db):
         pgpour.load(frame, target, db=db.conninfo, atomic=True, chunk_size="16KiB", workers=2)
     assert raised.value.row == 20000
     assert db.count(target) == 0
+
+
+def test_pandas_nullable_integers_load_as_integers_with_their_nulls(db):
+    pd = pytest.importorskip("pandas")
+    frame = pd.DataFrame({
+        "n": pd.array([0, 1, 2], dtype="Int64"),
+        "a": pd.array([-128, None, 127], dtype="Int8"),
+        "b": pd.array([None, 4294967295, 0], dtype="UInt32"),
+        "c": pd.array([9223372036854775807, -1, None], dtype="Int64"),
+        "d": pd.array([None, None, 65535], dtype="UInt16"),
+    })
+    target = db.table("n bigint, a smallint, b bigint, c bigint, d integer")
+    assert pgpour.load(frame, target, db=db.conninfo).rows_loaded == 3
+    assert db.rows(target) == [
+        "(0,-128,,9223372036854775807,)",
+        "(1,,4294967295,-1,)",
+        "(2,127,0,,65535)",
+    ]
