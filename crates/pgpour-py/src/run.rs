@@ -122,8 +122,10 @@ fn finish(
 fn interrupted(py: Python<'_>, summary: &LoadSummary, rows: Rows) -> PyResult<PyErr> {
     let message = match summary.interrupted {
         true if rows == Rows::InMemory => format!(
-            "interrupted: whole chunks were committed ({} rows); an in-memory source is not kept, \
-             so the load cannot be resumed: load the rest as a new load",
+            "interrupted: whole chunks were committed ({} rows), not always the first ones when \
+             several workers load; an in-memory source is not kept, so the load cannot be \
+             resumed: load the frame again with truncate=True, or with on_conflict='skip' where \
+             the table has a key",
             summary.rows_loaded
         ),
         true if summary.load_id.is_empty() => {
