@@ -175,39 +175,7 @@ fn pooled_sessions_of_clean(pooler: &PgBouncer, db: &TestDb, user: &str) -> Resu
 
 #[test]
 fn sigkill_through_a_session_pooler_then_resume_loads_every_row_once() {
-    let Some(Pooled {
-        pooler,
-        db,
-        conninfo,
-        file,
-        _dir,
-    }) = pooled(PoolMode::Session, "pooled_kill")
-    else {
-        return;
-    };
-    let explain = common::pgpour(
-        &[
-            "load",
-            file.to_str().unwrap(),
-            "-t",
-            "t",
-            "-d",
-            &conninfo,
-            "--explain",
-        ],
-        None,
-    );
-    let shown = text(&explain.stdout);
-    assert!(
-        shown.contains("  pooler   a connection pooler in session pooling"),
-        "{shown}{}",
-        text(&explain.stderr)
-    );
-    kill_and_resume(&db, &conninfo, "pooled", 6, |run| {
-        if let Err(e) = pooled_sessions_clean(&pooler, &db) {
-            panic!("run {run}: {e}\n{}", pooler.log());
-        }
-    });
+    killed_and_resumed_through(PoolMode::Session, "session", "pooled");
 }
 
 /// Through a transaction pooler, killed at random moments and resumed:
@@ -215,13 +183,20 @@ fn sigkill_through_a_session_pooler_then_resume_loads_every_row_once() {
 /// pooled backends finds no lock and no setting of the load's.
 #[test]
 fn sigkill_through_a_transaction_pooler_then_resume_loads_every_row_once() {
+    killed_and_resumed_through(PoolMode::Transaction, "transaction", "pooled_tx");
+}
+
+/// A load through a pooler in `mode`, which `--explain` names as `mode_name`
+/// pooling, killed at random moments and resumed under `load_id`: every
+/// row once, nothing of the load's left on the pooled sessions after each.
+fn killed_and_resumed_through(mode: PoolMode, mode_name: &str, load_id: &str) {
     let Some(Pooled {
         pooler,
         db,
         conninfo,
         file,
         _dir,
-    }) = pooled(PoolMode::Transaction, "pooled_tx_kill")
+    }) = pooled(mode, &format!("{load_id}_kill"))
     else {
         return;
     };
@@ -239,11 +214,13 @@ fn sigkill_through_a_transaction_pooler_then_resume_loads_every_row_once() {
     );
     let shown = text(&explain.stdout);
     assert!(
-        shown.contains("  pooler   a connection pooler in transaction pooling"),
+        shown.contains(&format!(
+            "  pooler   a connection pooler in {mode_name} pooling"
+        )),
         "{shown}{}",
         text(&explain.stderr)
     );
-    kill_and_resume(&db, &conninfo, "pooled_tx", 6, |run| {
+    kill_and_resume(&db, &conninfo, load_id, 6, |run| {
         if let Err(e) = pooled_sessions_clean(&pooler, &db) {
             panic!("run {run}: {e}\n{}", pooler.log());
         }
