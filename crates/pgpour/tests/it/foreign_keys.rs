@@ -54,6 +54,29 @@ pub(crate) fn rows(client: &mut postgres::Client, table: &str) -> BTreeSet<Strin
         .collect()
 }
 
+/// `emp` holds the employee of every line but the `refused` ones (its ids
+/// are the lines' numbers, from 1), and the reject file in `dir` holds
+/// exactly those lines, in the file's order.
+fn loaded_all_but(
+    client: &mut postgres::Client,
+    dir: &std::path::Path,
+    lines: &[String],
+    refused: &BTreeSet<usize>,
+    name: &str,
+) {
+    let ids: BTreeSet<usize> = client
+        .query("SELECT id FROM emp", &[])
+        .unwrap()
+        .iter()
+        .map(|r| r.get::<_, i32>(0) as usize - 1)
+        .collect();
+    let want: BTreeSet<usize> = (0..lines.len()).filter(|i| !refused.contains(i)).collect();
+    assert_eq!(ids, want, "{name}");
+    let rejected = std::fs::read_to_string(dir.join("emp.rejected.csv")).unwrap();
+    let want_rejected: String = refused.iter().map(|&i| format!("{}\n", lines[i])).collect();
+    assert_eq!(rejected, want_rejected, "{name}");
+}
+
 /// The table's foreign keys: name, definition, validated.
 pub(crate) fn keys(client: &mut postgres::Client, table: &str) -> Vec<(String, String, bool)> {
     client
@@ -272,17 +295,7 @@ fn missing_references_are_rejected_with_the_chain_they_break() {
             (lines.len() - refused.len()) as u64,
             "{name}"
         );
-        let ids: BTreeSet<usize> = client
-            .query("SELECT id FROM emp", &[])
-            .unwrap()
-            .iter()
-            .map(|r| r.get::<_, i32>(0) as usize - 1)
-            .collect();
-        let want: BTreeSet<usize> = (0..lines.len()).filter(|i| !refused.contains(i)).collect();
-        assert_eq!(ids, want, "{name}");
-        let rejected = std::fs::read_to_string(dir.path().join("emp.rejected.csv")).unwrap();
-        let want_rejected: String = refused.iter().map(|&i| format!("{}\n", lines[i])).collect();
-        assert_eq!(rejected, want_rejected, "{name}");
+        loaded_all_but(&mut client, dir.path(), &lines, &refused, &name);
         let log = std::fs::read_to_string(dir.path().join("emp.rejected.csv.jsonl")).unwrap();
         for entry in log.lines() {
             let entry: serde_json::Value = serde_json::from_str(entry).unwrap();
@@ -477,17 +490,7 @@ fn missing_references_count_against_max_errors() {
             }
         };
         assert_eq!(summary.rows_rejected, n, "{name}");
-        let ids: BTreeSet<usize> = client
-            .query("SELECT id FROM emp", &[])
-            .unwrap()
-            .iter()
-            .map(|r| r.get::<_, i32>(0) as usize - 1)
-            .collect();
-        let want: BTreeSet<usize> = (0..lines.len()).filter(|i| !refused.contains(i)).collect();
-        assert_eq!(ids, want, "{name}");
-        let rejected = std::fs::read_to_string(dir.path().join("emp.rejected.csv")).unwrap();
-        let want_rejected: String = refused.iter().map(|&i| format!("{}\n", lines[i])).collect();
-        assert_eq!(rejected, want_rejected, "{name}");
+        loaded_all_but(&mut client, dir.path(), &lines, &refused, name);
         let keys = keys(&mut client, "emp");
         assert!(keys.len() == 1 && keys[0].2, "{name}: the key back, valid");
     }
