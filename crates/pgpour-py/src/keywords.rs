@@ -85,7 +85,6 @@ const TEXT_KEYWORDS: &[&str] = &[
     "if_not_exists",
     "types",
     "create_types",
-    "where",
     "limit",
 ];
 

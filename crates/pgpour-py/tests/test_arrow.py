@@ -24,9 +24,16 @@ def test_keywords_of_text_input_are_refused_by_name(db):
     with pytest.raises(pgpour.OptionsError, match="^create does not apply"):
         pgpour.load(frame(), target, db=db.conninfo, create=True)
     # Refused before the server is asked anything.
-    with pytest.raises(pgpour.OptionsError, match="^where does not apply"):
-        pgpour.load(frame(), target, db="host=/nonexistent port=1", where="id > 1")
+    with pytest.raises(pgpour.OptionsError, match="^limit does not apply"):
+        pgpour.load(frame(), target, db="host=/nonexistent port=1", limit=1)
     assert db.count(target) == 0
+
+
+def test_a_frame_loads_the_rows_where_allows(db):
+    target = db.table("id bigint, name text")
+    result = pgpour.load(frame(), target, db=db.conninfo, where="id > 1")
+    assert result.rows_loaded == 2, result.to_dict()
+    assert db.sql(f"SELECT string_agg(id::text, ',' ORDER BY id) FROM {target}") == "2,3"
 
 
 def test_what_the_engine_refuses_for_arrow_data_is_an_options_error(db):
