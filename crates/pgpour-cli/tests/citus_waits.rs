@@ -221,7 +221,7 @@ fn a_load_waiting_on_a_prepared_transaction_on_a_worker_stops_naming_it() {
             .unwrap();
         std::fs::write(&file, keyed(&(1..=2_001).collect::<Vec<_>>())).unwrap();
         let started = Instant::now();
-        let mut child = Command::new(env!("CARGO_BIN_EXE_pgpour"))
+        let child = Command::new(env!("CARGO_BIN_EXE_pgpour"))
             .args(["load", file.to_str().unwrap(), "-t", name])
             .args(["-d", &cluster.conninfo(), "-q", "--citus-route", route])
             .args(["--workers", "1", "--load-id", &gid])
@@ -230,17 +230,7 @@ fn a_load_waiting_on_a_prepared_transaction_on_a_worker_stops_naming_it() {
             .stderr(Stdio::piped())
             .spawn()
             .unwrap();
-        let ended = loop {
-            if let Some(status) = child.try_wait().unwrap() {
-                break Some(status);
-            }
-            if started.elapsed() > Duration::from_secs(90) {
-                break None;
-            }
-            std::thread::sleep(Duration::from_millis(100));
-        };
-        let _ = child.kill();
-        let out = child.wait_with_output().unwrap();
+        let (ended, out) = common::ended_within(child, started, Duration::from_secs(90));
         let still: i64 = holder
             .query_one(
                 "SELECT count(*) FROM pg_prepared_xacts WHERE gid = $1",

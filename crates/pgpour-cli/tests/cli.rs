@@ -411,17 +411,7 @@ fn interrupt_of_a_load_waiting_on_a_prepared_transaction_ends_in_bounded_time() 
     let interrupted = std::time::Instant::now();
     // SAFETY: plain kill(2) on our own child.
     unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGINT) };
-    let ended = loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            break Some(status);
-        }
-        if interrupted.elapsed() > std::time::Duration::from_secs(90) {
-            break None;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(100));
-    };
-    let _ = child.kill();
-    let out = child.wait_with_output().unwrap();
+    let (ended, out) = common::ended_within(child, interrupted, std::time::Duration::from_secs(90));
     holder
         .batch_execute("ROLLBACK PREPARED 'held_by_the_test'")
         .unwrap();
@@ -452,7 +442,7 @@ fn a_load_waiting_on_a_prepared_transaction_stops_naming_it() {
     // A load, then its resume: each stops, in bounded time.
     let run = |args: &[&str]| {
         let started = std::time::Instant::now();
-        let mut child = Command::new(env!("CARGO_BIN_EXE_pgpour"))
+        let child = Command::new(env!("CARGO_BIN_EXE_pgpour"))
             .args(args)
             .args(["-d", &conninfo])
             .env("PGPOUR_LOCK_WAIT_CHECK", "2")
@@ -460,17 +450,7 @@ fn a_load_waiting_on_a_prepared_transaction_stops_naming_it() {
             .stderr(Stdio::piped())
             .spawn()
             .unwrap();
-        let ended = loop {
-            if let Some(status) = child.try_wait().unwrap() {
-                break Some(status);
-            }
-            if started.elapsed() > std::time::Duration::from_secs(60) {
-                break None;
-            }
-            std::thread::sleep(std::time::Duration::from_millis(100));
-        };
-        let _ = child.kill();
-        let out = child.wait_with_output().unwrap();
+        let (ended, out) = common::ended_within(child, started, std::time::Duration::from_secs(60));
         (ended, text(&out.stderr))
     };
     let load = [

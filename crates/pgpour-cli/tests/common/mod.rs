@@ -3,7 +3,8 @@
 #![allow(dead_code)] // each test binary uses its own subset
 
 use std::io::Write;
-use std::process::{Command, Output, Stdio};
+use std::process::{Child, Command, ExitStatus, Output, Stdio};
+use std::time::{Duration, Instant};
 
 /// Runs the built `pgpour` with `args`, feeding `stdin` if given.
 pub fn pgpour(args: &[&str], stdin: Option<&[u8]>) -> Output {
@@ -40,4 +41,25 @@ pub fn pgpour_with_env(args: &[&str], stdin: Option<&[u8]>, env: &[(&str, &str)]
 /// Bytes as text, for assertions and messages.
 pub fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
+}
+
+/// Waits for `child` to exit for up to `limit` from `since`: its status,
+/// or `None` if it was still running then (it is killed either way, and
+/// its output read), with what it wrote to stderr.
+pub fn ended_within(
+    mut child: Child,
+    since: Instant,
+    limit: Duration,
+) -> (Option<ExitStatus>, Output) {
+    let ended = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break Some(status);
+        }
+        if since.elapsed() > limit {
+            break None;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    let _ = child.kill();
+    (ended, child.wait_with_output().unwrap())
 }
